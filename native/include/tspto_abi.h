@@ -1,0 +1,67 @@
+// tspto device ABI: the contract between generated program libraries (src/codegen, cpu
+// platform) and the native runtime (native/src). Generated code includes this header and
+// links against nothing: every runtime service reaches it through TsptoRuntimeApi.
+//
+// A program library exports:
+//   extern "C" int  tspto_abi_version(void);                 // == TSPTO_ABI_VERSION
+//   extern "C" int  tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args);
+//   extern "C" void k_<name>(const int64_t* args);           // one per InCore kernel
+//
+// `args` of tspto_entry: one int64 slot per entry parameter, in parameter order. A tensor
+// parameter's slot holds its device address; an integer/bool scalar its value; a float
+// scalar the bit pattern of a double (memcpy).
+//
+// A kernel's `args`: the slots the orchestration passed to rt->submit (tensor pointers
+// first, then scalars), followed by TWO extra slots appended by the runtime:
+//   args[nargs]     the address of the executing core's scratch arena (tiles live at
+//                   planned offsets inside it, 64-byte aligned, rt->scratch_bytes long);
+//   args[nargs + 1] the address of the launch's TsptoRuntimeApi (for rt->fail).
+#ifndef TSPTO_ABI_H
+#define TSPTO_ABI_H
+#include <stdint.h>
+
+#define TSPTO_ABI_VERSION 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*TsptoKernelFn)(const int64_t* args);
+
+// One memory region a task touches; the scheduler derives ordering from overlapping
+// regions (write-after-read, read-after-write, write-after-write).
+enum { TSPTO_ACCESS_READ = 1, TSPTO_ACCESS_WRITE = 2, TSPTO_ACCESS_READWRITE = 3 };
+typedef struct TsptoAccess {
+  int64_t base;   // device address of the first byte
+  int64_t nbytes; // extent in bytes
+  int32_t mode;   // TSPTO_ACCESS_*
+  int32_t reserved;
+} TsptoAccess;
+
+typedef struct TsptoRuntimeApi {
+  void* ctx;
+  int64_t scratch_bytes;  // per-core scratch capacity
+  // Queue one task. `args` (nargs slots) and `accesses` are copied before return. `name`
+  // is a static string (the kernel's name) used by traces. `scope_id` identifies the
+  // pl.at scope / call site the task came from. Returns 0, or non-zero after recording a
+  // failure (the orchestration must then return non-zero).
+  int (*submit)(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id,
+                const int64_t* args, int32_t nargs, const TsptoAccess* accesses,
+                int32_t naccesses);
+  // Block until every submitted task has finished. Returns 0, or non-zero if a task failed.
+  int (*wait_all)(void* ctx);
+  // Orchestration-level device buffers (createTensor). Zero-filled. Freed at launch end
+  // if not freed before. Returns 0 (and records a failure) when out of memory.
+  int64_t (*alloc)(void* ctx, int64_t nbytes);
+  void (*free)(void* ctx, int64_t addr);
+  // Record a runtime error (e.g. a dynamic window out of bounds). The launch then throws
+  // a JS Error with this message. Safe to call from kernels on core threads.
+  void (*fail)(void* ctx, const char* message);
+  // Non-zero once a failure has been recorded; kernels and orchestration may stop early.
+  int (*failed)(void* ctx);
+} TsptoRuntimeApi;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,573 @@
+// Node-API binding of the tspto native runtime: exports { Device, abiVersion }.
+//
+// The addon keeps no mutable globals: everything an environment needs lives in per-env
+// instance data (EnvState), so every Node worker_thread can load and use it. An env
+// cleanup hook closes the env's devices (joining their threads), so a script that never
+// calls close() still exits promptly.
+#include <napi.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "errors.h"
+#include "tspto_abi.h"
+
+namespace tspto {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Per-env state
+
+struct EnvState {
+  std::mutex mu;
+  std::vector<std::weak_ptr<DeviceCore>> devices;
+
+  void Add(const std::shared_ptr<DeviceCore>& core) {
+    std::lock_guard<std::mutex> lock(mu);
+    // Drop entries of devices that are gone, so the list does not grow without bound.
+    std::vector<std::weak_ptr<DeviceCore>> alive;
+    for (auto& w : devices) {
+      auto d = w.lock();
+      if (d && !d->closed()) alive.push_back(w);
+    }
+    alive.push_back(core);
+    devices.swap(alive);
+  }
+
+  // Env teardown: close every device still open (joins threads, frees memory).
+  void CloseAll() {
+    std::vector<std::shared_ptr<DeviceCore>> open;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& w : devices) {
+        if (auto d = w.lock()) open.push_back(std::move(d));
+      }
+      devices.clear();
+    }
+    for (auto& d : open) d->Close();
+  }
+};
+
+struct AddonData {
+  std::shared_ptr<EnvState> state;
+};
+
+// ---------------------------------------------------------------------------------------
+// Errors and argument conversion
+
+Napi::Error ToJsError(Napi::Env env, const DeviceError& e) {
+  Napi::Error err = Napi::Error::New(env, e.what());
+  if (*e.code() != '\0') err.Set("code", Napi::String::New(env, e.code()));
+  return err;
+}
+
+// Runs `body`, turning native exceptions into JS exceptions.
+template <typename Body>
+auto Guard(Napi::Env env, Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const DeviceError& e) {
+    throw ToJsError(env, e);
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("tspto native: ") + e.what());
+  }
+}
+
+std::string Describe(Napi::Value v) {
+  switch (v.Type()) {
+    case napi_undefined: return "undefined";
+    case napi_null: return "null";
+    case napi_boolean: return v.As<Napi::Boolean>().Value() ? "true" : "false";
+    case napi_number: {
+      const double d = v.As<Napi::Number>().DoubleValue();
+      if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e18) {
+        return std::to_string(static_cast<int64_t>(d));
+      }
+      return std::to_string(d);
+    }
+    case napi_string: return "a string";
+    case napi_symbol: return "a symbol";
+    case napi_bigint: return "a bigint";
+    case napi_function: return "a function";
+    case napi_external: return "an external";
+    default:
+      if (v.IsArray()) return "an array";
+      if (v.IsTypedArray() || v.IsDataView()) return "an ArrayBufferView";
+      if (v.IsArrayBuffer()) return "an ArrayBuffer";
+      return "an object";
+  }
+}
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
+
+// A non-negative integer given as a number (exact) or a bigint (lossless uint64).
+bool ToUint64(Napi::Value v, uint64_t* out) {
+  if (v.IsNumber()) {
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d <= kMaxSafeInteger && d == std::trunc(d))) return false;
+    *out = static_cast<uint64_t>(d);
+    return true;
+  }
+  if (v.IsBigInt()) {
+    bool lossless = false;
+    *out = v.As<Napi::BigInt>().Uint64Value(&lossless);
+    return lossless;
+  }
+  return false;
+}
+
+uint64_t AddressArg(Napi::Env env, Napi::Value v, const char* method) {
+  uint64_t addr = 0;
+  if (!ToUint64(v, &addr)) {
+    throw Napi::TypeError::New(env, std::string(method) +
+                                        ": address must be a non-negative bigint, got " +
+                                        Describe(v));
+  }
+  return addr;
+}
+
+uint64_t ByteCountArg(Napi::Env env, Napi::Value v, const char* method) {
+  uint64_t n = 0;
+  if (!ToUint64(v, &n)) {
+    throw Napi::TypeError::New(env, std::string(method) +
+                                        ": nbytes must be a non-negative integer, got " +
+                                        Describe(v));
+  }
+  return n;
+}
+
+// Data pointer and byte length of a TypedArray / DataView / ArrayBuffer (no JS objects
+// created). False when `v` is none of those.
+bool HostView(napi_env env, napi_value v, uint8_t** data, uint64_t* bytes) {
+  bool is = false;
+  void* p = nullptr;
+  size_t len = 0;
+  if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
+    napi_typedarray_type type;
+    size_t length = 0, offset = 0;
+    if (napi_get_typedarray_info(env, v, &type, &length, &p, nullptr, &offset) != napi_ok) return false;
+    size_t element = 1;
+    switch (type) {
+      case napi_int16_array: case napi_uint16_array: element = 2; break;
+      case napi_int32_array: case napi_uint32_array: case napi_float32_array: element = 4; break;
+      case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: element = 8; break;
+      default: element = 1; break;
+    }
+    len = length * element;
+  } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
+    size_t offset = 0;
+    if (napi_get_dataview_info(env, v, &len, &p, nullptr, &offset) != napi_ok) return false;
+  } else if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
+    if (napi_get_arraybuffer_info(env, v, &p, &len) != napi_ok) return false;
+  } else {
+    return false;
+  }
+  *data = static_cast<uint8_t*>(p);
+  *bytes = len;
+  return true;
+}
+
+uint32_t ModuleIdArg(Napi::Env env, Napi::Value v, const char* method) {
+  uint64_t id = 0;
+  if (!v.IsNumber() || !ToUint64(v, &id) || id > std::numeric_limits<uint32_t>::max()) {
+    throw Napi::TypeError::New(env, std::string(method) +
+                                        ": module id must be a non-negative integer, got " +
+                                        Describe(v));
+  }
+  return static_cast<uint32_t>(id);
+}
+
+// Converts launch(moduleId, args, kinds) arguments. Host views are referenced by pointer;
+// when `keep` is given (async launch) each view gets a persistent reference so it stays
+// alive until the launch completes.
+void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* module_id,
+                 std::vector<LaunchArg>* out, std::vector<Napi::ObjectReference>* keep) {
+  Napi::Env env = info.Env();
+  *module_id = ModuleIdArg(env, info[0], method);
+  if (!info[1].IsArray()) {
+    throw Napi::TypeError::New(env, std::string(method) + ": args must be an array, got " +
+                                        Describe(info[1]));
+  }
+  Napi::Array arr = info[1].As<Napi::Array>();
+  if (!info[2].IsTypedArray() ||
+      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    throw Napi::TypeError::New(env, std::string(method) + ": kinds must be a Uint8Array, got " +
+                                        Describe(info[2]));
+  }
+  Napi::Uint8Array kinds = info[2].As<Napi::Uint8Array>();
+  const uint32_t n = arr.Length();
+  if (kinds.ElementLength() != n) {
+    throw Napi::TypeError::New(env, std::string(method) + ": kinds has " +
+                                        std::to_string(kinds.ElementLength()) +
+                                        " entries but args has " + std::to_string(n));
+  }
+  const uint8_t* kind_data = kinds.Data();
+  out->resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    LaunchArg& a = (*out)[i];
+    a = LaunchArg{};
+    a.kind = kind_data[i];
+    Napi::Value v = arr.Get(i);
+    auto bad = [&](const char* expected) {
+      return Napi::TypeError::New(env, std::string(method) + ": argument " + std::to_string(i) +
+                                           " (" + ArgKindName(a.kind) + ") must be " + expected +
+                                           ", got " + Describe(v));
+    };
+    switch (a.kind) {
+      case kArgHostIn:
+      case kArgHostOut:
+      case kArgHostInOut:
+        if (!HostView(env, v, &a.host, &a.host_bytes)) throw bad("an ArrayBufferView");
+        if (keep != nullptr) keep->push_back(Napi::Persistent(v.As<Napi::Object>()));
+        break;
+      case kArgDevice: {
+        uint64_t addr = 0;
+        if (!ToUint64(v, &addr)) throw bad("a device address (bigint)");
+        a.value = static_cast<int64_t>(addr);
+        break;
+      }
+      case kArgInt:
+        if (v.IsBigInt()) {
+          bool lossless = false;
+          a.value = v.As<Napi::BigInt>().Int64Value(&lossless);
+          if (!lossless) throw bad("an integer in the int64 range");
+        } else if (v.IsNumber()) {
+          const double d = v.As<Napi::Number>().DoubleValue();
+          // [-2^63, 2^63): exactly representable bounds.
+          if (!(d == std::trunc(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+            throw bad("an integer in the int64 range");
+          }
+          a.value = static_cast<int64_t>(d);
+        } else {
+          throw bad("a number or bigint");
+        }
+        break;
+      case kArgFloat: {
+        if (!v.IsNumber()) throw bad("a number");
+        const double d = v.As<Napi::Number>().DoubleValue();
+        std::memcpy(&a.value, &d, sizeof d);
+        break;
+      }
+      case kArgBool:
+        if (v.IsBoolean()) {
+          a.value = v.As<Napi::Boolean>().Value() ? 1 : 0;
+        } else if (v.IsNumber()) {
+          a.value = v.As<Napi::Number>().DoubleValue() != 0 ? 1 : 0;
+        } else {
+          throw bad("a boolean");
+        }
+        break;
+      default:
+        throw Napi::TypeError::New(env, std::string(method) + ": kinds[" + std::to_string(i) +
+                                            "] = " + std::to_string(a.kind) +
+                                            " is not an argument kind (0..6)");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// launchAsync: the launch runs on a libuv pool thread and settles a promise.
+
+class LaunchWorker : public Napi::AsyncWorker {
+ public:
+  LaunchWorker(Napi::Env env, std::shared_ptr<DeviceCore> core, Napi::Object device,
+               uint32_t module_id, std::vector<LaunchArg> args,
+               std::vector<Napi::ObjectReference> keep)
+      : Napi::AsyncWorker(env, "tspto.launchAsync"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        core_(std::move(core)),
+        device_(Napi::Persistent(device)),
+        module_id_(module_id),
+        args_(std::move(args)),
+        keep_(std::move(keep)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      ns_ = core_->Launch(module_id_, args_);
+    } catch (const DeviceError& e) {
+      code_ = e.code();
+      SetError(e.what());
+    } catch (const std::exception& e) {
+      SetError(std::string("tspto native: ") + e.what());
+    }
+  }
+
+  void OnOK() override {
+    deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(ns_)));
+  }
+
+  void OnError(const Napi::Error& e) override {
+    Napi::Error err = e;
+    if (*code_ != '\0') err.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(err.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<DeviceCore> core_;  // keeps the device state alive until completion
+  Napi::ObjectReference device_;      // keeps the JS Device from being collected
+  uint32_t module_id_;
+  std::vector<LaunchArg> args_;
+  std::vector<Napi::ObjectReference> keep_;  // host views referenced by args_
+  uint64_t ns_ = 0;
+  const char* code_ = "";
+};
+
+// ---------------------------------------------------------------------------------------
+// Device
+
+class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(
+        env, "Device",
+        {
+            InstanceMethod<&DeviceWrap::Alloc>("alloc"),
+            InstanceMethod<&DeviceWrap::Free>("free"),
+            InstanceMethod<&DeviceWrap::IsLive>("isLive"),
+            InstanceMethod<&DeviceWrap::H2D>("h2d"),
+            InstanceMethod<&DeviceWrap::D2H>("d2h"),
+            InstanceMethod<&DeviceWrap::WriteDevice>("writeDevice"),
+            InstanceMethod<&DeviceWrap::ReadDevice>("readDevice"),
+            InstanceMethod<&DeviceWrap::LoadModule>("loadModule"),
+            InstanceMethod<&DeviceWrap::UnloadModule>("unloadModule"),
+            InstanceMethod<&DeviceWrap::Launch>("launch"),
+            InstanceMethod<&DeviceWrap::LaunchAsync>("launchAsync"),
+            InstanceMethod<&DeviceWrap::Stats>("stats"),
+            InstanceMethod<&DeviceWrap::Close>("close"),
+            InstanceAccessor<&DeviceWrap::Closed>("closed"),
+        });
+  }
+
+  explicit DeviceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceWrap>(info) {
+    Napi::Env env = info.Env();
+    if (!info.IsConstructCall()) throw Napi::TypeError::New(env, "Device must be called with new");
+    if (!info[0].IsObject()) {
+      throw Napi::TypeError::New(env, "Device: options must be an object, got " + Describe(info[0]));
+    }
+    Napi::Object o = info[0].As<Napi::Object>();
+    DeviceOptions opts;
+    opts.device_id = static_cast<uint32_t>(Option(o, "deviceId", 0, 2147483647.0));
+    opts.core_threads = static_cast<uint32_t>(Option(o, "coreThreads", 1, 1024));
+    opts.sched_threads = static_cast<uint32_t>(Option(o, "schedThreads", 0, 1024));
+    opts.scratch_bytes = Option(o, "scratchBytes", 0, 1099511627776.0);      // 1 TiB
+    opts.memory_bytes = Option(o, "memoryBytes", 64, 140737488355328.0);     // 128 TiB
+    opts.ring_task_window = static_cast<uint32_t>(Option(o, "ringTaskWindow", 1, 16777216));
+    opts.ring_heap = Option(o, "ringHeap", 1, kMaxSafeInteger);
+    opts.ring_dep_pool = Option(o, "ringDepPool", 1, 2147483647.0);
+    core_ = Guard(env, [&] { return std::make_shared<DeviceCore>(opts); });
+    env.GetInstanceData<AddonData>()->state->Add(core_);
+  }
+
+  ~DeviceWrap() override {
+    // Garbage-collected without close(): release threads and memory now.
+    if (core_) core_->Close();
+  }
+
+ private:
+  // An integer option in [lo, hi]; the message names the field, the rule and the value.
+  static uint64_t Option(Napi::Object o, const char* name, double lo, double hi) {
+    Napi::Value v = o.Get(name);
+    const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+    if (!(d == std::trunc(d) && d >= lo && d <= hi)) {
+      throw Napi::RangeError::New(
+          o.Env(), std::string("Device: option '") + name + "' must be an integer in [" +
+                       std::to_string(static_cast<uint64_t>(lo)) + ", " +
+                       std::to_string(static_cast<uint64_t>(hi)) + "], got " + Describe(v));
+    }
+    return static_cast<uint64_t>(d);
+  }
+
+  DeviceCore& Core(Napi::Env env) {
+    if (core_->closed()) throw ToJsError(env, DeviceError("device is closed", kCodeClosed));
+    return *core_;
+  }
+
+  Napi::Value Alloc(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t n = ByteCountArg(env, info[0], "alloc");
+    const uint64_t addr = Guard(env, [&] { return core.Alloc(n); });
+    return Napi::BigInt::New(env, addr);
+  }
+
+  void Free(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t addr = AddressArg(env, info[0], "free");
+    Guard(env, [&] { core.Free(addr); });
+  }
+
+  Napi::Value IsLive(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    uint64_t addr = 0;
+    if (!ToUint64(info[0], &addr)) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, Guard(env, [&] { return core.IsLive(addr); }));
+  }
+
+  // Resolves a host view argument and checks it holds at least nbytes.
+  static uint8_t* HostBytes(Napi::Env env, Napi::Value v, uint64_t nbytes, const char* method,
+                            const char* role, uint64_t addr) {
+    uint8_t* data = nullptr;
+    uint64_t len = 0;
+    if (!HostView(env, v, &data, &len)) {
+      throw Napi::TypeError::New(env, std::string(method) + ": " + role +
+                                          " must be an ArrayBufferView, got " + Describe(v));
+    }
+    if (len < nbytes) {
+      throw Napi::RangeError::New(env, std::string(method) + ": " + role + " has " +
+                                           std::to_string(len) + " bytes, fewer than nbytes=" +
+                                           std::to_string(nbytes) + " (device address " +
+                                           Hex(addr) + ")");
+    }
+    return data;
+  }
+
+  void H2D(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t addr = AddressArg(env, info[0], "h2d");
+    const uint64_t n = ByteCountArg(env, info[2], "h2d");
+    const uint8_t* src = HostBytes(env, info[1], n, "h2d", "source view", addr);
+    Guard(env, [&] { core.H2D(addr, src, n); });
+  }
+
+  void D2H(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t addr = AddressArg(env, info[1], "d2h");
+    const uint64_t n = ByteCountArg(env, info[2], "d2h");
+    uint8_t* dst = HostBytes(env, info[0], n, "d2h", "destination view", addr);
+    Guard(env, [&] { core.D2H(dst, addr, n); });
+  }
+
+  // Device-side accesses of the interp platform's executor: same checks, not counted as
+  // host<->device transfers.
+  void WriteDevice(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t addr = AddressArg(env, info[0], "writeDevice");
+    const uint64_t n = ByteCountArg(env, info[2], "writeDevice");
+    const uint8_t* src = HostBytes(env, info[1], n, "writeDevice", "source view", addr);
+    Guard(env, [&] { core.H2D(addr, src, n, false); });
+  }
+
+  void ReadDevice(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint64_t addr = AddressArg(env, info[1], "readDevice");
+    const uint64_t n = ByteCountArg(env, info[2], "readDevice");
+    uint8_t* dst = HostBytes(env, info[0], n, "readDevice", "destination view", addr);
+    Guard(env, [&] { core.D2H(dst, addr, n, false); });
+  }
+
+  Napi::Value LoadModule(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    if (!info[0].IsString()) {
+      throw Napi::TypeError::New(env, "loadModule: path must be a string, got " + Describe(info[0]));
+    }
+    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    return Napi::Number::New(env, Guard(env, [&] { return core.LoadModule(path); }));
+  }
+
+  void UnloadModule(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const uint32_t id = ModuleIdArg(env, info[0], "unloadModule");
+    Guard(env, [&] { core.UnloadModule(id); });
+  }
+
+  // The synchronous hot path: one crossing, views used in place, no JS allocation except
+  // the returned number.
+  Napi::Value Launch(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    uint32_t module_id = 0;
+    ParseLaunch(info, "launch", &module_id, &args_, nullptr);
+    const uint64_t ns = Guard(env, [&] { return core.Launch(module_id, args_); });
+    return Napi::Number::New(env, static_cast<double>(ns));
+  }
+
+  // Always returns a promise: argument errors and a closed device reject it.
+  Napi::Value LaunchAsync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    try {
+      Core(env);
+      uint32_t module_id = 0;
+      std::vector<LaunchArg> args;
+      std::vector<Napi::ObjectReference> keep;
+      ParseLaunch(info, "launchAsync", &module_id, &args, &keep);
+      auto* worker = new LaunchWorker(env, core_, Value(), module_id, std::move(args),
+                                      std::move(keep));
+      Napi::Promise promise = worker->Promise();
+      worker->Queue();
+      return promise;
+    } catch (const Napi::Error& e) {
+      Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+      deferred.Reject(e.Value());
+      return deferred.Promise();
+    }
+  }
+
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const DeviceStats s = Guard(env, [&] { return core.Stats(); });
+    Napi::Object o = Napi::Object::New(env);
+    auto set = [&](const char* k, uint64_t v) { o.Set(k, Napi::Number::New(env, static_cast<double>(v))); };
+    set("launches", s.launches);
+    set("h2dBytes", s.h2d_bytes);
+    set("d2hBytes", s.d2h_bytes);
+    set("bytesInUse", s.bytes_in_use);
+    set("liveAllocations", s.live_allocations);
+    set("capacity", s.capacity);
+    set("modulesLoaded", s.modules_loaded);
+    set("moduleLoads", s.module_loads);
+    set("tasksRun", s.tasks_run);
+    return o;
+  }
+
+  void Close(const Napi::CallbackInfo& info) { core_->Close(); }
+
+  Napi::Value Closed(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), core_->closed());
+  }
+
+  std::shared_ptr<DeviceCore> core_;
+  std::vector<LaunchArg> args_;  // reused by the synchronous launch
+};
+
+// ---------------------------------------------------------------------------------------
+// Module init (runs once per environment: main thread and each worker_thread)
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto state = std::make_shared<EnvState>();
+  env.SetInstanceData<AddonData>(new AddonData{state});
+  // Runs at env teardown, after in-flight async work has completed: close what is open.
+  env.AddCleanupHook([state]() { state->CloseAll(); });
+  exports.Set("Device", DeviceWrap::Define(env));
+  exports.Set("abiVersion", Napi::Number::New(env, TSPTO_ABI_VERSION));
+  return exports;
+}
+
+}  // namespace
+}  // namespace tspto
+
+static Napi::Object InitTsptoNative(Napi::Env env, Napi::Object exports) {
+  return tspto::Init(env, exports);
+}
+
+NODE_API_MODULE(tspto_native, InitTsptoNative)

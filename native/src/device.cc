@@ -1,0 +1,386 @@
+#include "device.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "errors.h"
+
+namespace tspto {
+
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Appends where a failure happened when it is reported from a kernel on a core thread.
+std::string WithTaskContext(const std::string& message) {
+  const char* task = Scheduler::CurrentTaskName();
+  if (task == nullptr) return message;
+  return message + " (in task '" + task + "', scope " +
+         std::to_string(Scheduler::CurrentTaskScope()) + ")";
+}
+
+}  // namespace
+
+DeviceCore::DeviceCore(const DeviceOptions& options) : options_(options) {
+  arena_ = std::make_unique<Arena>(options.memory_bytes);
+
+  api_.ctx = this;
+  api_.scratch_bytes = static_cast<int64_t>(options.scratch_bytes);
+  api_.submit = &DeviceCore::ApiSubmit;
+  api_.wait_all = &DeviceCore::ApiWaitAll;
+  api_.alloc = &DeviceCore::ApiAlloc;
+  api_.free = &DeviceCore::ApiFree;
+  api_.fail = &DeviceCore::ApiFail;
+  api_.failed = &DeviceCore::ApiFailed;
+
+  SchedulerConfig config;
+  config.device_id = options.device_id;
+  config.core_threads = options.core_threads;
+  config.scratch_bytes = options.scratch_bytes;
+  config.window = options.ring_task_window;
+  config.heap = options.ring_heap;
+  config.dep_pool = options.ring_dep_pool;
+  SchedulerHooks hooks;
+  hooks.failed = &failed_;
+  hooks.fail = [this](const std::string& m) { RecordFailure(WithTaskContext(m)); };
+  hooks.api_address = static_cast<int64_t>(reinterpret_cast<intptr_t>(&api_));
+  scheduler_ = std::make_unique<Scheduler>(config, std::move(hooks));
+}
+
+DeviceCore::~DeviceCore() { Close(); }
+
+void DeviceCore::Close() {
+  std::lock_guard<std::mutex> close_lock(close_mu_);
+  if (closed_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> launch_lock(launch_mu_);  // wait for a running launch
+  closed_.store(true, std::memory_order_release);
+  scheduler_->Shutdown();
+  {
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    for (auto& entry : modules_) dlclose(entry.second.handle);
+    modules_.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(orch_mu_);
+    orch_buffers_.clear();
+  }
+  arena_->Release();
+}
+
+void DeviceCore::CheckOpen() const {
+  if (closed()) throw DeviceError("device is closed", kCodeClosed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory
+
+uint64_t DeviceCore::Alloc(uint64_t nbytes) {
+  CheckOpen();
+  return arena_->Allocate(nbytes, /*zero=*/true);
+}
+
+void DeviceCore::Free(uint64_t addr) {
+  CheckOpen();
+  arena_->Free(addr, "free");
+}
+
+bool DeviceCore::IsLive(uint64_t addr) {
+  CheckOpen();
+  return arena_->IsLive(addr);
+}
+
+void DeviceCore::H2D(uint64_t addr, const void* src, uint64_t nbytes, bool counted) {
+  CheckOpen();
+  arena_->CheckRange("h2d", addr, nbytes);
+  if (nbytes != 0) std::memcpy(reinterpret_cast<void*>(addr), src, nbytes);
+  if (counted) h2d_bytes_.fetch_add(nbytes, std::memory_order_relaxed);
+}
+
+void DeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted) {
+  CheckOpen();
+  arena_->CheckRange("d2h", addr, nbytes);
+  if (nbytes != 0) std::memcpy(dst, reinterpret_cast<const void*>(addr), nbytes);
+  if (counted) d2h_bytes_.fetch_add(nbytes, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Modules
+
+uint32_t DeviceCore::LoadModule(const std::string& path) {
+  CheckOpen();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw DeviceError("loadModule: cannot load program library '" + path +
+                      "': " + (why ? why : "unknown dlopen error"));
+  }
+  auto reject = [&](const std::string& why) {
+    dlclose(handle);
+    throw DeviceError("loadModule: '" + path + "' " + why);
+  };
+  auto version = reinterpret_cast<int (*)()>(dlsym(handle, "tspto_abi_version"));
+  if (version == nullptr) reject("is not a tspto program library (no tspto_abi_version symbol)");
+  const int v = version();
+  if (v != TSPTO_ABI_VERSION) {
+    reject("was built for tspto ABI version " + std::to_string(v) +
+           " but this runtime implements version " + std::to_string(TSPTO_ABI_VERSION) +
+           "; rebuild the program");
+  }
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "tspto_entry"));
+  if (entry == nullptr) reject("is not a tspto program library (no tspto_entry symbol)");
+
+  std::lock_guard<std::mutex> lock(modules_mu_);
+  const uint32_t id = next_module_id_++;
+  modules_.emplace(id, Module{handle, entry, path});
+  module_loads_.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+void DeviceCore::UnloadModule(uint32_t id) {
+  CheckOpen();
+  std::lock_guard<std::mutex> launch_lock(launch_mu_);  // never unload under a launch
+  std::lock_guard<std::mutex> lock(modules_mu_);
+  auto it = modules_.find(id);
+  if (it == modules_.end()) {
+    throw DeviceError("unloadModule: unknown module id " + std::to_string(id) +
+                      " (never loaded or already unloaded)");
+  }
+  dlclose(it->second.handle);
+  modules_.erase(it);
+}
+
+// ---------------------------------------------------------------------------------------
+// Launch
+
+uint64_t DeviceCore::Launch(uint32_t module_id, const std::vector<LaunchArg>& args) {
+  std::lock_guard<std::mutex> lock(launch_mu_);
+  CheckOpen();  // under the lock: Close() may have run while this launch waited
+  return LaunchLocked(module_id, args);
+}
+
+uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args) {
+  EntryFn entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    auto it = modules_.find(module_id);
+    if (it == modules_.end()) {
+      throw DeviceError("launch: unknown module id " + std::to_string(module_id) +
+                        " (never loaded or already unloaded)");
+    }
+    entry = it->second.entry;
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    failed_.store(false, std::memory_order_release);
+    fail_message_.clear();
+  }
+
+  // Staging and orchestration buffers are released when this scope ends, on success and
+  // on every failure path.
+  struct LaunchBuffers {
+    DeviceCore* device;
+    ~LaunchBuffers() {
+      for (uint64_t& addr : device->staging_) {
+        if (addr != 0) {
+          try { device->arena_->Free(addr, "launch staging"); } catch (...) {}
+          addr = 0;
+        }
+      }
+      std::lock_guard<std::mutex> lock(device->orch_mu_);
+      for (uint64_t addr : device->orch_buffers_) {
+        try { device->arena_->Free(addr, "launch orchestration buffer"); } catch (...) {}
+      }
+      device->orch_buffers_.clear();
+    }
+  } buffers{this};
+
+  const size_t n = args.size();
+  slots_.assign(n, 0);
+  staging_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const LaunchArg& a = args[i];
+    switch (a.kind) {
+      case kArgHostIn:
+      case kArgHostInOut: {
+        const uint64_t addr = arena_->Allocate(a.host_bytes, /*zero=*/false);
+        staging_[i] = addr;
+        if (a.host_bytes != 0) std::memcpy(reinterpret_cast<void*>(addr), a.host, a.host_bytes);
+        h2d_bytes_.fetch_add(a.host_bytes, std::memory_order_relaxed);
+        slots_[i] = static_cast<int64_t>(addr);
+        break;
+      }
+      case kArgHostOut: {
+        const uint64_t addr = arena_->Allocate(a.host_bytes, /*zero=*/true);
+        staging_[i] = addr;
+        slots_[i] = static_cast<int64_t>(addr);
+        break;
+      }
+      case kArgDevice: {
+        const uint64_t addr = static_cast<uint64_t>(a.value);
+        if (!arena_->IsLive(addr)) {
+          throw DeviceError("launch: argument " + std::to_string(i) + " (device tensor): " +
+                            arena_->DescribeNonLive(addr));
+        }
+        slots_[i] = a.value;
+        break;
+      }
+      case kArgInt:
+      case kArgFloat:
+      case kArgBool:
+        slots_[i] = a.value;
+        break;
+      default:
+        throw DeviceError("launch: argument " + std::to_string(i) + " has invalid kind " +
+                          std::to_string(a.kind) + " (expected 0..6)");
+    }
+  }
+
+  scheduler_->BeginLaunch();
+  const int64_t start = NowNs();
+  int rc = 0;
+  try {
+    rc = entry(&api_, slots_.data());
+  } catch (const std::exception& e) {
+    RecordFailure(std::string("tspto_entry threw a C++ exception: ") + e.what());
+    rc = -1;
+  } catch (...) {
+    RecordFailure("tspto_entry threw a C++ exception");
+    rc = -1;
+  }
+  const int64_t entry_end = NowNs();
+  // Tasks reference the staging buffers: always drain before anything is released.
+  scheduler_->WaitAll();
+  const int64_t end = std::max(entry_end, scheduler_->last_task_end_ns());
+  launches_.fetch_add(1, std::memory_order_relaxed);
+
+  const bool failed = failed_.load(std::memory_order_acquire);
+  if (failed) {
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(fail_mu_);
+      message = fail_message_;
+    }
+    throw DeviceError("kernel failure: " + message, kCodeKernelFailure);
+  }
+  if (rc != 0) {
+    throw DeviceError("kernel failure: tspto_entry returned " + std::to_string(rc) +
+                          " without recording a failure message",
+                      kCodeKernelFailure);
+  }
+  // Results of host Out / InOut arguments (only for successful launches: a failed launch
+  // leaves the host buffers untouched).
+  for (size_t i = 0; i < n; ++i) {
+    const LaunchArg& a = args[i];
+    if (a.kind == kArgHostOut || a.kind == kArgHostInOut) {
+      if (a.host_bytes != 0) std::memcpy(a.host, reinterpret_cast<const void*>(staging_[i]), a.host_bytes);
+      d2h_bytes_.fetch_add(a.host_bytes, std::memory_order_relaxed);
+    }
+  }
+  return static_cast<uint64_t>(end - start);
+}
+
+DeviceStats DeviceCore::Stats() {
+  CheckOpen();
+  DeviceStats s{};
+  s.launches = launches_.load(std::memory_order_relaxed);
+  s.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
+  s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
+  s.bytes_in_use = arena_->bytes_in_use();
+  s.live_allocations = arena_->live_allocations();
+  s.capacity = arena_->capacity();
+  {
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    s.modules_loaded = modules_.size();
+  }
+  s.module_loads = module_loads_.load(std::memory_order_relaxed);
+  s.tasks_run = scheduler_->tasks_run();
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Runtime API given to program libraries
+
+void DeviceCore::RecordFailure(const std::string& message) {
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  if (failed_.load(std::memory_order_relaxed)) return;  // the first failure wins
+  fail_message_ = message;
+  failed_.store(true, std::memory_order_release);
+}
+
+int DeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id,
+                          const int64_t* args, int32_t nargs, const TsptoAccess* accesses,
+                          int32_t naccesses) {
+  auto* d = static_cast<DeviceCore*>(ctx);
+  if (d->failed_.load(std::memory_order_acquire)) return 1;
+  const std::string error =
+      d->scheduler_->Submit(fn, name, scope_id, args, nargs, accesses, naccesses);
+  if (!error.empty()) {
+    d->RecordFailure(error);
+    return 1;
+  }
+  return 0;
+}
+
+int DeviceCore::ApiWaitAll(void* ctx) {
+  auto* d = static_cast<DeviceCore*>(ctx);
+  if (!d->scheduler_->WaitAll()) {
+    d->RecordFailure(WithTaskContext("wait_all called from a kernel (core thread)"));
+    return 1;
+  }
+  return d->failed_.load(std::memory_order_acquire) ? 1 : 0;
+}
+
+int64_t DeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
+  auto* d = static_cast<DeviceCore*>(ctx);
+  if (nbytes < 0) {
+    d->RecordFailure(WithTaskContext("rt->alloc: negative size " + std::to_string(nbytes)));
+    return 0;
+  }
+  std::string error;
+  const uint64_t addr = d->arena_->TryAllocate(static_cast<uint64_t>(nbytes), true, &error);
+  if (addr == 0) {
+    d->RecordFailure(WithTaskContext(error));
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(d->orch_mu_);
+  d->orch_buffers_.push_back(addr);
+  return static_cast<int64_t>(addr);
+}
+
+void DeviceCore::ApiFree(void* ctx, int64_t addr) {
+  auto* d = static_cast<DeviceCore*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(d->orch_mu_);
+    auto it = std::find(d->orch_buffers_.begin(), d->orch_buffers_.end(),
+                        static_cast<uint64_t>(addr));
+    if (it != d->orch_buffers_.end()) {
+      d->orch_buffers_.erase(it);
+      d->arena_->Free(static_cast<uint64_t>(addr), "rt->free");
+      return;
+    }
+  }
+  d->RecordFailure(WithTaskContext("rt->free: " + Hex(static_cast<uint64_t>(addr)) +
+                                   " is not a live buffer allocated by this launch's "
+                                   "orchestration (rt->alloc)"));
+}
+
+void DeviceCore::ApiFail(void* ctx, const char* message) {
+  auto* d = static_cast<DeviceCore*>(ctx);
+  d->RecordFailure(WithTaskContext(message != nullptr && *message != '\0'
+                                       ? std::string(message)
+                                       : std::string("unspecified failure")));
+}
+
+int DeviceCore::ApiFailed(void* ctx) {
+  return static_cast<DeviceCore*>(ctx)->failed_.load(std::memory_order_acquire) ? 1 : 0;
+}
+
+}  // namespace tspto

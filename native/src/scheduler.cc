@@ -1,0 +1,317 @@
+#include "scheduler.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+namespace tspto {
+
+namespace {
+
+// How long an idle thread polls before parking on its condition variable.
+constexpr int64_t kSpinNs = 50'000;
+
+thread_local bool tl_on_core = false;
+thread_local const char* tl_task_name = nullptr;
+thread_local int32_t tl_task_scope = -1;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Polls `done` for up to kSpinNs; true when it became true.
+template <typename Pred>
+bool SpinFor(Pred done) {
+  const int64_t deadline = NowNs() + kSpinNs;
+  for (uint32_t i = 0;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && NowNs() >= deadline) return done();
+  }
+}
+
+// Takes the lock of `lock`, polling try_lock briefly first: the scheduler's critical
+// sections are short, and a futex sleep + wake-up costs far more than a short wait.
+void LockSpin(std::unique_lock<std::mutex>& lock) {
+  for (int i = 0; i < 1000; ++i) {
+    if (lock.try_lock()) return;
+    CpuRelax();
+  }
+  lock.lock();
+}
+
+bool Overlaps(const TsptoAccess& a, const TsptoAccess& b) {
+  return a.base < b.base + b.nbytes && b.base < a.base + a.nbytes;
+}
+
+bool Conflicts(const TsptoAccess& a, const TsptoAccess& b) {
+  return ((a.mode | b.mode) & TSPTO_ACCESS_WRITE) != 0 && Overlaps(a, b);
+}
+
+}  // namespace
+
+bool Scheduler::OnCoreThread() { return tl_on_core; }
+const char* Scheduler::CurrentTaskName() { return tl_task_name; }
+int32_t Scheduler::CurrentTaskScope() { return tl_task_scope; }
+
+Scheduler::Scheduler(const SchedulerConfig& config, SchedulerHooks hooks)
+    : config_(config), hooks_(std::move(hooks)), ring_(config.window) {
+  const uint64_t scratch = config_.scratch_bytes == 0 ? 64 : (config_.scratch_bytes + 63) / 64 * 64;
+  try {
+    for (uint32_t c = 0; c < config_.core_threads; ++c) {
+      void* p = std::aligned_alloc(64, scratch);
+      if (p == nullptr) throw std::bad_alloc();
+      scratch_.push_back(p);
+    }
+    for (uint32_t c = 0; c < config_.core_threads; ++c) {
+      threads_.emplace_back([this, c] { CoreLoop(c); });
+    }
+  } catch (...) {
+    Shutdown();
+    throw;
+  }
+}
+
+Scheduler::~Scheduler() { Shutdown(); }
+
+void Scheduler::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    stop_ = true;
+    stop_flag_.store(true, std::memory_order_release);
+  }
+  work_cv_.notify_all();
+  done_cv_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  for (void* p : scratch_) std::free(p);
+  scratch_.clear();
+}
+
+void Scheduler::BeginLaunch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_end_ns_ = 0;
+}
+
+int64_t Scheduler::last_task_end_ns() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_end_ns_;
+}
+
+void Scheduler::FindPredecessors(const TsptoAccess* accesses, int32_t naccesses) {
+  preds_.clear();
+  if (naccesses == 0) return;
+  for (uint32_t s = newest_; s != kNone; s = ring_[s].prev) {
+    const Task& other = ring_[s];
+    bool conflict = false;
+    for (int32_t i = 0; i < naccesses && !conflict; ++i) {
+      if (accesses[i].nbytes <= 0) continue;
+      for (const TsptoAccess& b : other.accesses) {
+        if (Conflicts(accesses[i], b)) {
+          conflict = true;
+          break;
+        }
+      }
+    }
+    if (conflict) preds_.push_back(s);
+  }
+}
+
+std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_id,
+                              const int64_t* args, int32_t nargs, const TsptoAccess* accesses,
+                              int32_t naccesses) {
+  if (tl_on_core) return "submit called from a kernel (core thread); only the orchestration may submit tasks";
+  if (fn == nullptr) return "submit: kernel function pointer is null";
+  if (nargs < 0 || (nargs > 0 && args == nullptr)) return "submit: invalid argument slots (nargs=" + std::to_string(nargs) + ")";
+  if (naccesses < 0 || (naccesses > 0 && accesses == nullptr)) return "submit: invalid accesses (naccesses=" + std::to_string(naccesses) + ")";
+  for (int32_t i = 0; i < naccesses; ++i) {
+    const int32_t mode = accesses[i].mode;
+    if (mode != TSPTO_ACCESS_READ && mode != TSPTO_ACCESS_WRITE && mode != TSPTO_ACCESS_READWRITE) {
+      return "submit: access " + std::to_string(i) + " of task '" + (name ? name : "?") +
+             "' has invalid mode " + std::to_string(mode);
+    }
+  }
+  const uint64_t heap_bytes = sizeof(int64_t) * (static_cast<uint64_t>(nargs) + 2) +
+                              sizeof(TsptoAccess) * static_cast<uint64_t>(naccesses);
+
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  LockSpin(lock);
+  const uint32_t slot = static_cast<uint32_t>(next_seq_ % ring_.size());
+  // Wait for the ring slot, the heap budget and the dependency-edge budget.
+  for (;;) {
+    if (stop_) return "submit: device is closed";
+    const bool empty = in_flight_.load(std::memory_order_relaxed) == 0;
+    if (ring_[slot].state == State::kFree && (empty || heap_used_ + heap_bytes <= config_.heap)) {
+      FindPredecessors(accesses, naccesses);
+      if (empty || deps_used_ + preds_.size() <= config_.dep_pool) break;
+    }
+    // Does not fit yet: wait for a task to finish. Spin a little without the lock, then
+    // park until Complete() signals (it notifies done_cv_ while waiters exist).
+    const uint64_t seen = completed_.load(std::memory_order_acquire);
+    lock.unlock();
+    const bool progressed =
+        SpinFor([&] { return completed_.load(std::memory_order_acquire) != seen; });
+    LockSpin(lock);
+    if (!progressed) {
+      ++done_waiters_;
+      done_cv_.wait(lock, [&] {
+        return stop_ || completed_.load(std::memory_order_relaxed) != seen;
+      });
+      --done_waiters_;
+    }
+  }
+  ++next_seq_;
+  Task& t = ring_[slot];
+  t.fn = fn;
+  t.name = name;
+  t.scope_id = scope_id;
+  t.nargs = nargs;
+  t.args.assign(args, args + nargs);
+  t.args.push_back(0);  // scratch address, set by the executing core
+  t.args.push_back(hooks_.api_address);
+  t.accesses.clear();
+  for (int32_t i = 0; i < naccesses; ++i) {
+    if (accesses[i].nbytes > 0) t.accesses.push_back(accesses[i]);
+  }
+  t.successors.clear();
+  t.heap_bytes = heap_bytes;
+  t.pending = static_cast<uint32_t>(preds_.size());
+  for (uint32_t p : preds_) ring_[p].successors.push_back(slot);
+  deps_used_ += preds_.size();
+  heap_used_ += heap_bytes;
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  // Append to the in-flight list.
+  t.prev = newest_;
+  t.next = kNone;
+  if (newest_ != kNone) ring_[newest_].next = slot;
+  newest_ = slot;
+  if (t.pending == 0) {
+    PushReady(slot);
+  } else {
+    t.state = State::kWaiting;
+  }
+  return "";
+}
+
+void Scheduler::PushReady(uint32_t slot) {
+  ring_[slot].state = State::kReady;
+  ready_.push_back(slot);
+  ready_count_.fetch_add(1, std::memory_order_release);
+  if (sleeping_cores_ > 0) work_cv_.notify_one();
+}
+
+bool Scheduler::WaitAll() {
+  if (tl_on_core) return false;
+  if (SpinFor([&] { return in_flight_.load(std::memory_order_acquire) == 0; })) return true;
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  LockSpin(lock);
+  ++done_waiters_;
+  done_cv_.wait(lock, [&] { return stop_ || in_flight_.load(std::memory_order_relaxed) == 0; });
+  --done_waiters_;
+  return true;
+}
+
+void Scheduler::CoreLoop(uint32_t core) {
+  tl_on_core = true;
+  {
+    // "tspto-d<device>-c<core>" (at most 15 characters) shows up in debuggers and top.
+    char name[16];
+    std::snprintf(name, sizeof name, "tspto-d%u-c%u", config_.device_id % 100, core % 10000);
+    pthread_setname_np(pthread_self(), name);
+  }
+  // ready_count_ counts ready tasks not yet claimed. A core claims one by decrementing it
+  // (CAS) before taking the lock, so waking cores do not all rush for the same task.
+  auto try_claim = [this] {
+    uint32_t n = ready_count_.load(std::memory_order_acquire);
+    while (n != 0) {
+      if (ready_count_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  };
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  for (;;) {
+    if (!try_claim()) {
+      // Idle: poll for new work without the lock for a short while, then park.
+      bool claimed = false;
+      SpinFor([&] {
+        return (claimed = try_claim()) || stop_flag_.load(std::memory_order_acquire);
+      });
+      if (!claimed) {
+        LockSpin(lock);
+        ++sleeping_cores_;
+        work_cv_.wait(lock, [&] { return stop_ || (claimed = try_claim()); });
+        --sleeping_cores_;
+        if (!claimed) return;  // stop_ and nothing left to run
+        lock.unlock();
+      }
+    }
+    // This core owns one entry of ready_ now.
+    LockSpin(lock);
+    const uint32_t slot = ready_.front();
+    ready_.pop_front();
+    Task& task = ring_[slot];
+    task.state = State::kRunning;
+    lock.unlock();
+    Execute(task, core);
+    LockSpin(lock);
+    Complete(slot);
+    lock.unlock();
+  }
+}
+
+void Scheduler::Execute(Task& task, uint32_t core) {
+  // After a recorded failure the remaining tasks are skipped (still completed, so that
+  // their successors and WaitAll are released).
+  if (hooks_.failed != nullptr && hooks_.failed->load(std::memory_order_acquire)) return;
+  task.args[task.nargs] = static_cast<int64_t>(reinterpret_cast<intptr_t>(scratch_[core]));
+  tl_task_name = task.name;
+  tl_task_scope = task.scope_id;
+  try {
+    task.fn(task.args.data());
+  } catch (const std::exception& e) {
+    if (hooks_.fail) hooks_.fail(std::string("kernel threw a C++ exception: ") + e.what());
+  } catch (...) {
+    if (hooks_.fail) hooks_.fail("kernel threw a C++ exception");
+  }
+  tl_task_name = nullptr;
+  tl_task_scope = -1;
+  tasks_run_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Scheduler::Complete(uint32_t slot) {
+  Task& t = ring_[slot];
+  for (uint32_t s : t.successors) {
+    if (--ring_[s].pending == 0) PushReady(s);
+  }
+  deps_used_ -= t.successors.size();
+  heap_used_ -= t.heap_bytes;
+  t.successors.clear();
+  t.state = State::kFree;
+  // Unlink from the in-flight list.
+  if (t.prev != kNone) ring_[t.prev].next = t.next;
+  if (t.next != kNone) ring_[t.next].prev = t.prev; else newest_ = t.prev;
+  t.prev = t.next = kNone;
+  last_end_ns_ = NowNs();
+  completed_.fetch_add(1, std::memory_order_release);
+  in_flight_.fetch_sub(1, std::memory_order_release);
+  if (done_waiters_ > 0) done_cv_.notify_all();
+}
+
+}  // namespace tspto

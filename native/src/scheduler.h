@@ -1,0 +1,139 @@
+// Task scheduler of one device: a persistent pool of core threads fed from a bounded task
+// ring with dependency tracking.
+//
+// * The ring has `window` slots; submission n uses slot n % window and waits until that
+//   slot's previous task has finished. Two more budgets give back-pressure like the
+//   device's ring: `heap` bytes of copied task arguments/accesses and `dep_pool` dependency
+//   edges in flight. A submission that does not fit waits for running tasks to finish (a
+//   submission into an empty ring is always accepted, so no task can wait forever).
+// * Dependencies are derived at submission from the task's accesses: the new task waits
+//   for every earlier, unfinished task with an overlapping region where at least one of the
+//   two accesses writes (RAW, WAR, WAW). Tasks without conflicts run in parallel.
+// * Core threads take ready tasks in submission order. Each owns a 64-byte-aligned scratch
+//   arena; the runtime appends [scratch address, runtime-api address] to the task's slots.
+// * Idle threads spin briefly, then park on a condition variable: no CPU when idle.
+//
+// Submit/WaitAll are called by the launch's orchestration thread (one launch at a time per
+// device); they are rejected on core threads (a kernel cannot submit or wait).
+#ifndef TSPTO_NATIVE_SCHEDULER_H
+#define TSPTO_NATIVE_SCHEDULER_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tspto_abi.h"
+
+namespace tspto {
+
+struct SchedulerConfig {
+  uint32_t device_id = 0;
+  uint32_t core_threads = 1;
+  uint64_t scratch_bytes = 0;
+  uint32_t window = 16;     // ring task slots
+  uint64_t heap = 1 << 20;  // bytes of task args + accesses in flight
+  uint64_t dep_pool = 1 << 16;  // dependency edges in flight
+};
+
+// What the scheduler needs from its device.
+struct SchedulerHooks {
+  // Set once a failure has been recorded: queued tasks are then skipped (not executed).
+  const std::atomic<bool>* failed = nullptr;
+  // Records a failure (first message wins). Used for exceptions escaping a kernel.
+  std::function<void(const std::string&)> fail;
+  // Value of the runtime-api slot appended to every task's args.
+  int64_t api_address = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, SchedulerHooks hooks);  // starts the core threads
+  ~Scheduler();  // Shutdown()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues one task (args and accesses are copied). Blocks while the ring is full. Returns
+  // "" on success or the reason the task was rejected (bad arguments, core thread, closed).
+  std::string Submit(TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,
+                     int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
+  // Blocks until every submitted task has finished. Returns false on a core thread.
+  bool WaitAll();
+  // Starts a launch: resets the "last task end" clock.
+  void BeginLaunch();
+  // steady_clock time (ns since epoch of the clock) at which the last task of the current
+  // launch finished; 0 when no task finished.
+  int64_t last_task_end_ns();
+  uint64_t tasks_run() const { return tasks_run_.load(std::memory_order_relaxed); }
+  // Stops and joins the core threads; frees scratch memory. Idempotent. Must not be called
+  // while a launch is in progress.
+  void Shutdown();
+
+  // True on a core thread of any device (kernels run there).
+  static bool OnCoreThread();
+  // Name / scope of the task running on this core thread (nullptr / -1 elsewhere).
+  static const char* CurrentTaskName();
+  static int32_t CurrentTaskScope();
+
+ private:
+  enum class State : uint8_t { kFree, kWaiting, kReady, kRunning };
+  struct Task {
+    State state = State::kFree;
+    TsptoKernelFn fn = nullptr;
+    const char* name = nullptr;
+    int32_t scope_id = 0;
+    int32_t nargs = 0;
+    std::vector<int64_t> args;          // nargs + 2 runtime slots
+    std::vector<TsptoAccess> accesses;  // regions with nbytes > 0
+    std::vector<uint32_t> successors;   // slots waiting for this task
+    uint32_t pending = 0;               // unfinished predecessors
+    uint64_t heap_bytes = 0;
+    // In-flight list (submission order), as slot indices; kNone at the ends.
+    uint32_t prev = kNone, next = kNone;
+  };
+  static constexpr uint32_t kNone = 0xffffffffu;
+
+  void CoreLoop(uint32_t core);
+  void Execute(Task& task, uint32_t core);
+  void Complete(uint32_t slot);  // mu_ held
+  void PushReady(uint32_t slot);  // mu_ held
+  // Slots of unfinished tasks that conflict with the given accesses, into preds_. mu_ held.
+  void FindPredecessors(const TsptoAccess* accesses, int32_t naccesses);
+
+  const SchedulerConfig config_;
+  const SchedulerHooks hooks_;
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // core threads park here
+  std::condition_variable done_cv_;  // submitters (ring full) and WaitAll park here
+  uint32_t sleeping_cores_ = 0;      // mu_
+  uint32_t done_waiters_ = 0;        // mu_
+  bool stop_ = false;                // mu_
+  std::atomic<bool> stop_flag_{false};
+
+  std::vector<Task> ring_;
+  std::deque<uint32_t> ready_;          // mu_
+  std::atomic<uint32_t> ready_count_{0};  // entries of ready_ not yet claimed by a core
+  std::atomic<uint32_t> in_flight_{0};    // submitted, not finished
+  std::atomic<uint64_t> completed_{0};    // tasks finished (ever); wakes ring-full waits
+  uint64_t next_seq_ = 0;                 // mu_
+  uint32_t newest_ = kNone;  // last task of the in-flight list (scanned backwards), mu_
+  uint64_t heap_used_ = 0;                // mu_
+  uint64_t deps_used_ = 0;                // mu_
+  int64_t last_end_ns_ = 0;               // mu_
+  std::vector<uint32_t> preds_;           // mu_, reused by FindPredecessors
+
+  std::vector<void*> scratch_;  // one per core, 64-byte aligned
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> tasks_run_{0};
+  bool shut_down_ = false;
+};
+
+}  // namespace tspto
+
+#endif  // TSPTO_NATIVE_SCHEDULER_H

@@ -1,0 +1,14 @@
+// The IR room: immutable nodes, types, the op registry, printer, JSON, equality, verifier.
+import "./ops/index.js";
+export * from "./types.js";
+export * from "./nodes.js";
+export * from "./registry.js";
+export * from "./errors.js";
+export { Program } from "./program.js";
+export { printProgram, typeText } from "./printer.js";
+export { programToJSON, programFromJSON, IR_FORMAT, IR_VERSION, type ProgramJSON } from "./json.js";
+export { programsEqual } from "./equal.js";
+export { verifyProgram, VerifyError, type VerifyOptions } from "./verify.js";
+export * from "./visit.js";
+export * from "./values.js";
+export { BINARY, UNARY, newTensor } from "./ops/index.js";

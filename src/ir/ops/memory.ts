@@ -1,0 +1,160 @@
+// Data movement: load, store, move, createTile, full, assign.
+import { registerOp } from "../registry.js";
+import { tileT, typeStr, MEMS, numel, type Mem, type TensorType, type TileType } from "../types.js";
+import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
+import { argName, checkWindow, constItems, expectDType, expectKind, expectShape, ints } from "./common.js";
+
+function strides(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+function runtimeWindowCheck(what: string, t: TensorValue, offsets: readonly number[], shape: readonly number[], fail: (m: string) => never): void {
+  for (let ax = 0; ax < shape.length; ax++) {
+    if (offsets[ax] < 0 || offsets[ax] + shape[ax] > t.shape[ax]) {
+      fail(`${what} window [${offsets.join(", ")}] + [${shape.join(", ")}] is outside a tensor of shape [${t.shape.join(", ")}] (axis ${ax})`);
+    }
+  }
+}
+
+registerOp({
+  name: "tile.load", pl: "load", level: "tile", pure: true,
+  doc: "load(tensor, offsets, shape, { validShape?, mem? }): copy a window of a tensor into a tile",
+  params: [
+    { name: "tensor", kind: "value" }, { name: "offsets", kind: "values" }, { name: "shape", kind: "ints" },
+    { name: "opts", kind: "options", optional: true, options: { validShape: "ints", mem: "mem" } },
+  ],
+  infer(ctx) {
+    const t = expectKind(ctx, 0, ["tensor"], "the first operand of load");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    const valid = ctx.attrs.validShape == null ? null : ints(ctx.attrs.validShape);
+    if (valid && (valid.length !== shape.length || valid.some((v, i) => v < 0 || v > shape[i]))) {
+      ctx.fail(`validShape [${valid.join(", ")}] must have the tile's rank and fit in shape [${shape.join(", ")}]`);
+    }
+    return tileT(shape, t.dtype, (ctx.attrs.mem as Mem | undefined) ?? "Vec", valid);
+  },
+  check(ctx) {
+    checkWindow(ctx, "load", constItems(ctx.args[1]), ints(ctx.attrs.shape), ctx.argTypes[0] as TensorType, argName(ctx.args[0]));
+  },
+  effects: () => ({ reads: [0], writes: [] }),
+  evaluate([t, offs], attrs, env, call) {
+    const tensor = t as TensorValue;
+    const offsets = offs as number[];
+    const type = call.type as TileType;
+    const shape = type.shape;
+    const valid = type.validShape as number[] | null;
+    const region = valid ?? shape;
+    runtimeWindowCheck("load", tensor, offsets, region as number[], (m) => env.fail(m, call.span));
+    const tile = mkTile(shape, type.dtype, type.mem, valid);
+    const ts = strides(tensor.shape);
+    const rs = strides(shape);
+    // copy region row by row (region may be smaller than the tile)
+    const idx = new Array<number>(region.length).fill(0);
+    const n = numel(region as number[]);
+    for (let k = 0; k < n; k++) {
+      let ti = 0, wi = 0;
+      for (let ax = 0; ax < region.length; ax++) { ti += (offsets[ax] + idx[ax]) * ts[ax]; wi += idx[ax] * rs[ax]; }
+      tile.data[wi] = readElem(tensor, ti);
+      for (let ax = region.length - 1; ax >= 0; ax--) { if (++idx[ax] < (region[ax] as number)) break; idx[ax] = 0; }
+    }
+    return tile;
+  },
+});
+
+registerOp({
+  name: "tile.store", pl: "store", level: "tile", pure: false,
+  doc: "store(tile, offsets, out): write the tile's valid region into a tensor window",
+  params: [{ name: "tile", kind: "value" }, { name: "offsets", kind: "values" }, { name: "out", kind: "value" }],
+  infer(ctx) {
+    const tile = expectKind(ctx, 0, ["tile"], "the first operand of store");
+    const out = expectKind(ctx, 2, ["tensor"], "the output of store");
+    if (tile.dtype !== out.dtype) {
+      ctx.fail(`tile dtype ${tile.dtype} does not match tensor '${argName(ctx.args[2])}' dtype ${out.dtype}`, `cast the tile first: pl.cast(tile, "${out.dtype}")`);
+    }
+    return out;
+  },
+  check(ctx) {
+    const tile = ctx.argTypes[0] as TileType;
+    checkWindow(ctx, "store", constItems(ctx.args[1]), tile.shape, ctx.argTypes[2] as TensorType, argName(ctx.args[2]));
+  },
+  effects: () => ({ reads: [], writes: [2] }),
+  evaluate([t, offs, o], _attrs, env, call) {
+    const tile = t as TileValue, out = o as TensorValue, offsets = offs as number[];
+    const region = (tile.validShape ?? tile.shape) as number[];
+    runtimeWindowCheck("store", out, offsets, region, (m) => env.fail(m, call.span));
+    const ts = strides(out.shape), rs = strides(tile.shape);
+    const idx = new Array<number>(region.length).fill(0);
+    const n = numel(region);
+    for (let k = 0; k < n; k++) {
+      let ti = 0, wi = 0;
+      for (let ax = 0; ax < region.length; ax++) { ti += (offsets[ax] + idx[ax]) * ts[ax]; wi += idx[ax] * rs[ax]; }
+      writeElem(out, ti, tile.data[wi]);
+      for (let ax = region.length - 1; ax >= 0; ax--) { if (++idx[ax] < region[ax]) break; idx[ax] = 0; }
+    }
+    return out;
+  },
+});
+
+registerOp({
+  name: "tile.move", pl: "move", level: "tile", pure: true,
+  doc: "move(tile, mem): the same data in another memory space (numerically the identity)",
+  params: [{ name: "tile", kind: "value" }, { name: "mem", kind: "mem" }],
+  infer(ctx) {
+    const t = expectKind(ctx, 0, ["tile"], "the operand of move");
+    const mem = ctx.attrs.mem as Mem;
+    if (!MEMS.includes(mem)) ctx.fail(`unknown memory space ${JSON.stringify(mem)}`, `use pl.Mem.Vec, Mat, Left, Right, Acc or Bias`);
+    return tileT(t.shape, t.dtype, mem, t.validShape);
+  },
+  evaluate([t], attrs) {
+    const tile = t as TileValue;
+    return mkTile(tile.shape, tile.dtype, attrs.mem as Mem, tile.validShape, Float64Array.from(tile.data));
+  },
+});
+
+registerOp({
+  name: "tile.create", pl: "createTile", level: "tile", pure: true,
+  doc: "createTile(shape, dtype, mem?): a new tile (zero-filled)",
+  params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "mem", kind: "mem", optional: true }],
+  infer(ctx) {
+    return tileT(expectShape(ctx, "shape", ctx.attrs.shape), expectDType(ctx, "dtype", ctx.attrs.dtype), (ctx.attrs.mem as Mem | undefined) ?? "Vec");
+  },
+  evaluate(_a, _attrs, _env, call) {
+    const t = call.type as TileType;
+    return mkTile(t.shape, t.dtype, t.mem);
+  },
+});
+
+registerOp({
+  name: "tile.full", pl: "full", level: "tile", pure: true,
+  doc: "full(shape, dtype, value): a tile filled with a constant",
+  params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "value", kind: "number" }],
+  infer(ctx) {
+    if (typeof ctx.attrs.value !== "number") ctx.fail(`value must be a constant number, got ${JSON.stringify(ctx.attrs.value)}`);
+    return tileT(expectShape(ctx, "shape", ctx.attrs.shape), expectDType(ctx, "dtype", ctx.attrs.dtype));
+  },
+  evaluate(_a, attrs, _env, call) {
+    const t = call.type as TileType;
+    return mkTile(t.shape, t.dtype, t.mem, null, new Float64Array(numel(t.shape)).fill(toDType(attrs.value as number, t.dtype)));
+  },
+});
+
+registerOp({
+  name: "tensor.assign", pl: "assign", level: "tensor", pure: false,
+  doc: "assign(out, value): whole-tensor write (out[:] = value)",
+  params: [{ name: "out", kind: "value" }, { name: "value", kind: "value" }],
+  infer(ctx) {
+    const out = expectKind(ctx, 0, ["tensor"], "the target of assign");
+    const v = expectKind(ctx, 1, ["tensor"], "the value of assign");
+    if (v.dtype !== out.dtype || v.shape.length !== out.shape.length || v.shape.some((d, i) => typeof d === "number" && typeof out.shape[i] === "number" && d !== out.shape[i])) {
+      ctx.fail(`value ${typeStr(v)} does not match target '${argName(ctx.args[0])}' ${typeStr(out)}`);
+    }
+    return out;
+  },
+  effects: () => ({ reads: [1], writes: [0] }),
+  evaluate([o, v]) {
+    const out = o as TensorValue, val = v as TensorValue;
+    for (let i = 0; i < out.data.length; i++) writeElem(out, i, toDType(readElem(val, i), out.dtype));
+    return out;
+  },
+});

@@ -1,0 +1,253 @@
+// asText(): prints a Program as kernel source. The text is valid TypeScript written against
+// `tspto/language`, and src/dsl's parseProgramText reads it back to a structurally equal
+// Program. The forms, one per IR construct:
+//   functions      const f = pl.jit(function f(a: pl.Tensor<[4, 8], pl.FP32>, ...): RET { ... }, { attrs: {...} });
+//                  (pl.jit.incore / pl.jit.inline for the other kinds; attrs only when non-empty)
+//   tile types     pl.Tile<[4, 8], pl.FP32, pl.Mem.Vec>, with a 4th argument { validShape: [..]; addr: N } when set
+//   assign         const x = e;  |  let x = e; ... x = e2;  (pre-SSA rebinding)  |  const [a, b] = f(...);
+//                  a tile whose type carries an address is annotated: const t: pl.Tile<...> = e;
+//   constants      7 (int64) | 7.0 / 1e-5 (float32) | true | pl.const(7, pl.INT32) (other dtypes)
+//   ops            pl.<op>(...) per the registry's params; scalar ops as operators / Math.<fn>
+//   calls          callee(args)
+//   for            for (const i of pl.range(start, stop, step)) { ... }          (no carried values)
+//                  const [r] = pl.forRange(start, stop, step, [init], (i: pl.Scalar<pl.INT64>, a: T) => { ...; pl.yield(v); });
+//   while          while (c) { ... }  |  const [r] = pl.whileLoop([init], (a: T) => c, (a: T) => { ...; pl.yield(v); });
+//   if             if (c) { ... } else { ... }  |  const [r] = pl.ifElse(c, () => { ...; pl.yield(v); }, () => { ...; pl.yield(w); });
+//   yield/break/continue with values: pl.yield(..) / pl.break(..) / pl.continue(..); without: break; continue;
+//   return         return;  |  return x;  |  return [a, b];
+//   scope          pl.at(pl.Level.CORE_GROUP, () => { ... });
+import type { Program } from "./program.js";
+import type { AttrValue, Attrs, Expr, Func, Stmt, Var } from "./nodes.js";
+import { getOp, type OpParam } from "./registry.js";
+import { DTYPE_CONST, type DType, type Dim, type Type } from "./types.js";
+import { forEachStmt } from "./visit.js";
+
+const RESERVED = new Set(("break case catch class const continue debugger default delete do else enum export extends false finally for " +
+  "function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static " +
+  "implements interface package private protected public await async of pl Math undefined NaN Infinity arguments eval").split(" "));
+
+export const dtypeText = (d: DType) => `pl.${DTYPE_CONST[d]}`;
+const dimText = (d: Dim) => (typeof d === "number" ? String(d) : JSON.stringify(d));
+const dimsText = (ds: readonly Dim[]) => `[${ds.map(dimText).join(", ")}]`;
+
+export function typeText(t: Type): string {
+  switch (t.kind) {
+    case "scalar": return `pl.Scalar<${dtypeText(t.dtype)}>`;
+    case "tensor": return `pl.Tensor<${dimsText(t.shape)}, ${dtypeText(t.dtype)}>`;
+    case "tile": {
+      const extra: string[] = [];
+      if (t.validShape) extra.push(`validShape: ${dimsText(t.validShape)}`);
+      if (t.addr !== null) extra.push(`addr: ${t.addr}`);
+      return `pl.Tile<${dimsText(t.shape)}, ${dtypeText(t.dtype)}, pl.Mem.${t.mem}${extra.length ? `, { ${extra.join("; ")} }` : ""}>`;
+    }
+    case "tuple": case "list": return `[${t.elems.map(typeText).join(", ")}]`;
+    case "void": return "void";
+  }
+}
+
+export function attrText(v: AttrValue): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return `[${v.map(attrText).join(", ")}]`;
+  if (typeof v === "object") return `{ ${Object.entries(v as Record<string, AttrValue>).map(([k, x]) => `${JSON.stringify(k)}: ${attrText(x)}`).join(", ")} }`;
+  if (typeof v === "number") return numText(v);
+  return JSON.stringify(v);
+}
+function numText(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "Infinity";
+  if (v === -Infinity) return "-Infinity";
+  return Object.is(v, -0) ? "-0" : String(v);
+}
+function floatText(v: number): string {
+  const s = numText(v);
+  return /[.eEIN]/.test(s) ? s : `${s}.0`;
+}
+
+class Namer {
+  private used = new Set<string>();
+  private names = new Map<number, string>();
+  constructor(taken: Iterable<string>) { for (const t of taken) this.used.add(t); }
+  name(v: Var): string {
+    let n = this.names.get(v.id);
+    if (n) return n;
+    let base = v.name.replace(/[^A-Za-z0-9_$]/g, "_");
+    if (!base || /^[0-9]/.test(base)) base = `v_${base}`;
+    if (RESERVED.has(base)) base = `${base}_`;
+    n = base;
+    for (let k = 1; this.used.has(n); k++) n = `${base}_${k}`;
+    this.used.add(n);
+    this.names.set(v.id, n);
+    return n;
+  }
+}
+
+const PREC: Record<string, number> = { "||": 1, "&&": 2, "===": 3, "!==": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6 };
+
+class Printer {
+  private out: string[] = [];
+  private namer!: Namer;
+  private rebound = new Set<number>();
+  private declared = new Set<number>();
+  constructor(private readonly fnNames: Set<string>) {}
+
+  expr(e: Expr, parentPrec = 0): string {
+    switch (e.kind) {
+      case "var": return this.namer.name(e);
+      case "const":
+        if (typeof e.value === "boolean") return String(e.value);
+        if (e.dtype === "int64") return numText(e.value);
+        if (e.dtype === "float32") return floatText(e.value);
+        return `pl.const(${numText(e.value)}, ${dtypeText(e.dtype)})`;
+      case "list": return `[${e.items.map((i) => this.expr(i)).join(", ")}]`;
+      case "call": {
+        if (e.op === "call") return `${String(e.attrs.callee)}(${e.args.map((a) => this.expr(a)).join(", ")})`;
+        const op = getOp(e.op);
+        if (op.operator) {
+          if (e.args.length === 1) return `${op.operator}${this.expr(e.args[0], 10)}`;
+          const p = PREC[op.operator] ?? 0;
+          const s = `${this.expr(e.args[0], p)} ${op.operator} ${this.expr(e.args[1], p + 1)}`;
+          return p < parentPrec ? `(${s})` : s;
+        }
+        if (op.mathFn) return `Math.${op.mathFn}(${e.args.map((a) => this.expr(a)).join(", ")})`;
+        return `pl.${op.pl}(${this.opArgs(op.params, e.args, e.attrs).join(", ")})`;
+      }
+    }
+  }
+
+  private opArgs(params: readonly OpParam[], args: readonly Expr[], attrs: Attrs): string[] {
+    const parts: string[] = [];
+    let ai = 0;
+    for (const p of params) {
+      switch (p.kind) {
+        case "value": case "values": parts.push(this.expr(args[ai++])); break;
+        case "options": {
+          const keys = Object.keys(p.options ?? {}).filter((k) => attrs[k] !== undefined && attrs[k] !== null);
+          if (keys.length) parts.push(`{ ${keys.map((k) => `${k}: ${this.attrArg(p.options![k], attrs[k])}`).join(", ")} }`);
+          break;
+        }
+        default:
+          if (attrs[p.name] === undefined || attrs[p.name] === null) break;
+          parts.push(this.attrArg(p.kind, attrs[p.name]));
+      }
+    }
+    return parts;
+  }
+
+  private attrArg(kind: string, v: AttrValue): string {
+    if (kind === "dtype") return dtypeText(v as DType);
+    if (kind === "mem") return `pl.Mem.${String(v)}`;
+    return attrText(v);
+  }
+
+  private line(indent: number, s: string) { this.out.push(`${"  ".repeat(indent)}${s}`); }
+
+  private params(vars: readonly Var[]): string {
+    return vars.map((v) => `${this.namer.name(v)}: ${typeText(v.type)}`).join(", ");
+  }
+
+  private block(stmts: readonly Stmt[], ind: number) {
+    for (const s of stmts) this.stmt(s, ind);
+  }
+
+  private stmt(s: Stmt, ind: number) {
+    switch (s.kind) {
+      case "assign": {
+        const v = s.value;
+        if (s.targets.length === 1) {
+          const t = s.targets[0];
+          const first = !this.declared.has(t.id);
+          this.declared.add(t.id);
+          const ann = t.type.kind === "tile" && t.type.addr !== null ? `: ${typeText(t.type)}` : "";
+          if (!first) this.line(ind, `${this.namer.name(t)} = ${this.expr(v)};`);
+          else this.line(ind, `${this.rebound.has(t.id) ? "let" : "const"} ${this.namer.name(t)}${ann} = ${this.expr(v)};`);
+        } else {
+          s.targets.forEach((t) => this.declared.add(t.id));
+          this.line(ind, `const [${s.targets.map((t) => this.namer.name(t)).join(", ")}] = ${this.expr(v)};`);
+        }
+        break;
+      }
+      case "eval": this.line(ind, `${this.expr(s.expr)};`); break;
+      case "return":
+        this.line(ind, s.values.length === 0 ? "return;" : s.values.length === 1 ? `return ${this.expr(s.values[0])};` : `return [${s.values.map((v) => this.expr(v)).join(", ")}];`);
+        break;
+      case "yield": this.line(ind, `pl.yield(${s.values.map((v) => this.expr(v)).join(", ")});`); break;
+      case "break": this.line(ind, s.values.length ? `pl.break(${s.values.map((v) => this.expr(v)).join(", ")});` : "break;"); break;
+      case "continue": this.line(ind, s.values.length ? `pl.continue(${s.values.map((v) => this.expr(v)).join(", ")});` : "continue;"); break;
+      case "scope":
+        this.line(ind, `pl.at(pl.Level.${s.level}, () => {`);
+        this.block(s.body, ind + 1);
+        this.line(ind, "});");
+        break;
+      case "for": {
+        const r = `${this.expr(s.start)}, ${this.expr(s.stop)}, ${this.expr(s.step)}`;
+        if (s.iterArgs.length === 0) {
+          this.line(ind, `for (const ${this.namer.name(s.loopVar)} of pl.range(${r})) {`);
+          this.block(s.body, ind + 1);
+          this.line(ind, "}");
+        } else {
+          const inits = `[${s.inits.map((e) => this.expr(e)).join(", ")}]`;
+          this.line(ind, `const [${s.results.map((v) => this.namer.name(v)).join(", ")}] = pl.forRange(${r}, ${inits}, (${this.params([s.loopVar, ...s.iterArgs])}) => {`);
+          this.block(s.body, ind + 1);
+          this.line(ind, "});");
+        }
+        break;
+      }
+      case "while":
+        if (s.iterArgs.length === 0) {
+          this.line(ind, `while (${this.expr(s.cond)}) {`);
+          this.block(s.body, ind + 1);
+          this.line(ind, "}");
+        } else {
+          const ps = this.params(s.iterArgs);
+          this.line(ind, `const [${s.results.map((v) => this.namer.name(v)).join(", ")}] = pl.whileLoop([${s.inits.map((e) => this.expr(e)).join(", ")}], (${ps}) => ${this.expr(s.cond)}, (${ps}) => {`);
+          this.block(s.body, ind + 1);
+          this.line(ind, "});");
+        }
+        break;
+      case "if":
+        if (s.results.length === 0) {
+          this.line(ind, `if (${this.expr(s.cond)}) {`);
+          this.block(s.then, ind + 1);
+          if (s.else.length) { this.line(ind, "} else {"); this.block(s.else, ind + 1); }
+          this.line(ind, "}");
+        } else {
+          this.line(ind, `const [${s.results.map((v) => this.namer.name(v)).join(", ")}] = pl.ifElse(${this.expr(s.cond)}, () => {`);
+          this.block(s.then, ind + 1);
+          this.line(ind, "}, () => {");
+          this.block(s.else, ind + 1);
+          this.line(ind, "});");
+        }
+        break;
+    }
+  }
+
+  func(f: Func) {
+    this.namer = new Namer(this.fnNames);
+    this.declared = new Set();
+    const counts = new Map<number, number>();
+    forEachStmt(f.body, (s) => { if (s.kind === "assign" && s.targets.length === 1) counts.set(s.targets[0].id, (counts.get(s.targets[0].id) ?? 0) + 1); });
+    this.rebound = new Set([...counts].filter(([, n]) => n > 1).map(([id]) => id));
+    const wrap = f.fnKind === "orchestration" ? "pl.jit" : f.fnKind === "incore" ? "pl.jit.incore" : "pl.jit.inline";
+    const params = f.params.map((p) => {
+      const t = typeText(p.var.type);
+      const ty = p.dir === "out" ? `pl.Out<${t}>` : p.dir === "inout" ? `pl.InOut<${t}>` : t;
+      return `${this.namer.name(p.var)}: ${ty}`;
+    });
+    const ret = f.returnTypes.length === 0 ? "void" : f.returnTypes.length === 1 ? typeText(f.returnTypes[0]) : `[${f.returnTypes.map(typeText).join(", ")}]`;
+    this.line(0, `const ${f.name} = ${wrap}(function ${f.name}(${params.join(", ")}): ${ret} {`);
+    this.block(f.body, 1);
+    const attrs = Object.keys(f.attrs).length ? `, { attrs: ${attrText(f.attrs)} }` : "";
+    this.line(0, `}${attrs});`);
+  }
+
+  text(): string { return this.out.join("\n") + "\n"; }
+}
+
+export function printProgram(p: Program): string {
+  const pr = new Printer(new Set(p.functions.map((f) => f.name)));
+  const header = `// tspto IR: program ${JSON.stringify(p.name)}, entry ${p.entry}\nimport * as pl from "tspto/language";\n`;
+  // Callees first so every name is declared before use.
+  const order = [...p.functions].sort((a, b) => (a.name === p.entry ? 1 : 0) - (b.name === p.entry ? 1 : 0));
+  order.forEach((f, i) => { if (i) pr["out"].push(""); pr.func(f); });
+  return header + "\n" + pr.text();
+}

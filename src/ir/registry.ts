@@ -1,0 +1,136 @@
+// The op registry: one entry per op. An entry says how the op is spelled in kernel source
+// (`pl.<name>(...)` and how each source argument maps to IR operands/attributes), where it is
+// legal, how its result type is inferred, which tensor operands it reads/writes, and its
+// reference semantics (what the interpreter runs). Code generators add emitters keyed by
+// `name`; nothing else needs editing to add an op.
+import type { Attrs, AttrValue, Expr, Span } from "./nodes.js";
+import { exprType } from "./nodes.js";
+import type { Type } from "./types.js";
+import { typeStr } from "./types.js";
+import { TsptoTypeError } from "./errors.js";
+import type { Value, EvalEnv } from "./values.js";
+
+/** How one source argument of `pl.<op>(...)` becomes part of the IR Call. */
+export type ParamKind =
+  | "value"   // an expression operand (tile, tensor or scalar) -> args
+  | "values"  // an array literal of scalar expressions (offsets)  -> args (as a ListExpr)
+  | "ints"    // an array literal of constant integers (shapes)     -> attrs[name]
+  | "dtype"   // a dtype ("float32" / pl.FP32)                       -> attrs[name]
+  | "mem"     // a memory space (pl.Mem.Vec)                         -> attrs[name]
+  | "number"  // a constant number                                  -> attrs[name]
+  | "string"  // a string literal                                   -> attrs[name]
+  | "options";// an object literal whose keys are listed in `options` -> attrs[key]
+
+export interface OpParam {
+  readonly name: string;
+  readonly kind: ParamKind;
+  readonly optional?: boolean;
+  /** For kind "options": each allowed key and its kind. */
+  readonly options?: Readonly<Record<string, Exclude<ParamKind, "options" | "value">>>;
+}
+
+/** Where an op may appear: tile/tensor ops only on chip (InCore or inside pl.at), scalar ops anywhere. */
+export type OpLevel = "tile" | "tensor" | "scalar";
+
+export interface InferCtx {
+  readonly op: OpDef;
+  readonly args: readonly Expr[];
+  readonly argTypes: readonly Type[];
+  readonly attrs: Attrs;
+  readonly span: Span;
+  /** Throw a TsptoTypeError located at the call. */
+  fail(message: string, hint?: string): never;
+}
+
+export interface Effects {
+  /** Indices into args of tensors read / written. */
+  readonly reads: readonly number[];
+  readonly writes: readonly number[];
+}
+
+export interface OpDef {
+  /** IR name: "tile.add". */
+  readonly name: string;
+  /** `pl.<pl>` spelling in kernel source (ops sharing it are chosen by the first operand's kind). */
+  readonly pl?: string;
+  /** For scalar ops printed as TypeScript operators: the operator ("+", "<", "!", ...). */
+  readonly operator?: string;
+  /** For scalar ops printed as `Math.<fn>(...)`. */
+  readonly mathFn?: string;
+  readonly level: OpLevel;
+  readonly params: readonly OpParam[];
+  /** No side effects (dead-code elimination may drop unused results). */
+  readonly pure: boolean;
+  readonly infer: (ctx: InferCtx) => Type;
+  readonly effects?: (args: readonly Expr[], attrs: Attrs) => Effects;
+  /** Reference semantics. Tensors are mutated in place through env. */
+  readonly evaluate: (args: readonly Value[], attrs: Attrs, env: EvalEnv, call: { readonly type: Type; readonly span: Span }) => Value;
+  /** Optional static checks that need constant operands (e.g. window bounds). */
+  readonly check?: (ctx: InferCtx) => void;
+  /** One-line description for docs. */
+  readonly doc: string;
+}
+
+const ops = new Map<string, OpDef>();
+const byPl = new Map<string, OpDef[]>();
+const byOperator = new Map<string, OpDef>();
+const byMath = new Map<string, OpDef>();
+
+export function registerOp(def: OpDef): OpDef {
+  if (ops.has(def.name)) throw new Error(`internal: op '${def.name}' registered twice`);
+  ops.set(def.name, def);
+  if (def.pl) {
+    const list = byPl.get(def.pl) ?? [];
+    list.push(def);
+    byPl.set(def.pl, list);
+  }
+  if (def.operator) byOperator.set(`${def.operator}/${def.params.length}`, def);
+  if (def.mathFn) byMath.set(def.mathFn, def);
+  return def;
+}
+
+export function getOp(name: string): OpDef {
+  const d = ops.get(name);
+  if (!d) throw new Error(`internal: unknown op '${name}'`);
+  return d;
+}
+export const hasOp = (name: string) => ops.has(name);
+export const allOps = (): OpDef[] => [...ops.values()];
+/** Every `pl.*` op spelling. */
+export const plOpNames = (): string[] => [...byPl.keys()];
+export const opsForPl = (pl: string): readonly OpDef[] => byPl.get(pl) ?? [];
+export const opForOperator = (operator: string, arity: number): OpDef | undefined => byOperator.get(`${operator}/${arity}`);
+export const opForMath = (fn: string): OpDef | undefined => byMath.get(fn);
+
+/**
+ * Pick the op for `pl.<name>` given the first operand's type: a tile operand selects the
+ * tile-level op, a tensor the tensor-level op, a scalar the scalar op; ops without a value
+ * operand (createTile, full) have a single entry.
+ */
+export function resolvePlOp(pl: string, firstValueType: Type | undefined): OpDef | undefined {
+  const cands = opsForPl(pl);
+  if (cands.length <= 1) return cands[0];
+  const want = firstValueType?.kind === "tensor" ? "tensor" : firstValueType?.kind === "scalar" ? "scalar" : "tile";
+  return cands.find((c) => c.level === want) ?? cands.find((c) => c.level === "tile") ?? cands[0];
+}
+
+/** Type-check and build the result type of `op(args, attrs)`; throws TsptoTypeError located at span. */
+export function inferCall(op: OpDef, args: readonly Expr[], attrs: Attrs, span: Span): Type {
+  const ctx: InferCtx = {
+    op, args, attrs, span, argTypes: args.map(exprType),
+    fail(message: string, hint?: string): never {
+      throw new TsptoTypeError("E_TYPE", `pl.${op.pl ?? op.name}: ${message}`, span, hint);
+    },
+  };
+  const t = op.infer(ctx);
+  op.check?.(ctx);
+  return t;
+}
+
+export const effectsOf = (op: OpDef, args: readonly Expr[], attrs: Attrs): Effects =>
+  op.effects ? op.effects(args, attrs) : { reads: [], writes: [] };
+
+export function describeType(t: Type): string {
+  return typeStr(t);
+}
+export type { AttrValue };
