@@ -14,6 +14,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    setupFiles: ["test/setup/checks.ts"],
     // Kernels compile C++ (hundreds of ms each) and the machine has 2 cores.
     testTimeout: 120_000,
     hookTimeout: 120_000,

@@ -5,8 +5,10 @@
 //                  (pl.jit.incore / pl.jit.inline for the other kinds; attrs only when non-empty)
 //   tile types     pl.Tile<[4, 8], pl.FP32, pl.Mem.Vec>, with a 4th argument { validShape: [..]; addr: N } when set
 //   assign         const x = e;  |  let x = e; ... x = e2;  (pre-SSA rebinding)  |  const [a, b] = f(...);
-//                  a tile whose type carries an address is annotated: const t: pl.Tile<...> = e;
-//   constants      7 (int64) | 7.0 / 1e-5 (float32) | true | pl.const(7, pl.INT32) (other dtypes)
+//                  a variable whose type differs from its value's (a tile given an address) is annotated: const t: pl.Tile<...> = e;
+//                  a pre-SSA let assigned in several blocks is declared first: let x: T; ... x = e;
+//   constants      7 (int64) | 7.0 / 1e-5 (float32) | true | pl.const(7, pl.INT32) (other dtypes); negation of a
+//                  number or of a sign-led operand is parenthesized: -(1), -(-x) (-1 is the constant)
 //   ops            pl.<op>(...) per the registry's params; scalar ops as operators / Math.<fn>
 //   calls          callee(args)
 //   for            for (const i of pl.range(start, stop, step)) { ... }          (no carried values)
@@ -19,7 +21,8 @@
 import type { Program } from "./program.js";
 import type { AttrValue, Attrs, Expr, Func, Stmt, Var } from "./nodes.js";
 import { getOp, type OpParam } from "./registry.js";
-import { DTYPE_CONST, type DType, type Dim, type Type } from "./types.js";
+import { DTYPE_CONST, typeEqual, type DType, type Dim, type Type } from "./types.js";
+import { exprType } from "./nodes.js";
 import { forEachStmt } from "./visit.js";
 
 const RESERVED = new Set(("break case catch class const continue debugger default delete do else enum export extends false finally for " +
@@ -103,7 +106,12 @@ class Printer {
         if (e.op === "call") return `${String(e.attrs.callee)}(${e.args.map((a) => this.expr(a)).join(", ")})`;
         const op = getOp(e.op);
         if (op.operator) {
-          if (e.args.length === 1) return `${op.operator}${this.expr(e.args[0], 10)}`;
+          if (e.args.length === 1) {
+            // `-1` reads back as the constant -1 and `--x` as a decrement: parenthesize a
+            // numeric or sign-led operand so that `-(1)` / `-(-x)` stay negations.
+            const a = this.expr(e.args[0], 10);
+            return `${op.operator}${/^[-+!0-9.]|^(?:NaN|Infinity)$|^pl\.const\(/.test(a) ? `(${a})` : a}`;
+          }
           const p = PREC[op.operator] ?? 0;
           const s = `${this.expr(e.args[0], p)} ${op.operator} ${this.expr(e.args[1], p + 1)}`;
           return p < parentPrec ? `(${s})` : s;
@@ -157,12 +165,17 @@ class Printer {
           const t = s.targets[0];
           const first = !this.declared.has(t.id);
           this.declared.add(t.id);
-          const ann = t.type.kind === "tile" && t.type.addr !== null ? `: ${typeText(t.type)}` : "";
+          // annotated when the variable's type is not the value's (e.g. a tile given an address by memory planning)
+          const ann = typeEqual(t.type, exprType(v)) ? "" : `: ${typeText(t.type)}`;
           if (!first) this.line(ind, `${this.namer.name(t)} = ${this.expr(v)};`);
           else this.line(ind, `${this.rebound.has(t.id) ? "let" : "const"} ${this.namer.name(t)}${ann} = ${this.expr(v)};`);
         } else {
+          // targets are either all new or all hoisted (see hoisted())
+          const names = `[${s.targets.map((t) => this.namer.name(t)).join(", ")}]`;
+          const fresh = s.targets.length === 0 || s.targets.some((t) => !this.declared.has(t.id));
           s.targets.forEach((t) => this.declared.add(t.id));
-          this.line(ind, `const [${s.targets.map((t) => this.namer.name(t)).join(", ")}] = ${this.expr(v)};`);
+          if (!fresh) this.line(ind, `${names} = ${this.expr(v)};`);
+          else this.line(ind, `${s.targets.some((t) => this.rebound.has(t.id)) ? "let" : "const"} ${names} = ${this.expr(v)};`);
         }
         break;
       }
@@ -225,8 +238,9 @@ class Printer {
     this.namer = new Namer(this.fnNames);
     this.declared = new Set();
     const counts = new Map<number, number>();
-    forEachStmt(f.body, (s) => { if (s.kind === "assign" && s.targets.length === 1) counts.set(s.targets[0].id, (counts.get(s.targets[0].id) ?? 0) + 1); });
+    forEachStmt(f.body, (s) => { if (s.kind === "assign") s.targets.forEach((t) => counts.set(t.id, (counts.get(t.id) ?? 0) + 1)); });
     this.rebound = new Set([...counts].filter(([, n]) => n > 1).map(([id]) => id));
+    const hoist = hoisted(f.body, this.rebound);
     const wrap = f.fnKind === "orchestration" ? "pl.jit" : f.fnKind === "incore" ? "pl.jit.incore" : "pl.jit.inline";
     const params = f.params.map((p) => {
       const t = typeText(p.var.type);
@@ -235,12 +249,74 @@ class Printer {
     });
     const ret = f.returnTypes.length === 0 ? "void" : f.returnTypes.length === 1 ? typeText(f.returnTypes[0]) : `[${f.returnTypes.map(typeText).join(", ")}]`;
     this.line(0, `const ${f.name} = ${wrap}(function ${f.name}(${params.join(", ")}): ${ret} {`);
+    for (const v of hoist) {
+      this.declared.add(v.id);
+      this.line(1, `let ${this.namer.name(v)}: ${typeText(v.type)};`);
+    }
     this.block(f.body, 1);
     const attrs = Object.keys(f.attrs).length ? `, { attrs: ${attrText(f.attrs)} }` : "";
     this.line(0, `}${attrs});`);
   }
 
   text(): string { return this.out.join("\n") + "\n"; }
+}
+
+/**
+ * Pre-SSA variables to declare at the top of the function (`let x: T;`) because a block-local
+ * declaration at their first assignment would not cover every assignment and use: a `let`
+ * first assigned in one branch and reassigned in the other or read after the branch. Also
+ * every rebound variable of a multi-target assignment (`[a, b] = f()` needs declared names),
+ * and all targets of such an assignment once one of them is hoisted.
+ */
+function hoisted(body: readonly Stmt[], rebound: ReadonlySet<number>): Var[] {
+  const firstPath = new Map<number, number[]>();
+  const vars = new Map<number, Var>();
+  const hoist = new Set<number>();
+  const multi: (readonly Var[])[] = [];
+  let nextBlock = 0;
+  const within = (p: number[], q: number[]) => q.length <= p.length && q.every((b, i) => p[i] === b);
+  const touch = (v: Var, path: number[], isDef: boolean) => {
+    const fp = firstPath.get(v.id);
+    if (fp === undefined) { if (isDef) { firstPath.set(v.id, path); vars.set(v.id, v); } return; }
+    if (!within(path, fp)) hoist.add(v.id);
+  };
+  const exprs = (e: Expr, path: number[]) => {
+    if (e.kind === "var") touch(e, path, false);
+    else if (e.kind === "call") e.args.forEach((a) => exprs(a, path));
+    else if (e.kind === "list") e.items.forEach((a) => exprs(a, path));
+  };
+  const block = (ss: readonly Stmt[], parent: number[]) => {
+    const path = [...parent, nextBlock++];
+    for (const s of ss) {
+      switch (s.kind) {
+        case "assign":
+          exprs(s.value, path);
+          s.targets.forEach((t) => touch(t, path, true));
+          if (s.targets.length !== 1) {
+            multi.push(s.targets);
+            s.targets.forEach((t) => { if (rebound.has(t.id)) hoist.add(t.id); });
+          }
+          break;
+        case "eval": exprs(s.expr, path); break;
+        case "for": [s.start, s.stop, s.step, ...s.inits].forEach((e) => exprs(e, path)); block(s.body, path); break;
+        case "while": s.inits.forEach((e) => exprs(e, path)); exprs(s.cond, path); block(s.body, path); break;
+        case "if": exprs(s.cond, path); block(s.then, path); block(s.else, path); break;
+        case "scope": block(s.body, path); break;
+        default: s.values.forEach((e) => exprs(e, path));
+      }
+    }
+  };
+  block(body, []);
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const ts of multi) {
+      if (ts.some((t) => hoist.has(t.id)) && !ts.every((t) => hoist.has(t.id))) {
+        ts.forEach((t) => hoist.add(t.id));
+        changed = true;
+      }
+    }
+  }
+  return [...vars.values()].filter((v) => hoist.has(v.id)); // in order of first assignment
 }
 
 export function printProgram(p: Program): string {

@@ -44,11 +44,13 @@ export function writeElem(t: TensorValue, i: number, v: number): void {
   switch (t.dtype) {
     case "float16": (d as Uint16Array)[i] = f32ToF16Bits(v); break;
     case "bfloat16": (d as Uint16Array)[i] = f32ToBf16Bits(v); break;
-    case "int64": (d as BigInt64Array)[i] = BigInt(Math.trunc(v)); break;
+    case "int64": (d as BigInt64Array)[i] = v >= 2 ** 63 ? INT64_MAX : v <= -(2 ** 63) ? INT64_MIN : BigInt(Math.trunc(v)); break;
     case "bool": (d as Uint8Array)[i] = v ? 1 : 0; break;
     default: (d as Float32Array)[i] = v; break;
   }
 }
+
+const INT64_MAX = (1n << 63n) - 1n, INT64_MIN = -(1n << 63n);
 
 export function mkTile(shape: readonly number[], dtype: DType, mem: Mem = "Vec", validShape: readonly number[] | null = null, data?: Float64Array): TileValue {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -57,24 +59,15 @@ export function mkTile(shape: readonly number[], dtype: DType, mem: Mem = "Vec",
 
 /**
  * The value an op result of `dtype` holds: floats round to the dtype (fp32 first, as the
- * device computes in fp32); integer arithmetic wraps around like the device's C types; bool
- * is v != 0.
+ * device computes in fp32); integer results truncate toward zero and saturate to the type's
+ * range (NaN -> 0); bool is v != 0 (NaN != 0, as in C).
  */
 export function toDType(v: number, dtype: DType): number {
   switch (dtype) {
     case "float32": return Math.fround(v);
     case "float16": case "bfloat16": return roundToDType(Math.fround(v), dtype);
-    case "bool": return v !== 0 ? 1 : 0; // NaN != 0, as in C
-    case "int64": return Number.isFinite(v) ? Math.trunc(v) : 0;
-    default: {
-      if (!Number.isFinite(v)) return 0;
-      const bits = DTYPE_BITS[dtype];
-      const m = 2 ** bits;
-      let r = ((Math.trunc(v) % m) + m) % m;
-      if (dtype !== "uint8" && r >= m / 2) r -= m;
-      return r;
-    }
+    case "bool": return v !== 0 ? 1 : 0;
+    default: return roundToDType(v, dtype, "trunc");
   }
 }
-const DTYPE_BITS: Record<string, number> = { int8: 8, int16: 16, int32: 32, uint8: 8 };
 export { roundToDType };

@@ -1,0 +1,440 @@
+// C++ emitters, keyed by registry op name. Adding an op = one registry entry (src/ir/ops) +
+// its emitter here. The elementwise families are generated from the same BINARY / UNARY
+// tables the registry uses; an entry of those tables without a C++ formula below simply has
+// no emitter, and generating code that uses it fails with a clear internal error.
+//
+// Value conventions (see prelude.ts for the helpers):
+// - a tile element is held in its *scratch type*: float for float32/float16/bfloat16 (already
+//   rounded to the tile's dtype), int8_t/int16_t/int32_t/int64_t/uint8_t, bool as uint8_t;
+// - a scalar is int64_t (integer dtypes), double (float dtypes) or bool;
+// - every op's element result is rounded/saturated to its dtype exactly like the registry's
+//   `evaluate` (`toDType` = round for floats, trunc + saturate for integers, != 0 for bool).
+import { BINARY, UNARY, isFloat, numel, tileElemBytes, shapeStr } from "../../ir/index.js";
+import type { Call, DType, Expr, Span, TensorType, TileType } from "../../ir/index.js";
+import { TsptoCompileError } from "../../ir/index.js";
+import { toDType } from "../../ir/values.js";
+
+// ------------------------------------------------------------------ C types
+export type ScalarCType = "int64_t" | "double" | "bool";
+/** A C++ scalar expression and its C type. */
+export interface CExpr { readonly code: string; readonly ctype: ScalarCType }
+
+export const scalarCType = (d: DType): ScalarCType => (isFloat(d) ? "double" : d === "bool" ? "bool" : "int64_t");
+
+/** C type of a tile element in scratch. */
+export const scratchCType = (d: DType): string => {
+  switch (d) {
+    case "float32": case "float16": case "bfloat16": return "float";
+    case "int8": return "int8_t";
+    case "int16": return "int16_t";
+    case "int32": return "int32_t";
+    case "int64": return "int64_t";
+    case "uint8": case "bool": return "uint8_t";
+  }
+};
+/** C type of a tensor element in device memory. */
+export const storageCType = (d: DType): string => {
+  switch (d) {
+    case "float32": return "float";
+    case "float16": case "bfloat16": return "uint16_t";
+    default: return scratchCType(d);
+  }
+};
+/** Tensor storage element -> scratch element. */
+export const loadConv = (d: DType, x: string): string =>
+  d === "float16" ? `tspto_f16_to_f32(${x})` : d === "bfloat16" ? `tspto_bf16_to_f32(${x})` : x;
+/** Scratch element (already representable in d) -> tensor storage element. */
+export const storeConv = (d: DType, x: string): string =>
+  d === "float16" ? `tspto_f32_to_f16(${x})` : d === "bfloat16" ? `tspto_f32_to_bf16(${x})` : d === "bool" ? `(uint8_t)(${x} != 0)` : x;
+
+const SAT: Record<string, string> = { int8: "tspto_sat_i8", int16: "tspto_sat_i16", int32: "tspto_sat_i32", int64: "tspto_sat_i64", uint8: "tspto_sat_u8", bool: "tspto_sat_b" };
+const D2I: Record<string, string> = { int8: "tspto_d2i8", int16: "tspto_d2i16", int32: "tspto_d2i32", int64: "tspto_d2i64", uint8: "tspto_d2u8", bool: "tspto_d2b" };
+
+/** Round a float (fp32) expression to a float dtype's value set. */
+const roundF = (d: DType, x: string): string => (d === "float16" ? `tspto_rnd_f16(${x})` : d === "bfloat16" ? `tspto_rnd_bf16(${x})` : x);
+/** Round a double expression (one correct rounding) to a float dtype's value, as float. */
+const roundD = (d: DType, x: string): string =>
+  d === "float16" ? `tspto_d2f16v(${x})` : d === "bfloat16" ? `tspto_d2bf16v(${x})` : `(float)(${x})`;
+
+// ------------------------------------------------------------------ literals
+export function doubleLit(v: number): string {
+  if (Number.isNaN(v)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (v === Infinity) return "std::numeric_limits<double>::infinity()";
+  if (v === -Infinity) return "(-std::numeric_limits<double>::infinity())";
+  if (Object.is(v, -0)) return "(-0.0)";
+  const s = String(v);
+  return /[.eE]/.test(s) ? s : `${s}.0`;
+}
+export function intLit(v: number): string {
+  if (!Number.isFinite(v)) throw new Error(`internal: integer literal ${v}`);
+  if (v >= 9223372036854775807) return "INT64_MAX";
+  if (v <= -9223372036854775808) return "INT64_MIN";
+  return `INT64_C(${BigInt(Math.trunc(v)).toString()})`;
+}
+/** A constant already representable in dtype d, as an expression of its scratch type. */
+export function scratchLit(d: DType, v: number): string {
+  if (isFloat(d)) return `(float)${doubleLit(v)}`;
+  return `(${scratchCType(d)})${intLit(v)}`;
+}
+/** C string literal. */
+export function cstr(s: string): string {
+  let out = '"';
+  for (const ch of Buffer.from(s, "utf8")) {
+    if (ch === 0x22) out += '\\"';
+    else if (ch === 0x5c) out += "\\\\";
+    else if (ch === 0x3f) out += "\\?"; // never form trigraph-like sequences
+    else if (ch < 0x20 || ch === 0x7f) out += `\\${ch.toString(8).padStart(3, "0")}`;
+    else if (ch >= 0x80) out += `\\${ch.toString(8).padStart(3, "0")}`;
+    else out += String.fromCharCode(ch);
+  }
+  return `${out}"`;
+}
+export const spanWhere = (s: Span): string => `${s.file}:${s.line}:${s.col}`;
+
+// ------------------------------------------------------------------ emitter kinds
+/** An operand of an elementwise op inside a fused loop: a tile element or a hoisted scalar. */
+export interface ElemOperand {
+  readonly kind: "tile" | "scalar";
+  readonly code: string;
+  readonly dtype: DType;
+  /** A constant scalar whose value is exactly a float32: fp32 arithmetic then equals the reference's double arithmetic. */
+  readonly exactF32?: boolean;
+}
+
+/** A reference to a tensor in the current function: its C++ pointer expression, static type, display name. */
+export interface TensorRef { readonly ptr: string; readonly type: TensorType & { shape: readonly number[] }; readonly label: string }
+
+/** Where an op writes a tile: a `uint8_t*` expression (scratch + addr, or a temporary). */
+export interface TileDest { readonly ptr: string; readonly type: TileType }
+
+/** What statement-level emitters may use from the kernel generator. */
+export interface KernelCtx {
+  line(s: string): void;
+  open(s: string): void;
+  close(s?: string): void;
+  /** A fresh C++ identifier. */
+  fresh(prefix: string): string;
+  /** The C++ expression of a scalar IR expression. */
+  scalar(e: Expr): CExpr;
+  /** The tensor an IR expression denotes. */
+  tensor(e: Expr): TensorRef;
+  /**
+   * Prepare reading the elements of a tile-valued expression (a planned tile, or a fused
+   * elementwise expression over planned tiles and scalars): declares its operands in the
+   * current block and returns the element at a linear tile index (scratch type).
+   */
+  elements(e: Expr): (idx: string) => string;
+  /** The statement that leaves the kernel after a run-time failure. */
+  readonly failExit: string;
+}
+
+export interface ElementwiseEmitter {
+  readonly kind: "elementwise";
+  /** The element of the result, in the scratch type of `call.type`'s dtype, rounded to it. */
+  emit(call: Call, operands: readonly ElemOperand[]): string;
+}
+export interface ScalarEmitter {
+  readonly kind: "scalar";
+  emit(call: Call, args: readonly CExpr[]): CExpr;
+}
+/** An op that fills a tile with its own loops (tile.load). */
+export interface TileStmtEmitter {
+  readonly kind: "tile-stmt";
+  emitInto(ctx: KernelCtx, call: Call, dest: TileDest): void;
+}
+/** An op with a side effect on a tensor (tile.store); its value is that tensor. */
+export interface TensorStmtEmitter {
+  readonly kind: "tensor-stmt";
+  emit(ctx: KernelCtx, call: Call): void;
+  /** Index of the operand that is the op's (tensor) result. */
+  readonly resultArg: number;
+}
+export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TensorStmtEmitter;
+
+export const EMITTERS = new Map<string, Emitter>();
+const def = (name: string, e: Emitter) => {
+  if (EMITTERS.has(name)) throw new Error(`internal: emitter for '${name}' defined twice`);
+  EMITTERS.set(name, e);
+};
+
+/** The emitter of an op, or a clear internal error. */
+export function emitterFor(op: string, span: Span): Emitter {
+  const e = EMITTERS.get(op);
+  if (!e) {
+    throw new TsptoCompileError("E_CODEGEN", `internal: the cpu code generator has no emitter for op '${op}'`, span,
+      op.startsWith("tensor.")
+        ? "tensor-level ops must be lowered to tiles by the pass pipeline (tensor-to-tile) before code generation"
+        : `add an emitter for '${op}' in src/codegen/cpp/emitters.ts (next to its registry entry)`);
+  }
+  return e;
+}
+
+// ------------------------------------------------------------------ elementwise: binary
+interface BinaryCpp {
+  /** Float arithmetic on values of C type F ("float" or "double"). */
+  f(a: string, b: string, F: "float" | "double"): string;
+  /** An integer-dtype result computed from double operands (a float scalar rhs): double value, truncated later. */
+  fi?(a: string, b: string): string;
+  /** int64 arithmetic whose exact result fits int64 (operands of narrower integer dtypes). */
+  i(a: string, b: string): string;
+  /** Saturating int64 arithmetic. */
+  i64(a: string, b: string): string;
+}
+const BINARY_CPP: Record<string, BinaryCpp> = {
+  add: { f: (a, b) => `(${a} + ${b})`, i: (a, b) => `(${a} + ${b})`, i64: (a, b) => `tspto_add_sat(${a}, ${b})` },
+  sub: { f: (a, b) => `(${a} - ${b})`, i: (a, b) => `(${a} - ${b})`, i64: (a, b) => `tspto_sub_sat(${a}, ${b})` },
+  mul: { f: (a, b) => `(${a} * ${b})`, i: (a, b) => `(${a} * ${b})`, i64: (a, b) => `tspto_mul_sat(${a}, ${b})` },
+  div: {
+    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `(${b} == 0.0 ? 0.0 : (${a} / ${b}))`,
+    i: (a, b) => `tspto_idiv(${a}, ${b})`, i64: (a, b) => `tspto_idiv(${a}, ${b})`,
+  },
+  maximum: { f: (a, b, F) => `tspto_fmax<${F}>(${a}, ${b})`, i: (a, b) => `tspto_imax(${a}, ${b})`, i64: (a, b) => `tspto_imax(${a}, ${b})` },
+  minimum: { f: (a, b, F) => `tspto_fmin<${F}>(${a}, ${b})`, i: (a, b) => `tspto_imin(${a}, ${b})`, i64: (a, b) => `tspto_imin(${a}, ${b})` },
+};
+
+function binaryElem(fm: BinaryCpp, d: DType, a: ElemOperand, b: ElemOperand): string {
+  const da = `(double)${a.code}`, db = `(double)${b.code}`;
+  if (isFloat(d)) {
+    // fp32 ops on fp32 (or narrower) values are correctly rounded, and rounding them again to
+    // float16/bfloat16 is exact (24 >= 2p + 2); a scalar rhs is a double: compute in double.
+    if (b.kind === "tile") return roundF(d, fm.f(a.code, b.code, "float"));
+    if (b.exactF32) return roundF(d, fm.f(a.code, `(float)${b.code}`, "float"));
+    return roundD(d, fm.f(da, db, "double"));
+  }
+  if (d === "bool") return `tspto_d2b(${fm.f(da, db, "double")})`;
+  if (b.kind === "scalar" && isFloat(b.dtype)) return `${D2I[d]}(tspto_mode_trunc(${(fm.fi ?? fm.f)(da, db, "double")}))`;
+  const ia = `(int64_t)${a.code}`, ib = `(int64_t)${b.code}`;
+  return d === "int64" ? fm.i64(ia, ib) : `${SAT[d]}(${fm.i(ia, ib)})`;
+}
+
+for (const name of Object.keys(BINARY)) {
+  const fm = BINARY_CPP[name];
+  if (!fm) continue; // no formula: emitterFor() reports it when a program uses the op
+  def(`tile.${name}`, {
+    kind: "elementwise",
+    emit(call, [a, b]) { return binaryElem(fm, (call.type as TileType).dtype, a, b); },
+  });
+}
+
+// ------------------------------------------------------------------ elementwise: unary
+interface UnaryCpp {
+  f(a: string, F: "float" | "double"): string;
+  /** int64 arithmetic whose exact result fits int64 (narrower integer dtypes); absent for float-only ops. */
+  i?(a: string): string;
+  i64?(a: string): string;
+}
+const UNARY_CPP: Record<string, UnaryCpp> = {
+  exp: { f: (a) => `std::exp(${a})` },
+  log: { f: (a) => `std::log(${a})` },
+  sqrt: { f: (a) => `std::sqrt(${a})` },
+  // the reference rounds sqrt to fp32 before dividing
+  rsqrt: { f: (a, F) => (F === "float" ? `(1.0f / std::sqrt(${a}))` : `(1.0 / (double)std::sqrt((float)${a}))`) },
+  recip: { f: (a, F) => (F === "float" ? `(1.0f / ${a})` : `(1.0 / ${a})`) },
+  neg: { f: (a) => `(-${a})`, i: (a) => `(-${a})`, i64: (a) => `tspto_neg_sat(${a})` },
+  abs: { f: (a) => `std::fabs(${a})`, i: (a) => `tspto_abs_sat(${a})`, i64: (a) => `tspto_abs_sat(${a})` },
+  relu: { f: (a, F) => `tspto_fmax<${F}>(${a}, (${F})0)`, i: (a) => `tspto_imax(${a}, 0)`, i64: (a) => `tspto_imax(${a}, 0)` },
+};
+// relu(NaN) is 0 in the reference (NaN > 0 is false), unlike max(NaN, 0): use a select.
+UNARY_CPP.relu.f = (a, F) => `tspto_relu<${F}>(${a})`;
+
+function unaryElem(name: string, fm: UnaryCpp, d: DType, a: ElemOperand, span: Span): string {
+  if (isFloat(d)) return roundF(d, fm.f(a.code, "float"));
+  if (d === "bool") return `tspto_d2b(${fm.f(`(double)${a.code}`, "double")})`;
+  if (!fm.i || !fm.i64) throw new TsptoCompileError("E_CODEGEN", `internal: tile.${name} has no integer form (dtype ${d})`, span);
+  const ia = `(int64_t)${a.code}`;
+  return d === "int64" ? fm.i64(ia) : `${SAT[d]}(${fm.i(ia)})`;
+}
+
+for (const name of Object.keys(UNARY)) {
+  const fm = UNARY_CPP[name];
+  if (!fm) continue;
+  def(`tile.${name}`, {
+    kind: "elementwise",
+    emit(call, [a]) { return unaryElem(name, fm, (call.type as TileType).dtype, a, call.span); },
+  });
+}
+
+// ------------------------------------------------------------------ elementwise: cast, move, full, create
+export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
+/** Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like roundToDType(x, to, mode). */
+export function castElem(from: DType, to: DType, mode: RoundModeName, x: string): string {
+  if (isFloat(from)) {
+    if (isFloat(to)) return roundF(to, x);
+    if (to === "bool") return `tspto_d2b((double)${x})`;
+    return `${D2I[to]}(tspto_mode_${mode}((double)${x}))`;
+  }
+  // integer or bool source: the value is an integer
+  if (isFloat(to)) return roundD(to, `(double)${x}`);
+  if (from === to && to !== "bool") return x;
+  return `${SAT[to]}((int64_t)${x})`;
+}
+
+def("tile.cast", {
+  kind: "elementwise",
+  emit(call, [a]) {
+    const mode = String(call.attrs.mode ?? "round") as RoundModeName;
+    return castElem(a.dtype, (call.type as TileType).dtype, mode, a.code);
+  },
+});
+def("tile.move", { kind: "elementwise", emit(_call, [a]) { return a.code; } });
+def("tile.full", {
+  kind: "elementwise",
+  emit(call) {
+    const d = (call.type as TileType).dtype;
+    return scratchLit(d, toDType(Number(call.attrs.value), d));
+  },
+});
+def("tile.create", { kind: "elementwise", emit(call) { return scratchLit((call.type as TileType).dtype, 0); } });
+
+// ------------------------------------------------------------------ memory: load, store
+function strides(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/** Offsets of a load/store as int64 C++ expressions (constants folded to numbers). */
+function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, span: Span): (number | string)[] {
+  if (e.kind !== "list") throw new TsptoCompileError("E_CODEGEN", `internal: ${what} offsets must be a list expression`, span);
+  if (e.items.length !== rank) throw new TsptoCompileError("E_CODEGEN", `internal: ${what} has ${e.items.length} offsets for rank ${rank}`, span);
+  return e.items.map((it) => {
+    if (it.kind === "const") return Number(it.value);
+    const c = ctx.scalar(it);
+    return c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(std::trunc(${c.code}))` : `(int64_t)${c.code}`;
+  });
+}
+
+/**
+ * Bind the offsets to locals and check the window [off, off + region) against the tensor's
+ * dims: statically for constant offsets (a compile error), at run time for the others
+ * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
+ */
+function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly number[], span: Span): string[] {
+  const dims = t.type.shape;
+  for (let ax = 0; ax < region.length; ax++) {
+    if (region[ax] > dims[ax] || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + region[ax] > dims[ax]))) {
+      throw new TsptoCompileError("E_WINDOW",
+        `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(dims)} (axis ${ax})`,
+        span, "keep offset + shape within the tensor on every axis");
+    }
+  }
+  const names = offs.map((o) => {
+    if (typeof o === "number") return intLit(o);
+    const n = ctx.fresh("o");
+    ctx.line(`const int64_t ${n} = ${o};`);
+    return n;
+  });
+  const conds: string[] = [];
+  offs.forEach((o, ax) => { if (typeof o !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${dims[ax] - region[ax]}`); });
+  if (conds.length) {
+    ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
+    ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
+    ctx.line(`const int64_t _shp[] = { ${region.join(", ")} };`);
+    ctx.line(`const int64_t _dims[] = { ${dims.join(", ")} };`);
+    ctx.line(`tspto_window_fail(rt, ${cstr(spanWhere(span))}, "${what}", ${cstr(t.label)}, ${region.length}, _off, _shp, _dims);`);
+    ctx.line(ctx.failExit);
+    ctx.close();
+  }
+  return names;
+}
+
+/**
+ * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
+ * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
+ */
+function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: string[], tensorStrides: number[], tileStrides: number[],
+  body: (ti: string, si: string) => string): void {
+  const rank = region.length;
+  const idx: string[] = [];
+  for (let ax = 0; ax < rank - 1; ax++) {
+    const v = ctx.fresh("r");
+    idx.push(v);
+    ctx.open(`for (int64_t ${v} = 0; ${v} < ${region[ax]}; ++${v}) {`);
+  }
+  const j = ctx.fresh("j");
+  const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${tensorStrides[ax]}`), tensorBase[rank - 1]].join(" + ");
+  const sOff = idx.map((v, ax) => `${v} * ${tileStrides[ax]}`).join(" + ") || "0";
+  const tb = ctx.fresh("tb"), sb = ctx.fresh("sb");
+  ctx.line(`const int64_t ${tb} = ${tOff}, ${sb} = ${sOff};`);
+  ctx.line("#pragma GCC ivdep");
+  ctx.line(`for (int64_t ${j} = 0; ${j} < ${region[rank - 1]}; ++${j}) ${body(`${tb} + ${j}`, `${sb} + ${j}`)}`);
+  for (let ax = 0; ax < rank - 1; ax++) ctx.close();
+}
+
+const validRegion = (t: TileType, span: Span): number[] => {
+  if (!t.validShape) return [...t.shape];
+  return t.validShape.map((d) => {
+    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cpu platform yet (validShape ${shapeStr(t.validShape!)})`, span);
+    return d;
+  });
+};
+
+def("tile.load", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const t = ctx.tensor(call.args[0]);
+    const type = call.type as TileType;
+    const region = validRegion(type, call.span);
+    const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "load", call.span), region, call.span);
+    const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
+    const d = ctx.fresh("d"), s = ctx.fresh("s");
+    ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
+    ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
+    if (numel(region) < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    regionLoops(ctx, region, offs, strides(t.type.shape), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
+  },
+});
+
+def("tile.store", {
+  kind: "tensor-stmt",
+  resultArg: 2,
+  emit(ctx, call) {
+    const tileType = exprTileType(call.args[0]);
+    const t = ctx.tensor(call.args[2]);
+    const region = validRegion(tileType, call.span);
+    const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "store", call.span), region, call.span);
+    const elem = ctx.elements(call.args[0]);
+    const T = storageCType(t.type.dtype);
+    const o = ctx.fresh("t");
+    ctx.line(`${T}* __restrict ${o} = (${T}*)${t.ptr};`);
+    regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(t.type.dtype, elem(si))};`);
+  },
+});
+
+function exprTileType(e: Expr): TileType {
+  const t = e.kind === "const" ? null : e.type;
+  if (!t || t.kind !== "tile") throw new Error("internal: expected a tile operand");
+  return t;
+}
+
+// ------------------------------------------------------------------ scalar ops
+const asDouble = (a: CExpr) => (a.ctype === "double" ? a.code : `(double)${a.code}`);
+const asInt = (a: CExpr) => (a.ctype === "int64_t" ? a.code : `(int64_t)${a.code}`);
+const resultCType = (call: Call): ScalarCType => (call.type.kind === "scalar" ? scalarCType(call.type.dtype) : "int64_t");
+const arith = (op: string) => (call: Call, [a, b]: readonly CExpr[]): CExpr => {
+  const ct = resultCType(call);
+  return ct === "double" ? { code: `(${asDouble(a)} ${op} ${asDouble(b)})`, ctype: ct } : { code: `(${asInt(a)} ${op} ${asInt(b)})`, ctype: "int64_t" };
+};
+const cmp = (op: string) => (_call: Call, [a, b]: readonly CExpr[]): CExpr => ({ code: `(${a.code} ${op} ${b.code})`, ctype: "bool" });
+const toInt = (fn: string) => (_call: Call, [a]: readonly CExpr[]): CExpr =>
+  ({ code: a.ctype === "double" ? `tspto_d2i64(std::${fn}(${a.code}))` : asInt(a), ctype: "int64_t" });
+const minmax = (fn: "min" | "max") => (call: Call, [a, b]: readonly CExpr[]): CExpr =>
+  resultCType(call) === "double"
+    ? { code: `tspto_f${fn}<double>(${asDouble(a)}, ${asDouble(b)})`, ctype: "double" }
+    : { code: `tspto_i${fn}(${asInt(a)}, ${asInt(b)})`, ctype: "int64_t" };
+
+const SCALAR_CPP: Record<string, ScalarEmitter["emit"]> = {
+  add: arith("+"), sub: arith("-"), mul: arith("*"),
+  div: (_c, [a, b]) => ({ code: `(${asDouble(a)} / ${asDouble(b)})`, ctype: "double" }),
+  mod: (call, [a, b]) => resultCType(call) === "double"
+    ? { code: `std::fmod(${asDouble(a)}, ${asDouble(b)})`, ctype: "double" }
+    : { code: `tspto_imod(${asInt(a)}, ${asInt(b)})`, ctype: "int64_t" },
+  lt: cmp("<"), le: cmp("<="), gt: cmp(">"), ge: cmp(">="), eq: cmp("=="), ne: cmp("!="),
+  and: (_c, [a, b]) => ({ code: `((bool)(${a.code}) && (bool)(${b.code}))`, ctype: "bool" }),
+  or: (_c, [a, b]) => ({ code: `((bool)(${a.code}) || (bool)(${b.code}))`, ctype: "bool" }),
+  not: (_c, [a]) => ({ code: `(!(${a.code}))`, ctype: "bool" }),
+  neg: (call, [a]) => (resultCType(call) === "double" ? { code: `(-${asDouble(a)})`, ctype: "double" } : { code: `(-${asInt(a)})`, ctype: "int64_t" }),
+  min: minmax("min"), max: minmax("max"),
+  floor: toInt("floor"), ceil: toInt("ceil"), trunc: toInt("trunc"),
+};
+for (const [name, emit] of Object.entries(SCALAR_CPP)) def(`scalar.${name}`, { kind: "scalar", emit });

@@ -1,0 +1,144 @@
+// The fixed C++ prelude of every generated translation unit: the ABI header, numeric
+// helpers (float16 / bfloat16 conversions bit-exact with src/runtime/dtype.ts, saturating
+// conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
+// NaN-propagating min/max) and the run-time window check used by loads and stores.
+export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace {
+
+// ------------------------------------------------------------------ bit casts
+static inline float tspto_u2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint32_t tspto_f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static inline int64_t tspto_dbits(double d) { int64_t u; std::memcpy(&u, &d, 8); return u; }
+static inline double tspto_bitsd(int64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
+
+// ------------------------------------------------------------------ float16 / bfloat16
+// float -> binary16 bits, round to nearest even; overflow -> inf; NaN -> 0x7e00 (unsigned,
+// canonical, as f32ToF16Bits in src/runtime/dtype.ts); subnormals exact.
+static inline uint16_t tspto_f32_to_f16(float f) {
+  uint32_t x = tspto_f2u(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return 0x7e00u;
+  if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);         // >= 65536 (and inf)
+  if (ax < 0x38800000u) {                                           // < 2^-14: subnormal or zero
+    const float t = tspto_u2f(ax) + 0.5f;                           // the FPU rounds (nearest even)
+    return (uint16_t)(sign | (tspto_f2u(t) - 0x3f000000u));
+  }
+  const uint32_t odd = (ax >> 13) & 1u;
+  ax += 0xc8000fffu + odd;                                          // rebias exponent, round
+  return (uint16_t)(sign | (ax >> 13));
+}
+static inline float tspto_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return tspto_u2f(sign | 0x7f800000u | (m << 13));
+  if (e == 0) { const float v = (float)m * 5.9604644775390625e-8f; return sign ? -v : v; }
+  return tspto_u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+// float -> bfloat16 bits, round to nearest even; NaN -> 0x7fc0.
+static inline uint16_t tspto_f32_to_bf16(float f) {
+  uint32_t x = tspto_f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+static inline float tspto_bf16_to_f32(uint16_t b) { return tspto_u2f((uint32_t)b << 16); }
+static inline float tspto_rnd_f16(float x) { return tspto_f16_to_f32(tspto_f32_to_f16(x)); }
+static inline float tspto_rnd_bf16(float x) { return tspto_bf16_to_f32(tspto_f32_to_bf16(x)); }
+// double -> float rounded to odd: a following rounding to a narrower format (f16, bf16)
+// then equals one correct rounding of the double.
+static inline float tspto_d2f_odd(double d) {
+  float f = (float)d;
+  if ((double)f != d && d == d) {
+    uint32_t u = tspto_f2u(f);
+    if (std::fabs((double)f) > std::fabs(d)) u -= 1u;
+    f = tspto_u2f(u | 1u);
+  }
+  return f;
+}
+static inline float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
+static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+
+// ------------------------------------------------------------------ integers
+static inline int8_t tspto_sat_i8(int64_t v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
+static inline int16_t tspto_sat_i16(int64_t v) { return (int16_t)(v < -32768 ? -32768 : v > 32767 ? 32767 : v); }
+static inline int32_t tspto_sat_i32(int64_t v) { return (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v); }
+static inline int64_t tspto_sat_i64(int64_t v) { return v; }
+static inline uint8_t tspto_sat_u8(int64_t v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); }
+static inline uint8_t tspto_sat_b(int64_t v) { return (uint8_t)(v != 0); }
+// double (already rounded to an integer value) -> integer type, saturating; NaN -> 0.
+static inline int8_t tspto_d2i8(double r) { return r != r ? 0 : r <= -128.0 ? -128 : r >= 127.0 ? 127 : (int8_t)r; }
+static inline int16_t tspto_d2i16(double r) { return r != r ? 0 : r <= -32768.0 ? -32768 : r >= 32767.0 ? 32767 : (int16_t)r; }
+static inline int32_t tspto_d2i32(double r) { return r != r ? 0 : r <= -2147483648.0 ? INT32_MIN : r >= 2147483647.0 ? INT32_MAX : (int32_t)r; }
+static inline int64_t tspto_d2i64(double r) {
+  return r != r ? 0 : r <= -9223372036854775808.0 ? INT64_MIN : r >= 9223372036854775808.0 ? INT64_MAX : (int64_t)r;
+}
+static inline uint8_t tspto_d2u8(double r) { return r != r ? 0 : r <= 0.0 ? 0 : r >= 255.0 ? 255 : (uint8_t)r; }
+static inline uint8_t tspto_d2b(double r) { return (uint8_t)(r != 0.0); }
+// rounding modes: round = half away from zero, rint = half to even
+static inline double tspto_mode_round(double x) { return std::round(x); }
+static inline double tspto_mode_rint(double x) { return std::nearbyint(x); }
+static inline double tspto_mode_floor(double x) { return std::floor(x); }
+static inline double tspto_mode_ceil(double x) { return std::ceil(x); }
+static inline double tspto_mode_trunc(double x) { return std::trunc(x); }
+// int64 arithmetic saturating like the reference (computed exactly, then clamped)
+static inline int64_t tspto_add_sat(int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? (a < 0 ? INT64_MIN : INT64_MAX) : r; }
+static inline int64_t tspto_sub_sat(int64_t a, int64_t b) { int64_t r; return __builtin_sub_overflow(a, b, &r) ? (a < 0 ? INT64_MIN : INT64_MAX) : r; }
+static inline int64_t tspto_mul_sat(int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r; }
+static inline int64_t tspto_neg_sat(int64_t a) { return a == INT64_MIN ? INT64_MAX : -a; }
+static inline int64_t tspto_abs_sat(int64_t a) { return a == INT64_MIN ? INT64_MAX : (a < 0 ? -a : a); }
+// truncating division; x / 0 = 0
+static inline int64_t tspto_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? tspto_neg_sat(a) : a / b; }
+// remainder with the sign of a (JS %); x % 0 = 0
+static inline int64_t tspto_imod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+static inline int64_t tspto_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tspto_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// ------------------------------------------------------------------ floats
+// Math.max / Math.min: NaN if either is NaN; max(-0, 0) = 0, min(-0, 0) = -0.
+template <typename F> static inline F tspto_fmax(F a, F b) {
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : (std::signbit(a) ? b : a);
+}
+template <typename F> static inline F tspto_fmin(F a, F b) {
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (std::signbit(a) ? a : b);
+}
+
+template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
+
+// ------------------------------------------------------------------ run-time checks
+__attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,
+    const char* tensor, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
+  char buf[1024];
+  size_t n = 0;
+  auto put = [&](const char* fmt, auto... xs) {
+    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
+  };
+  int axis = 0;
+  for (int i = 0; i < rank; ++i) if (off[i] < 0 || off[i] > dims[i] - shape[i]) { axis = i; break; }
+  put("%s: %s window [", where, what);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)off[i]);
+  put("] + [");
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)shape[i]);
+  put("] is outside tensor '%s' of shape [", tensor);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)dims[i]);
+  put("] (axis %d)", axis);
+  rt->fail(rt->ctx, buf);
+}
+__attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntimeApi* rt, const char* kernel, int64_t need) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "kernel '%s' needs %lld bytes of scratch but a core has %lld", kernel, (long long)need,
+      (long long)rt->scratch_bytes);
+  rt->fail(rt->ctx, buf);
+}
+
+}  // namespace
+
+extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
+`;

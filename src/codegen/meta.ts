@@ -1,0 +1,250 @@
+// compiled_meta.json: what the runtime knows about a built program (it never reads IR).
+import type { Program } from "../ir/index.js";
+import { DTYPES, TsptoCompileError } from "../ir/index.js";
+import type { DType } from "../ir/index.js";
+import { returnedParams } from "./cpp/generate.js";
+
+export const META_SCHEMA = "tspto-compiled-program";
+export const META_SCHEMA_VERSION = 1;
+export const META_FILE = "compiled_meta.json";
+export const LIBRARY_PATH = "build/libprogram.so";
+
+export type MetaPlatform = "cpu" | "interp";
+
+export interface CompiledParam {
+  name: string;
+  kind: "tensor" | "scalar";
+  direction: "in" | "out" | "inout";
+  /** Tensors only. Static extents; -1 marks a dynamic dimension (interp platform only). */
+  shape?: number[];
+  dtype: DType;
+}
+
+export interface CompiledKernel { name: string; symbol: string; scratchBytes: number }
+
+export interface CompiledMeta {
+  schema: "tspto-compiled-program";
+  schemaVersion: 1;
+  /** Program name. */
+  name: string;
+  /** Entry (orchestration) function name. */
+  entry: string;
+  platform: MetaPlatform;
+  backendType: "cpp" | "interp";
+  runtimeName: "tspto-cpu-sim" | "tspto-interp";
+  params: CompiledParam[];
+  /** Indices of the out / inout params. */
+  outputIndices: number[];
+  /** Param indices the entry returns (in order). */
+  returns: number[];
+  hasReturn: boolean;
+  /** Per-core scratch bytes the program needs (max over kernels). */
+  scratchBytes: number;
+  kernels: CompiledKernel[];
+  /** Relative to the artifact dir; null on interp. */
+  library: "build/libprogram.so" | null;
+  /** sha256 (hex) of the library; null on interp. */
+  libraryHash: string | null;
+  /** tspto package version that built it. */
+  tspto: string;
+  /** ISO 8601 time of the build. */
+  createdAt: string;
+}
+
+/** Entry parameters, outputs and returns of a lowered program, for the metadata. */
+export function entrySignature(program: Program, platform: MetaPlatform): Pick<CompiledMeta, "params" | "outputIndices" | "returns" | "hasReturn"> {
+  const entry = program.getFunction(program.entry);
+  if (!entry) throw new TsptoCompileError("E_CODEGEN", `internal: program '${program.name}' has no entry function '${program.entry}'`);
+  const params: CompiledParam[] = entry.params.map((p) => {
+    const t = p.var.type;
+    if (t.kind === "tensor") {
+      const shape = t.shape.map((d) => {
+        if (typeof d === "number") return d;
+        if (platform === "cpu") {
+          throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the cpu platform yet (parameter '${p.var.name}')`, p.var.span,
+            "give the tensor a static shape, or use the interp platform");
+        }
+        return -1;
+      });
+      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, dtype: t.dtype };
+    }
+    if (t.kind === "scalar") return { name: p.var.name, kind: "scalar", direction: p.dir, dtype: t.dtype };
+    throw new TsptoCompileError("E_CODEGEN", `internal: entry parameter '${p.var.name}' is neither a tensor nor a scalar`, p.var.span);
+  });
+  const outputIndices = params.flatMap((p, i) => (p.direction === "out" || p.direction === "inout" ? [i] : []));
+  let returns: number[] = [];
+  let hasReturn = false;
+  const findReturn = (ss: readonly import("../ir/index.js").Stmt[]): import("../ir/index.js").Return | undefined => {
+    for (const s of ss) {
+      if (s.kind === "return" && s.values.length) return s;
+      const inner = s.kind === "for" || s.kind === "while" ? findReturn(s.body) : s.kind === "if" ? findReturn(s.then) ?? findReturn(s.else) : undefined;
+      if (inner) return inner;
+    }
+    return undefined;
+  };
+  const ret = findReturn(entry.body);
+  if (ret) {
+    hasReturn = true;
+    const idx = returnedParams(entry, program);
+    returns = ret.values.map((v, k) => {
+      const i = idx[k];
+      if (i === undefined) {
+        throw new TsptoCompileError("E_RETURN", `the entry '${entry.name}' returns ${v.kind === "var" ? `'${v.name}'` : "a value"} that is not one of its parameters`, v.span,
+          "return a parameter tensor (e.g. the output argument); returning new tensors is not supported yet");
+      }
+      return i;
+    });
+  }
+  return { params, outputIndices, returns, hasReturn };
+}
+
+// ------------------------------------------------------------------ validation
+class MetaError extends Error {
+  constructor(file: string, problem: string) {
+    super(`${file}: ${problem}`);
+    this.name = "MetaError";
+  }
+}
+
+const show = (v: unknown): string => {
+  if (v === undefined) return "undefined";
+  const s = JSON.stringify(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+};
+
+/**
+ * Parse and check compiled_meta.json (text or an already parsed value). Throws an Error
+ * naming `file` and the exact problem.
+ */
+export function validateMeta(json: unknown, file: string): CompiledMeta {
+  let v = json;
+  if (typeof json === "string") {
+    try {
+      v = JSON.parse(json);
+    } catch (e) {
+      throw new MetaError(file, `not valid JSON (${(e as Error).message})`);
+    }
+  }
+  const fail = (field: string, rule: string, got: unknown): never => {
+    throw new MetaError(file, `field '${field}' ${rule}, got ${show(got)}`);
+  };
+  const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+  if (!isObj(v)) throw new MetaError(file, `expected a JSON object, got ${show(v)}`);
+  const o = v;
+  if (o.schema !== META_SCHEMA) {
+    if (!("schema" in o)) throw new MetaError(file, `missing field 'schema' (expected "${META_SCHEMA}"); not a tspto artifact`);
+    fail("schema", `must be "${META_SCHEMA}"`, o.schema);
+  }
+  if (o.schemaVersion !== META_SCHEMA_VERSION) fail("schemaVersion", `must be ${META_SCHEMA_VERSION} (this tspto reads schema version ${META_SCHEMA_VERSION}; rebuild the artifact)`, o.schemaVersion);
+  const known = ["schema", "schemaVersion", "name", "entry", "platform", "backendType", "runtimeName", "params", "outputIndices", "returns",
+    "hasReturn", "scratchBytes", "kernels", "library", "libraryHash", "tspto", "createdAt"];
+  for (const k of known) if (!(k in o)) throw new MetaError(file, `missing field '${k}'`);
+  for (const k of Object.keys(o)) if (!known.includes(k)) throw new MetaError(file, `unknown field '${k}'`);
+
+  const str = (field: string, x: unknown, nonEmpty = true): string => {
+    if (typeof x !== "string" || (nonEmpty && x.length === 0)) fail(field, nonEmpty ? "must be a non-empty string" : "must be a string", x);
+    return x as string;
+  };
+  const oneOf = <T extends string>(field: string, x: unknown, allowed: readonly T[]): T => {
+    if (typeof x !== "string" || !(allowed as readonly string[]).includes(x)) fail(field, `must be one of ${allowed.join(", ")}`, x);
+    return x as T;
+  };
+  const int = (field: string, x: unknown, min: number): number => {
+    if (typeof x !== "number" || !Number.isInteger(x) || x < min) fail(field, `must be an integer >= ${min}`, x);
+    return x as number;
+  };
+  const arr = (field: string, x: unknown): unknown[] => {
+    if (!Array.isArray(x)) fail(field, "must be an array", x);
+    return x as unknown[];
+  };
+  const bool = (field: string, x: unknown): boolean => {
+    if (typeof x !== "boolean") fail(field, "must be a boolean", x);
+    return x as boolean;
+  };
+
+  const name = str("name", o.name);
+  const entry = str("entry", o.entry);
+  const platform = oneOf("platform", o.platform, ["cpu", "interp"] as const);
+  const backendType = oneOf("backendType", o.backendType, ["cpp", "interp"] as const);
+  const runtimeName = oneOf("runtimeName", o.runtimeName, ["tspto-cpu-sim", "tspto-interp"] as const);
+  const expect = platform === "cpu" ? { backendType: "cpp", runtimeName: "tspto-cpu-sim" } : { backendType: "interp", runtimeName: "tspto-interp" };
+  if (backendType !== expect.backendType) fail("backendType", `must be "${expect.backendType}" for platform "${platform}"`, backendType);
+  if (runtimeName !== expect.runtimeName) fail("runtimeName", `must be "${expect.runtimeName}" for platform "${platform}"`, runtimeName);
+
+  const params: CompiledParam[] = arr("params", o.params).map((p, i) => {
+    const f = `params[${i}]`;
+    if (!isObj(p)) return fail(f, "must be an object", p);
+    for (const k of Object.keys(p)) if (!["name", "kind", "direction", "shape", "dtype"].includes(k)) throw new MetaError(file, `unknown field '${f}.${k}'`);
+    for (const k of ["name", "kind", "direction", "dtype"]) if (!(k in p)) throw new MetaError(file, `missing field '${f}.${k}'`);
+    const kind = oneOf(`${f}.kind`, p.kind, ["tensor", "scalar"] as const);
+    const out: CompiledParam = {
+      name: str(`${f}.name`, p.name),
+      kind,
+      direction: oneOf(`${f}.direction`, p.direction, ["in", "out", "inout"] as const),
+      dtype: oneOf(`${f}.dtype`, p.dtype, DTYPES),
+    };
+    if (kind === "tensor") {
+      if (!("shape" in p)) throw new MetaError(file, `missing field '${f}.shape' (required for tensors)`);
+      out.shape = arr(`${f}.shape`, p.shape).map((d, k) => {
+        if (d === -1 && platform === "interp") return -1;
+        return int(`${f}.shape[${k}]`, d, 1);
+      });
+    } else {
+      if ("shape" in p) fail(`${f}.shape`, "must be absent for a scalar parameter", p.shape);
+    }
+    return out;
+  });
+  const index = (field: string, x: unknown): number => {
+    const i = int(field, x, 0);
+    if (i >= params.length) fail(field, `must be a parameter index (< ${params.length})`, x);
+    return i;
+  };
+  const outputIndices = arr("outputIndices", o.outputIndices).map((x, k) => {
+    const i = index(`outputIndices[${k}]`, x);
+    if (params[i].direction === "in") fail(`outputIndices[${k}]`, `must name an out/inout parameter ('${params[i].name}' is "in")`, x);
+    return i;
+  });
+  const wantOut = params.flatMap((p, i) => (p.direction === "in" ? [] : [i]));
+  if (outputIndices.length !== wantOut.length || outputIndices.some((x, k) => x !== wantOut[k])) {
+    fail("outputIndices", `must list every out/inout parameter in order (${JSON.stringify(wantOut)})`, outputIndices);
+  }
+  const returns = arr("returns", o.returns).map((x, k) => {
+    const i = index(`returns[${k}]`, x);
+    if (params[i].kind !== "tensor") fail(`returns[${k}]`, `must name a tensor parameter ('${params[i].name}' is a scalar)`, x);
+    return i;
+  });
+  const hasReturn = bool("hasReturn", o.hasReturn);
+  if (!hasReturn && returns.length) fail("hasReturn", "must be true when 'returns' is not empty", hasReturn);
+  const scratchBytes = int("scratchBytes", o.scratchBytes, 0);
+  const kernels: CompiledKernel[] = arr("kernels", o.kernels).map((k, i) => {
+    const f = `kernels[${i}]`;
+    if (!isObj(k)) return fail(f, "must be an object", k);
+    for (const key of Object.keys(k)) if (!["name", "symbol", "scratchBytes"].includes(key)) throw new MetaError(file, `unknown field '${f}.${key}'`);
+    for (const key of ["name", "symbol", "scratchBytes"]) if (!(key in k)) throw new MetaError(file, `missing field '${f}.${key}'`);
+    const symbol = str(`${f}.symbol`, k.symbol);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbol)) fail(`${f}.symbol`, "must be a C identifier", symbol);
+    return { name: str(`${f}.name`, k.name), symbol, scratchBytes: int(`${f}.scratchBytes`, k.scratchBytes, 0) };
+  });
+  const maxScratch = kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0);
+  if (scratchBytes < maxScratch) fail("scratchBytes", `must be at least the largest kernel's scratchBytes (${maxScratch})`, scratchBytes);
+  let library: "build/libprogram.so" | null;
+  let libraryHash: string | null;
+  if (platform === "cpu") {
+    if (o.library !== LIBRARY_PATH) fail("library", `must be "${LIBRARY_PATH}" for platform "cpu"`, o.library);
+    library = LIBRARY_PATH;
+    if (typeof o.libraryHash !== "string" || !/^[0-9a-f]{64}$/.test(o.libraryHash)) fail("libraryHash", "must be a sha256 hex digest (64 lowercase hex digits) for platform \"cpu\"", o.libraryHash);
+    libraryHash = o.libraryHash as string;
+  } else {
+    if (o.library !== null) fail("library", `must be null for platform "${platform}"`, o.library);
+    if (o.libraryHash !== null) fail("libraryHash", `must be null for platform "${platform}"`, o.libraryHash);
+    library = null;
+    libraryHash = null;
+  }
+  const tspto = str("tspto", o.tspto);
+  const createdAt = str("createdAt", o.createdAt);
+  if (Number.isNaN(Date.parse(createdAt))) fail("createdAt", "must be an ISO 8601 date", createdAt);
+  return {
+    schema: META_SCHEMA, schemaVersion: META_SCHEMA_VERSION, name, entry, platform, backendType, runtimeName, params, outputIndices,
+    returns, hasReturn, scratchBytes, kernels, library, libraryHash, tspto, createdAt,
+  };
+}

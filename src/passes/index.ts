@@ -1,0 +1,23 @@
+// The passes room: Program -> Program transformations and the default pipeline.
+import type { Program } from "../ir/index.js";
+import { PassManager, type Pass, type PipelineOptions, type PipelineResult } from "./manager.js";
+import { inlinePass } from "./inline.js";
+import { ssaPass } from "./ssa.js";
+import { simplifyPass } from "./simplify.js";
+import { outlinePass } from "./outline.js";
+import { memoryPlanPass } from "./memory.js";
+import { depsPass } from "./deps.js";
+import { flattenPass } from "./flatten.js";
+
+export { PassManager, DEFAULT_SCRATCH_CAPACITY, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
+export { inlinePass, ssaPass, simplifyPass, outlinePass, flattenPass, memoryPlanPass, depsPass };
+
+/** The default pipeline, in order (ARCHITECTURE.md). */
+export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, flattenPass, memoryPlanPass, depsPass];
+
+/** Is this program the output of the pipeline (ready for codegen)? */
+export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered === true;
+
+export function lowerProgram(p: Program, opts: PipelineOptions = {}): PipelineResult {
+  return new PassManager(opts.passes ?? DEFAULT_PASSES).run(p, opts);
+}

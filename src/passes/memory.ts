@@ -1,0 +1,114 @@
+// plan on-chip memory: every tile variable of an InCore function gets a byte offset in the
+// per-core scratch arena. Live ranges come from a linear numbering of the statements
+// (a value used inside a loop stays live for the whole loop); loop results share the
+// address of their iterArgs; offsets are 64-byte aligned and reused once a tile is dead.
+// A function whose live tiles exceed the capacity is a compile error naming the tiles.
+import {
+  TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Stmt, type TileType, type Var,
+} from "../ir/index.js";
+import type { Pass, PassContext } from "./manager.js";
+import { replaceVars } from "./util.js";
+
+export const memoryPlanPass: Pass = {
+  name: "PlanMemory",
+  run(p, ctx) {
+    return p.withFunctions(p.functions.map((f) => (f.fnKind === "incore" ? planFunc(f, ctx) : f)));
+  },
+};
+
+interface Interval { v: Var; start: number; end: number; bytes: number; addr?: number }
+
+function stmtExprs(s: Stmt): Expr[] {
+  switch (s.kind) {
+    case "assign": return [s.value];
+    case "eval": return [s.expr];
+    case "for": return [s.start, s.stop, s.step, ...s.inits];
+    case "while": return [...s.inits];
+    case "if": return [s.cond];
+    case "scope": return [];
+    default: return [...s.values];
+  }
+}
+
+function planFunc(f: Func, ctx: PassContext): Func {
+  const iv = new Map<number, Interval>();
+  const alias = new Map<number, number>(); // result var id -> iterArg var id
+  const rep = (id: number) => alias.get(id) ?? id;
+  let pos = 0;
+  const loops: { start: number }[] = [];
+  const pendingUses: { id: number; pos: number; loopStarts: number[] }[] = [];
+  const def = (v: Var, at: number) => {
+    if (v.type.kind !== "tile" || alias.has(v.id)) return;
+    iv.set(v.id, { v, start: at, end: at, bytes: tileBytes(v.type) });
+  };
+  const use = (e: Expr, at: number) => forEachExpr([{ kind: "eval", expr: e, span: e.span } as Stmt], (x) => {
+    if (x.kind === "var" && x.type.kind === "tile") pendingUses.push({ id: x.id, pos: at, loopStarts: loops.map((l) => l.start) });
+  });
+  const loopEnds = new Map<number, number>(); // loop start -> end
+  const walk = (ss: readonly Stmt[]) => {
+    for (const s of ss) {
+      const at = pos++;
+      if (s.kind !== "while") stmtExprs(s).forEach((e) => use(e, at));
+      switch (s.kind) {
+        case "assign": s.targets.forEach((t) => def(t, at)); break;
+        case "for": case "while":
+          if (s.kind === "while") s.inits.forEach((e) => use(e, at));
+          s.iterArgs.forEach((a, i) => { def(a, at); alias.set(s.results[i].id, a.id); });
+          loops.push({ start: at });
+          if (s.kind === "while") use(s.cond, at);
+          walk(s.body);
+          loops.pop();
+          loopEnds.set(at, pos++);
+          break;
+        case "if":
+          s.results.forEach((r) => def(r, at));
+          walk(s.then); walk(s.else);
+          break;
+        case "scope": walk(s.body); break;
+        default: break;
+      }
+    }
+  };
+  walk(f.body);
+  // Extend live ranges: a use inside loops that began after the definition keeps the value
+  // alive until the end of the outermost such loop (the next iteration reads it again).
+  for (const u of pendingUses) {
+    const r = iv.get(rep(u.id));
+    if (!r) continue;
+    let end = u.pos;
+    for (const ls of u.loopStarts) if (ls >= r.start) { end = Math.max(end, loopEnds.get(ls)!); break; }
+    // iterArgs are defined at their loop's start: keep them for that whole loop too
+    if (loopEnds.has(r.start)) end = Math.max(end, loopEnds.get(r.start)!);
+    r.end = Math.max(r.end, end);
+  }
+  for (const r of iv.values()) if (loopEnds.has(r.start)) r.end = Math.max(r.end, loopEnds.get(r.start)!);
+
+  // Linear-scan allocation, first fit over a sorted list of live blocks.
+  const order = [...iv.values()].sort((a, b) => a.start - b.start || b.bytes - a.bytes);
+  const live: Interval[] = [];
+  let high = 0;
+  for (const r of order) {
+    for (let i = live.length - 1; i >= 0; i--) if (live[i].end < r.start) live.splice(i, 1);
+    live.sort((a, b) => a.addr! - b.addr!);
+    let addr = 0;
+    for (const l of live) { if (addr + r.bytes <= l.addr!) break; addr = Math.max(addr, l.addr! + l.bytes); }
+    r.addr = addr;
+    live.push(r);
+    high = Math.max(high, addr + r.bytes);
+    if (high > ctx.scratchCapacity) {
+      const set = [...live].sort((a, b) => b.bytes - a.bytes).map((l) => `${l.v.name}: ${typeStr(l.v.type)} ${fmtBytes(l.bytes)}`);
+      throw new TsptoCompileError("E_SCRATCH", `tiles of kernel '${f.name}' need ${high} bytes of on-chip scratch, capacity is ${ctx.scratchCapacity} bytes; live here: ${set.join(", ")}`,
+        r.v.span, "use smaller tiles (load and process the tensor in chunks with pl.range), or end the use of large tiles earlier");
+    }
+  }
+  const addrOf = (id: number) => iv.get(rep(id))?.addr;
+  const body = replaceVars(f.body, (v) => {
+    if (v.type.kind !== "tile") return undefined;
+    const a = addrOf(v.id);
+    if (a === undefined) return undefined;
+    return mkVar(v.name, { ...(v.type as TileType), addr: a }, v.span);
+  });
+  return Object.freeze({ ...f, body: Object.freeze(body), attrs: Object.freeze({ ...f.attrs, scratchBytes: high }) });
+}
+
+const fmtBytes = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB` : `${n} B`);

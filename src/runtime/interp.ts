@@ -1,0 +1,118 @@
+// The interp platform: evaluates the IR in TypeScript from the op registry's reference
+// semantics. Works on any stage of the pipeline (pre- or post-SSA, before or after
+// outlining), which is what makes it the golden reference and what validateIr uses.
+import {
+  getOp, TsptoRuntimeError, type Expr, type Func, type Program, type Stmt, type Value, type EvalEnv, type Span,
+} from "../ir/index.js";
+import { formatSpan } from "../ir/errors.js";
+
+type Signal =
+  | { kind: "normal" }
+  | { kind: "yield" | "break" | "continue" | "return"; values: Value[] };
+const NORMAL: Signal = { kind: "normal" };
+
+const env: EvalEnv = {
+  fail(message: string, span: Span): never {
+    throw new TsptoRuntimeError("E_KERNEL", `kernel failure: ${message}`, span.line ? span : undefined);
+  },
+};
+
+export interface InterpStats { tasks: number }
+
+/** Run the entry function of `p` on `args` (TensorValues are read and written in place). */
+export function interpret(p: Program, args: readonly Value[], stats?: InterpStats): Value[] {
+  return callFunc(p, p.entryFunction, args, stats);
+}
+
+function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpStats): Value[] {
+  if (args.length !== f.params.length) {
+    throw new TsptoRuntimeError("E_ARITY", `'${f.name}' takes ${f.params.length} arguments, got ${args.length}`, f.span.line ? f.span : undefined);
+  }
+  if (f.fnKind === "incore" && stats) stats.tasks++;
+  const vars = new Map<number, Value>();
+  f.params.forEach((prm, i) => vars.set(prm.var.id, args[i]));
+
+  const ev = (e: Expr): Value => {
+    switch (e.kind) {
+      case "var": {
+        if (!vars.has(e.id)) throw new Error(`internal: interp read of unbound variable '${e.name}' (#${e.id}) at ${formatSpan(e.span)}`);
+        return vars.get(e.id);
+      }
+      case "const": return e.value;
+      case "list": return e.items.map(ev);
+      case "call": {
+        const a = e.args.map(ev);
+        if (e.op === "call") {
+          const callee = p.getFunction(String(e.attrs.callee));
+          if (!callee) throw new Error(`internal: call of unknown function '${String(e.attrs.callee)}'`);
+          const r = callFunc(p, callee, a, stats);
+          return r.length === 0 ? undefined : r.length === 1 ? r[0] : r;
+        }
+        return getOp(e.op).evaluate(a, e.attrs, env, e);
+      }
+    }
+  };
+  const bindAll = (vs: readonly { id: number }[], values: readonly Value[]) => vs.forEach((v, i) => vars.set(v.id, values[i]));
+
+  const block = (ss: readonly Stmt[]): Signal => {
+    for (const s of ss) {
+      const sig = stmt(s);
+      if (sig.kind !== "normal") return sig;
+    }
+    return NORMAL;
+  };
+  const loop = (iterArgs: readonly { id: number }[], init: Value[], next: () => boolean, body: readonly Stmt[]): Signal | Value[] => {
+    let cur = init;
+    for (;;) {
+      bindAll(iterArgs, cur);
+      if (!next()) return cur;
+      const sig = block(body);
+      if (sig.kind === "return") return sig;
+      if (sig.kind === "break") return sig.values.length ? sig.values : iterArgs.map((v) => vars.get(v.id));
+      if (sig.kind === "yield" || sig.kind === "continue") cur = sig.values.length || iterArgs.length === 0 ? sig.values : iterArgs.map((v) => vars.get(v.id));
+      else cur = iterArgs.map((v) => vars.get(v.id));
+    }
+  };
+  const stmt = (s: Stmt): Signal => {
+    switch (s.kind) {
+      case "assign": {
+        const v = ev(s.value);
+        if (s.targets.length === 1) vars.set(s.targets[0].id, v);
+        else bindAll(s.targets, v as Value[]);
+        return NORMAL;
+      }
+      case "eval": ev(s.expr); return NORMAL;
+      case "scope": return block(s.body);
+      case "yield": case "break": case "continue": case "return": return { kind: s.kind, values: s.values.map(ev) };
+      case "if": {
+        const sig = block(ev(s.cond) ? s.then : s.else);
+        if (sig.kind === "yield") { bindAll(s.results, sig.values); return NORMAL; }
+        return sig;
+      }
+      case "for": {
+        const start = Number(ev(s.start)), stop = Number(ev(s.stop)), step = Number(ev(s.step));
+        if (step === 0) env.fail("pl.range step must not be 0", s.span);
+        let i = start;
+        let first = true;
+        const r = loop(s.iterArgs, s.inits.map(ev), () => {
+          if (!first) i += step;
+          first = false;
+          if (step > 0 ? i >= stop : i <= stop) return false;
+          vars.set(s.loopVar.id, i);
+          return true;
+        }, s.body);
+        if (!Array.isArray(r)) return r as Signal;
+        bindAll(s.results, r);
+        return NORMAL;
+      }
+      case "while": {
+        const r = loop(s.iterArgs, s.inits.map(ev), () => Boolean(ev(s.cond)), s.body);
+        if (!Array.isArray(r)) return r as Signal;
+        bindAll(s.results, r);
+        return NORMAL;
+      }
+    }
+  };
+  const sig = block(f.body);
+  return sig.kind === "return" ? sig.values : [];
+}
