@@ -11,6 +11,8 @@
 //                  number or of a sign-led operand is parenthesized: -(1), -(-x) (-1 is the constant)
 //   ops            pl.<op>(...) per the registry's params; scalar ops as operators / Math.<fn>
 //   calls          callee(args)
+//   extra attrs    a call's attributes that the forms above do not spell (added by passes):
+//                  pl.withAttrs(callee(args), { "scopeId": 0, ... })
 //   for            for (const i of pl.range(start, stop, step)) { ... }          (no carried values)
 //                  const [r] = pl.forRange(start, stop, step, [init], (i: pl.Scalar<pl.INT64>, a: T) => { ...; pl.yield(v); });
 //   while          while (c) { ... }  |  const [r] = pl.whileLoop([init], (a: T) => c, (a: T) => { ...; pl.yield(v); });
@@ -61,6 +63,19 @@ function numText(v: number): string {
   if (v === -Infinity) return "-Infinity";
   return Object.is(v, -0) ? "-0" : String(v);
 }
+/** Attributes of a call that its printed form does not carry (null when none). */
+function extraAttrs(e: Extract<Expr, { kind: "call" }>): Attrs | null {
+  let spelled: Set<string>;
+  if (e.op === "call") spelled = new Set(["callee"]);
+  else {
+    const op = getOp(e.op);
+    spelled = new Set(op.operator || op.mathFn ? [] : op.params.flatMap((p) =>
+      p.kind === "options" ? Object.keys(p.options ?? {}) : p.kind === "value" || p.kind === "values" ? [] : [p.name]));
+  }
+  const extra = Object.entries(e.attrs).filter(([k, v]) => !spelled.has(k) && v !== undefined && v !== null);
+  return extra.length ? Object.fromEntries(extra) : null;
+}
+
 function floatText(v: number): string {
   const s = numText(v);
   return /[.eEIN]/.test(s) ? s : `${s}.0`;
@@ -103,23 +118,30 @@ class Printer {
         return `pl.const(${numText(e.value)}, ${dtypeText(e.dtype)})`;
       case "list": return `[${e.items.map((i) => this.expr(i)).join(", ")}]`;
       case "call": {
-        if (e.op === "call") return `${String(e.attrs.callee)}(${e.args.map((a) => this.expr(a)).join(", ")})`;
-        const op = getOp(e.op);
-        if (op.operator) {
-          if (e.args.length === 1) {
-            // `-1` reads back as the constant -1 and `--x` as a decrement: parenthesize a
-            // numeric or sign-led operand so that `-(1)` / `-(-x)` stay negations.
-            const a = this.expr(e.args[0], 10);
-            return `${op.operator}${/^[-+!0-9.]|^(?:NaN|Infinity)$|^pl\.const\(/.test(a) ? `(${a})` : a}`;
-          }
-          const p = PREC[op.operator] ?? 0;
-          const s = `${this.expr(e.args[0], p)} ${op.operator} ${this.expr(e.args[1], p + 1)}`;
-          return p < parentPrec ? `(${s})` : s;
-        }
-        if (op.mathFn) return `Math.${op.mathFn}(${e.args.map((a) => this.expr(a)).join(", ")})`;
-        return `pl.${op.pl}(${this.opArgs(op.params, e.args, e.attrs).join(", ")})`;
+        // attributes the source form does not spell (added by passes) ride along in pl.withAttrs
+        const extra = extraAttrs(e);
+        if (extra) return `pl.withAttrs(${this.callText(e, 0)}, ${attrText(extra)})`;
+        return this.callText(e, parentPrec);
       }
     }
+  }
+
+  private callText(e: Extract<Expr, { kind: "call" }>, parentPrec: number): string {
+    if (e.op === "call") return `${String(e.attrs.callee)}(${e.args.map((a) => this.expr(a)).join(", ")})`;
+    const op = getOp(e.op);
+    if (op.operator) {
+      if (e.args.length === 1) {
+        // `-1` reads back as the constant -1 and `--x` as a decrement: parenthesize a
+        // numeric or sign-led operand so that `-(1)` / `-(-x)` stay negations.
+        const a = this.expr(e.args[0], 10);
+        return `${op.operator}${/^[-+!0-9.]|^(?:NaN|Infinity)$|^pl\.const\(/.test(a) ? `(${a})` : a}`;
+      }
+      const p = PREC[op.operator] ?? 0;
+      const s = `${this.expr(e.args[0], p)} ${op.operator} ${this.expr(e.args[1], p + 1)}`;
+      return p < parentPrec ? `(${s})` : s;
+    }
+    if (op.mathFn) return `Math.${op.mathFn}(${e.args.map((a) => this.expr(a)).join(", ")})`;
+    return `pl.${op.pl}(${this.opArgs(op.params, e.args, e.attrs).join(", ")})`;
   }
 
   private opArgs(params: readonly OpParam[], args: readonly Expr[], attrs: Attrs): string[] {

@@ -55,7 +55,11 @@ function verifyFunc(p: Program, f: Func, opts: VerifyOptions): void {
   };
   let inScope = 0;
   let loopDepth = 0;
-  const block = (ss: readonly Stmt[]) => { scopes.push(new Set()); ss.forEach(stmt); scopes.pop(); };
+  // Before SSA a `let` may be first assigned inside a branch and read after it (assigned on
+  // every path, which the front end checks), so block scoping is enforced in SSA form only.
+  const push = () => { if (opts.ssa) scopes.push(new Set()); };
+  const pop = () => { if (opts.ssa) scopes.pop(); };
+  const block = (ss: readonly Stmt[]) => { push(); ss.forEach(stmt); pop(); };
   const stmt = (s: Stmt): void => {
     switch (s.kind) {
       case "assign": expr(s.value); s.targets.forEach((v) => define(v, "assign")); break;
@@ -63,16 +67,16 @@ function verifyFunc(p: Program, f: Func, opts: VerifyOptions): void {
       case "for":
         expr(s.start); expr(s.stop); expr(s.step); s.inits.forEach(expr);
         if (s.inits.length !== s.iterArgs.length || s.results.length !== s.iterArgs.length) fail("for: iterArgs/inits/results lengths differ");
-        scopes.push(new Set()); define(s.loopVar, "loop var"); s.iterArgs.forEach((v) => define(v, "iter arg"));
-        loopDepth++; s.body.forEach(stmt); loopDepth--; scopes.pop();
+        push(); define(s.loopVar, "loop var"); s.iterArgs.forEach((v) => define(v, "iter arg"));
+        loopDepth++; s.body.forEach(stmt); loopDepth--; pop();
         checkTerminator(s.body, s.iterArgs.length, "for");
         s.results.forEach((v) => define(v, "for result"));
         break;
       case "while":
         s.inits.forEach(expr);
         if (s.inits.length !== s.iterArgs.length || s.results.length !== s.iterArgs.length) fail("while: iterArgs/inits/results lengths differ");
-        scopes.push(new Set()); s.iterArgs.forEach((v) => define(v, "iter arg")); expr(s.cond);
-        loopDepth++; s.body.forEach(stmt); loopDepth--; scopes.pop();
+        push(); s.iterArgs.forEach((v) => define(v, "iter arg")); expr(s.cond);
+        loopDepth++; s.body.forEach(stmt); loopDepth--; pop();
         checkTerminator(s.body, s.iterArgs.length, "while");
         s.results.forEach((v) => define(v, "while result"));
         break;

@@ -1,0 +1,11 @@
+// The front end: kernel source → ir.Program. `pl` (language.ts) records kernel definitions;
+// parseKernel specializes one on its argument bindings; parseProgramText reads printed IR.
+export * as language from "./language.js";
+export {
+  allKernelDefs, captureSite, defineKernel, findKernelDefs, isKernelDef, kernelDefOf, kernelDefsIn,
+  type KernelDef, type KernelKind, type KernelOptions, type KernelSite,
+} from "./kernel.js";
+export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
+export { parseProgramText, roundTrip } from "./text.js";
+export { sourceHash, type ConstVal } from "./resolve.js";
+export { locateKernel, loadSourceFile, type KernelSource, type SourceText } from "./source.js";

@@ -1,0 +1,331 @@
+// The `pl` namespace kernels are written against:
+//   import { pl } from "tspto";            or   import * as pl from "tspto/language";
+//
+// Kernels are TypeScript source that is parsed, not executed. Everything here is either a
+// type (annotation only), a constant (dtypes, memory spaces, levels), a typed declaration of
+// an op so that kernels type-check and autocomplete (calling one at run time throws
+// E_NOT_RUNNABLE), or `jit`, which records a kernel definition and returns its JitFunction.
+import { TsptoRuntimeError, TsptoSyntaxError } from "../ir/errors.js";
+import type { AttrValue } from "../ir/nodes.js";
+import { createJitFunction, type JitFunction } from "../jit.js";
+import { captureSite, defineKernel, type KernelDef, type KernelKind, type KernelSite } from "./kernel.js";
+import { nameFromSource } from "./source.js";
+
+// ---------------------------------------------------------------- dtypes
+
+export const FP32 = "float32";
+export type FP32 = typeof FP32;
+export const FP16 = "float16";
+export type FP16 = typeof FP16;
+export const BF16 = "bfloat16";
+export type BF16 = typeof BF16;
+export const INT8 = "int8";
+export type INT8 = typeof INT8;
+export const INT16 = "int16";
+export type INT16 = typeof INT16;
+export const INT32 = "int32";
+export type INT32 = typeof INT32;
+export const INT64 = "int64";
+export type INT64 = typeof INT64;
+export const UINT8 = "uint8";
+export type UINT8 = typeof UINT8;
+export const BOOL = "bool";
+export type BOOL = typeof BOOL;
+
+export type DType = FP32 | FP16 | BF16 | INT8 | INT16 | INT32 | INT64 | UINT8 | BOOL;
+/** A tensor dimension: a static extent or a symbolic (dynamic) dimension's name. */
+export type Dim = number | string;
+export type RoundMode = "round" | "rint" | "floor" | "ceil" | "trunc";
+
+// ---------------------------------------------------------------- enums (values and types)
+
+/** Hardware levels for `pl.at`. */
+// eslint-disable-next-line @typescript-eslint/no-namespace
+export namespace Level {
+  export const CORE_GROUP = "CORE_GROUP";
+  export type CORE_GROUP = typeof CORE_GROUP;
+}
+export type Level = Level.CORE_GROUP;
+
+/** On-chip memory spaces of a tile. */
+// eslint-disable-next-line @typescript-eslint/no-namespace
+export namespace Mem {
+  export const Vec = "Vec";
+  export type Vec = typeof Vec;
+  export const Mat = "Mat";
+  export type Mat = typeof Mat;
+  export const Left = "Left";
+  export type Left = typeof Left;
+  export const Right = "Right";
+  export type Right = typeof Right;
+  export const Acc = "Acc";
+  export type Acc = typeof Acc;
+  export const Bias = "Bias";
+  export type Bias = typeof Bias;
+}
+export type Mem = Mem.Vec | Mem.Mat | Mem.Left | Mem.Right | Mem.Acc | Mem.Bias;
+
+// ---------------------------------------------------------------- annotation types
+
+declare const tensorBrand: unique symbol;
+declare const tileBrand: unique symbol;
+declare const outBrand: unique symbol;
+declare const inoutBrand: unique symbol;
+
+/**
+ * A tensor parameter (device memory). Structurally loose on purpose: `HostTensor`,
+ * `DeviceTensor` and tensor-likes `{ data, shape | dims }` are all assignable, so a call of
+ * a decorated static method type-checks. `S` and `D` are read by the parser, not by tsc.
+ */
+export type Tensor<S extends readonly Dim[] = any, D extends DType = any> = object & {
+  readonly data?: unknown;
+  readonly shape?: unknown;
+  readonly dims?: unknown;
+  readonly dtype?: unknown;
+  readonly type?: unknown;
+  readonly [tensorBrand]?: readonly [S, D];
+};
+/** An output parameter: written, not read. */
+export type Out<T> = T & { readonly [outBrand]?: "out" };
+/** A parameter that is read and written. */
+export type InOut<T> = T & { readonly [inoutBrand]?: "inout" };
+
+/** Extra tile facts printed by the IR: `{ validShape: [..]; addr: N }`. */
+export interface TileExtra {
+  readonly validShape?: readonly Dim[];
+  readonly addr?: number;
+}
+/** An on-chip tile of a core. */
+export interface Tile<S extends readonly number[] = any, D extends DType = any, M extends Mem = Mem.Vec, X = {}> {
+  readonly [tileBrand]: { readonly shape: S; readonly dtype: D; readonly mem: M; readonly extra: X };
+}
+/** A scalar of dtype D (a JS number; booleans for pl.BOOL). */
+export type Scalar<D extends DType = INT64> = D extends BOOL ? boolean : number;
+
+/** Any tile (what ops produce: shape, memory and extras are known to the compiler, not to tsc). */
+export type AnyTile<D extends DType = any> = Tile<any, D, any, any>;
+type TileOrTensor = AnyTile | Tensor;
+type Operand<T> = T extends AnyTile ? AnyTile : T extends Tensor ? Tensor : never;
+
+// ---------------------------------------------------------------- the not-runnable guard
+
+function notRunnable(name: string): never {
+  throw new TsptoRuntimeError("E_NOT_RUNNABLE",
+    `pl.${name} was called at run time; kernels are parsed, not run — wrap the function with pl.jit and call the jit function`);
+}
+
+// ---------------------------------------------------------------- ops (typed declarations)
+// Each mirrors a registry op (src/ir/ops): the parser maps `pl.<name>(...)` source arguments
+// to IR operands and attributes by the registry's `params`; these signatures only serve tsc.
+
+/** Copy the window `tensor[offsets : offsets + shape]` into a tile. */
+export function load<D extends DType = any>(
+  tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[],
+  opts?: { readonly validShape?: readonly number[]; readonly mem?: Mem },
+): AnyTile<D> {
+  return notRunnable("load");
+}
+/** Write the tile's valid region into `out` at `offsets`. */
+export function store<T extends Tensor>(tile: AnyTile, offsets: readonly number[], out: T): T {
+  return notRunnable("store");
+}
+/** The same tile in another memory space (numerically the identity). */
+export function move<D extends DType, M extends Mem>(tile: AnyTile<D>, mem: M): Tile<any, D, M, any> {
+  return notRunnable("move");
+}
+/** A new zero-filled tile. */
+export function createTile<D extends DType>(shape: readonly number[], dtype: D, mem?: Mem): AnyTile<D> {
+  return notRunnable("createTile");
+}
+/** A tile filled with a constant. */
+export function full<D extends DType>(shape: readonly number[], dtype: D, value: number): AnyTile<D> {
+  return notRunnable("full");
+}
+/** Whole-tensor write (`out[:] = value`). */
+export function assign<T extends Tensor>(out: T, value: Tensor): T {
+  return notRunnable("assign");
+}
+
+export function add<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("add");
+}
+export function sub<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("sub");
+}
+export function mul<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("mul");
+}
+export function div<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("div");
+}
+export function maximum<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("maximum");
+}
+export function minimum<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
+  return notRunnable("minimum");
+}
+export function exp<T extends TileOrTensor>(x: T): T {
+  return notRunnable("exp");
+}
+export function log<T extends TileOrTensor>(x: T): T {
+  return notRunnable("log");
+}
+export function sqrt<T extends TileOrTensor>(x: T): T {
+  return notRunnable("sqrt");
+}
+export function rsqrt<T extends TileOrTensor>(x: T): T {
+  return notRunnable("rsqrt");
+}
+export function recip<T extends TileOrTensor>(x: T): T {
+  return notRunnable("recip");
+}
+export function neg<T extends TileOrTensor>(x: T): T {
+  return notRunnable("neg");
+}
+export function abs<T extends TileOrTensor>(x: T): T {
+  return notRunnable("abs");
+}
+export function relu<T extends TileOrTensor>(x: T): T {
+  return notRunnable("relu");
+}
+/** Convert to `dtype` (modes round — the default —, rint, floor, ceil, trunc). */
+export function cast<D extends DType>(x: AnyTile, dtype: D, mode?: RoundMode): AnyTile<D>;
+export function cast<D extends DType>(x: Tensor, dtype: D, mode?: RoundMode): Tensor<any, D>;
+export function cast(x: unknown, dtype: DType, mode?: RoundMode): unknown {
+  return notRunnable("cast");
+}
+
+// ---------------------------------------------------------------- statements
+
+/** The on-chip scope: `pl.at(pl.Level.CORE_GROUP, () => { ... })`. */
+export function at(level: Level, body: () => void): void {
+  return notRunnable("at");
+}
+/** A real loop in the IR: `for (const i of pl.range(n))`, `pl.range(start, stop, step?)`. */
+export function range(stop: number): Iterable<number>;
+export function range(start: number, stop: number, step?: number): Iterable<number>;
+export function range(startOrStop: number, stop?: number, step?: number): Iterable<number> {
+  return notRunnable("range");
+}
+
+// The IR text forms (what `Program.asText()` prints for SSA-form loops and branches).
+
+/** A loop with carried values: `const [r] = pl.forRange(0, n, 1, [init], (i, a) => { ...; pl.yield(next); })`. */
+export function forRange<A extends unknown[]>(
+  start: number, stop: number, step: number, inits: [...A], body: (i: number, ...iterArgs: A) => void,
+): A {
+  return notRunnable("forRange");
+}
+/** A while loop with carried values: `const [r] = pl.whileLoop([init], (a) => cond, (a) => { ...; pl.yield(next); })`. */
+export function whileLoop<A extends unknown[]>(inits: [...A], cond: (...iterArgs: A) => boolean, body: (...iterArgs: A) => void): A {
+  return notRunnable("whileLoop");
+}
+/** A branch with results: `const [r] = pl.ifElse(c, () => { pl.yield(a); }, () => { pl.yield(b); })`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function ifElse<R extends unknown[] = any[]>(cond: boolean, then: () => void, otherwise: () => void): R {
+  return notRunnable("ifElse");
+}
+/** End a forRange/whileLoop body or an ifElse branch with the carried values. */
+function yield_(...values: unknown[]): void {
+  return notRunnable("yield");
+}
+/** Leave the innermost loop with its results. */
+function break_(...values: unknown[]): void {
+  return notRunnable("break");
+}
+/** Next iteration with the next carried values. */
+function continue_(...values: unknown[]): void {
+  return notRunnable("continue");
+}
+/** A scalar constant of a given dtype: `pl.const(7, pl.INT32)`. */
+function const_<D extends DType>(value: Scalar<D>, dtype: D): Scalar<D> {
+  return notRunnable("const");
+}
+/** A call with extra attributes (what passes record on calls; printed IR): `pl.withAttrs(f(a), { scopeId: 0 })`. */
+export function withAttrs<T>(call: T, attrs: Readonly<Record<string, AttrValue>>): T {
+  return notRunnable("withAttrs");
+}
+export { yield_ as yield, break_ as break, continue_ as continue, const_ as const };
+
+// ---------------------------------------------------------------- jit
+
+export interface JitOptions {
+  /** Values for free identifiers the parser cannot resolve statically. */
+  readonly scope?: Readonly<Record<string, unknown>>;
+  /** Attributes recorded on the IR function. */
+  readonly attrs?: Readonly<Record<string, AttrValue>>;
+}
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type KernelFn = (...args: any[]) => any;
+/** A `pl.jit.incore` / `pl.jit.inline` kernel: callable from kernels (typed as the function), carrying its def. */
+export type SubKernel<F extends KernelFn> = F & { readonly def: KernelDef };
+
+export interface Jit {
+  /** `@pl.jit static f(...) {...}`: a TC39 method decorator. */
+  <F extends KernelFn>(method: F, context: ClassMethodDecoratorContext): F;
+  /** `pl.jit(function f(...) {...}, opts?)`: an entry (orchestration) kernel. */
+  <F extends KernelFn>(fn: F, opts?: JitOptions): JitFunction<F>;
+  /** `@pl.jit({ scope })`: the decorator with options. */
+  (opts: JitOptions): <F extends KernelFn>(method: F, context: ClassMethodDecoratorContext) => F;
+  /** A device kernel (InCore) called from an entry; needs no `pl.at`. */
+  incore<F extends KernelFn>(fn: F, opts?: JitOptions): SubKernel<F>;
+  /** A helper spliced into each call site. */
+  inline<F extends KernelFn>(fn: F, opts?: JitOptions): SubKernel<F>;
+}
+
+function isMethodContext(x: unknown): x is ClassMethodDecoratorContext {
+  return typeof x === "object" && x !== null && "kind" in x && "name" in x && "static" in x &&
+    typeof (x as { kind: unknown }).kind === "string";
+}
+
+function checkOptions(opts: unknown, who: string, site: KernelSite | null): JitOptions {
+  if (opts === undefined) return {};
+  if (typeof opts !== "object" || opts === null || Array.isArray(opts)) {
+    throw new TsptoSyntaxError("E_SYNTAX", `${who}: options must be an object like { scope: {...} }, got ${opts === null ? "null" : typeof opts}`,
+      site ? { file: site.file, line: site.line, col: site.col } : undefined);
+  }
+  const o = opts as JitOptions;
+  if (o.scope !== undefined && (typeof o.scope !== "object" || o.scope === null)) {
+    throw new TsptoSyntaxError("E_SYNTAX", `${who}: opts.scope must be an object mapping names to values`,
+      site ? { file: site.file, line: site.line, col: site.col } : undefined);
+  }
+  return o;
+}
+
+function define(kind: KernelKind, fn: unknown, opts: unknown, who: string, decorator?: ClassMethodDecoratorContext): KernelDef {
+  const site = captureSite();
+  const span = site ? { file: site.file, line: site.line, col: site.col } : undefined;
+  if (typeof fn !== "function") {
+    throw new TsptoSyntaxError("E_SYNTAX", `${who} expects a function, got ${fn === null ? "null" : typeof fn}`, span,
+      "write pl.jit(function name(a: pl.Tensor, ...) { ... })");
+  }
+  const o = checkOptions(opts, who, site);
+  let name: string;
+  if (decorator) {
+    if (decorator.kind !== "method" || !decorator.static) {
+      throw new TsptoSyntaxError("E_SYNTAX", `@pl.jit decorates static methods, not ${decorator.static ? "static " : ""}${decorator.kind}s`, span,
+        "write class K { @pl.jit static f(...) { ... } }");
+    }
+    name = String(decorator.name);
+  } else {
+    name = (site && nameFromSource(site, kind)) || fn.name || "kernel";
+  }
+  return defineKernel(kind, fn as KernelFn, o, name, site, decorator !== undefined);
+}
+
+function jitImpl(fnOrOpts: unknown, second?: unknown): unknown {
+  if (typeof fnOrOpts === "object" && fnOrOpts !== null && !Array.isArray(fnOrOpts)) {
+    // @pl.jit({ scope }) — the decorator factory form
+    const opts = fnOrOpts;
+    return (method: unknown, context: ClassMethodDecoratorContext) => createJitFunction(define("orchestration", method, opts, "@pl.jit", context));
+  }
+  if (isMethodContext(second)) return createJitFunction(define("orchestration", fnOrOpts, undefined, "@pl.jit", second));
+  return createJitFunction(define("orchestration", fnOrOpts, second, "pl.jit"));
+}
+
+function subKernel(kind: "incore" | "inline") {
+  return (fn: unknown, opts?: unknown): unknown => createJitFunction(define(kind, fn, opts, `pl.jit.${kind}`));
+}
+
+/** Wrap a kernel: `pl.jit(fn, opts?)`, `@pl.jit`, `pl.jit.incore(fn)`, `pl.jit.inline(fn)`. */
+export const jit: Jit = Object.assign(jitImpl, { incore: subKernel("incore"), inline: subKernel("inline") }) as unknown as Jit;

@@ -1,0 +1,12 @@
+// tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
+export * as pl from "./dsl/language.js";
+export * as ir from "./ir_api.js";
+export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
+export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
+export { DeviceTensor } from "./runtime/device_tensor.js";
+export { CompiledProgram } from "./runtime/compiled.js";
+export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
+export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host.js";
+export type { DType } from "./ir/index.js";
+export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
+export type { JitFunction } from "./jit.js";

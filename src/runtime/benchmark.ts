@@ -1,0 +1,58 @@
+// benchmark(): repeated launches of a compiled program on a registered handle, with the
+// device time measured natively (orchestration start -> last task end) and the host time
+// around the whole call (argument packing, copies, launch).
+import type { CompiledProgram } from "./compiled.js";
+import { RunConfig } from "./config.js";
+import { ChipWorker, defaultWorker } from "./worker.js";
+
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+export class BenchmarkStats {
+  readonly deviceWallUs: readonly number[];
+  readonly hostWallUs: readonly number[];
+  readonly rounds: number;
+  readonly warmup: number;
+  constructor(deviceWallUs: number[], hostWallUs: number[], rounds: number, warmup: number) {
+    this.deviceWallUs = Object.freeze(deviceWallUs);
+    this.hostWallUs = Object.freeze(hostWallUs);
+    this.rounds = rounds;
+    this.warmup = warmup;
+  }
+  get deviceUsMedian() { return median(this.deviceWallUs); }
+  get deviceUsMin() { return Math.min(...this.deviceWallUs); }
+  get deviceUsMean() { return mean(this.deviceWallUs); }
+  get deviceUsMax() { return Math.max(...this.deviceWallUs); }
+  get hostUsMedian() { return median(this.hostWallUs); }
+  get hostUsMin() { return Math.min(...this.hostWallUs); }
+  get hostUsMean() { return mean(this.hostWallUs); }
+  get hostUsMax() { return Math.max(...this.hostWallUs); }
+  toString(): string {
+    const f = (x: number) => x.toFixed(2);
+    return `BenchmarkStats(rounds=${this.rounds}, warmup=${this.warmup})\n` +
+      `  device us: median ${f(this.deviceUsMedian)}  min ${f(this.deviceUsMin)}  mean ${f(this.deviceUsMean)}  max ${f(this.deviceUsMax)}\n` +
+      `  host   us: median ${f(this.hostUsMedian)}  min ${f(this.hostUsMin)}  mean ${f(this.hostUsMean)}  max ${f(this.hostUsMax)}`;
+  }
+}
+
+export interface BenchmarkOptions { rounds?: number; warmup?: number; config?: RunConfig; worker?: ChipWorker }
+
+export function benchmark(compiled: CompiledProgram, args: readonly unknown[], opts: BenchmarkOptions = {}): BenchmarkStats {
+  const rounds = opts.rounds ?? 100, warmup = opts.warmup ?? 3;
+  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`benchmark: rounds must be an integer >= 1, got ${rounds}`);
+  if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError(`benchmark: warmup must be an integer >= 0, got ${warmup}`);
+  const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform as "cpu" }));
+  const handle = worker.register(compiled);
+  const dev: number[] = [], host: number[] = [];
+  for (let i = 0; i < warmup + rounds; i++) {
+    const t0 = performance.now();
+    handle(...args);
+    const t1 = performance.now();
+    if (i >= warmup) { host.push((t1 - t0) * 1000); dev.push(worker.lastDeviceNs / 1000); }
+  }
+  return new BenchmarkStats(dev, host, rounds, warmup);
+}
