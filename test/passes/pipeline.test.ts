@@ -119,7 +119,7 @@ describe("default pipeline", () => {
     const names = readdirSync(dir).filter((f) => f.endsWith(".ts")).sort();
     expect(names[0]).toMatch(/^00_after_Input\.ts$/);
     expect(names.map((n) => n.replace(/^\d+_after_/, "").replace(/\.ts$/, ""))).toEqual(
-      ["Input", "Inline", "SSA", "Simplify", "OutlineScopes", "FlattenTiles", "PlanMemory", "DeriveDeps"]);
+      ["Input", "Inline", "SSA", "Simplify", "OutlineScopes", "TensorToTile", "FlattenTiles", "PlanMemory", "DeriveDeps"]);
     expect(readFileSync(join(dir, names[names.length - 1]), "utf8")).toContain("pl.jit.incore(function chain_incore_0");
   });
 });
