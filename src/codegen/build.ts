@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { Program } from "../ir/index.js";
 import { TsptoCompileError } from "../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END, generateCpp, kernelSymbols, type GeneratedCpp } from "./cpp/generate.js";
+import { COMPILER_FINGERPRINT } from "../version.js";
 import { LIBRARY_PATH, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, entrySignature, validateMeta, type CompiledMeta } from "./meta.js";
 
 export interface ArtifactDump {
@@ -209,7 +210,7 @@ export function compileArtifact(program: Program, opts: CompileArtifactOptions):
   const sig = entrySignature(program, platform);
   let gen: GeneratedCpp | null = null;
   let tc: Toolchain | null = null;
-  const keyParts = [CODEGEN_VERSION, opts.packageVersion, platform, canonicalJSON(program.toJSON())];
+  const keyParts = [CODEGEN_VERSION, opts.packageVersion, COMPILER_FINGERPRINT, platform, canonicalJSON(program.toJSON())];
   if (platform === "cpu") {
     gen = generateCpp(program);
     tc = toolchain();

@@ -18,6 +18,8 @@ export interface CompiledParam {
   /** Tensors only. Static extents; -1 marks a dynamic dimension (interp platform only). */
   shape?: number[];
   dtype: DType;
+  /** Scalars specialized at compile time: the value the program was compiled for. */
+  value?: number | boolean;
 }
 
 export interface CompiledKernel { name: string; symbol: string; scratchBytes: number }
@@ -68,7 +70,10 @@ export function entrySignature(program: Program, platform: MetaPlatform): Pick<C
       });
       return { name: p.var.name, kind: "tensor", direction: p.dir, shape, dtype: t.dtype };
     }
-    if (t.kind === "scalar") return { name: p.var.name, kind: "scalar", direction: p.dir, dtype: t.dtype };
+    if (t.kind === "scalar") {
+      const spec = (entry.attrs.specialized as Record<string, number | boolean> | undefined)?.[p.var.name];
+      return { name: p.var.name, kind: "scalar", direction: p.dir, dtype: t.dtype, ...(spec !== undefined ? { value: spec } : {}) };
+    }
     throw new TsptoCompileError("E_CODEGEN", `internal: entry parameter '${p.var.name}' is neither a tensor nor a scalar`, p.var.span);
   });
   const outputIndices = params.flatMap((p, i) => (p.direction === "out" || p.direction === "inout" ? [i] : []));
@@ -174,7 +179,7 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
   const params: CompiledParam[] = arr("params", o.params).map((p, i) => {
     const f = `params[${i}]`;
     if (!isObj(p)) return fail(f, "must be an object", p);
-    for (const k of Object.keys(p)) if (!["name", "kind", "direction", "shape", "dtype"].includes(k)) throw new MetaError(file, `unknown field '${f}.${k}'`);
+    for (const k of Object.keys(p)) if (!["name", "kind", "direction", "shape", "dtype", "value"].includes(k)) throw new MetaError(file, `unknown field '${f}.${k}'`);
     for (const k of ["name", "kind", "direction", "dtype"]) if (!(k in p)) throw new MetaError(file, `missing field '${f}.${k}'`);
     const kind = oneOf(`${f}.kind`, p.kind, ["tensor", "scalar"] as const);
     const out: CompiledParam = {
@@ -191,7 +196,12 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
       });
     } else {
       if ("shape" in p) fail(`${f}.shape`, "must be absent for a scalar parameter", p.shape);
+      if ("value" in p) {
+        if (typeof p.value !== "number" && typeof p.value !== "boolean") fail(`${f}.value`, "must be a number or a boolean", p.value);
+        out.value = p.value as number | boolean;
+      }
     }
+    if (kind === "tensor" && "value" in p) fail(`${f}.value`, "must be absent for a tensor parameter", p.value);
     return out;
   });
   const index = (field: string, x: unknown): number => {

@@ -170,7 +170,11 @@ export class FunctionBuilder {
 
     const returnTypes = opts.returnTypes ?? this.inferReturnTypes();
     const fparams = params.map((p, i) => ({ var: paramVars[i], dir: p.dir ?? this.inferDir(paramVars[i]) }));
-    return mkFunc({ name: irName, fnKind: this.env.fnKind, params: fparams, returnTypes, body, attrs: opts.attrs ?? {}, span: this.span(node) });
+    // Scalars specialized on their call value are recorded, so a compiled program can check
+    // that it is launched with the values it was compiled for.
+    const specialized = Object.fromEntries(params.filter((p) => p.folded).map((p) => [p.name, p.folded!.value]));
+    const attrs = Object.keys(specialized).length ? { ...(opts.attrs ?? {}), specialized } : opts.attrs ?? {};
+    return mkFunc({ name: irName, fnKind: this.env.fnKind, params: fparams, returnTypes, body, attrs, span: this.span(node) });
   }
 
   private inferReturnTypes(): Type[] {

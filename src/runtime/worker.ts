@@ -1,5 +1,6 @@
 // ChipWorker: one open device. Launches compiled programs (explicitly with run/register, or
 // implicitly through the default worker of a platform), owns DeviceTensors, counts transfers.
+import { availableParallelism } from "node:os";
 import { TsptoRuntimeError, type Value, type TensorValue } from "../ir/index.js";
 import { DEFAULT_SCRATCH_CAPACITY } from "../passes/index.js";
 import { RunConfig } from "./config.js";
@@ -20,6 +21,23 @@ export interface WorkerStats {
   liveTensors: number;
 }
 
+/**
+ * Core threads of a device: one per hardware thread of the machine
+ * (os.availableParallelism()), or $TSPTO_CORE_THREADS (an integer >= 1; tests run with 1
+ * and with all cores).
+ */
+export function coreThreadCount(): number {
+  const env = process.env.TSPTO_CORE_THREADS;
+  if (env !== undefined && env !== "") {
+    const n = Number(env);
+    if (!Number.isInteger(n) || n < 1 || n > 1024) {
+      throw new RangeError(`TSPTO_CORE_THREADS must be an integer in [1, 1024], got ${JSON.stringify(env)}`);
+    }
+    return n;
+  }
+  return Math.max(1, availableParallelism());
+}
+
 /** Default device memory reservation (virtual; pages are committed on use). */
 const DEFAULT_MEMORY_BYTES = Number(process.env.TSPTO_DEVICE_MEMORY ?? 16 * 2 ** 30);
 
@@ -34,6 +52,8 @@ interface ParamSig {
   readonly nbytes: number;
   readonly hostKind: number;
   readonly scalarKind: number;
+  /** A scalar the program was specialized on (its uses were folded at compile time). */
+  readonly value?: number | boolean;
 }
 
 /** A program loaded on one worker. */
@@ -65,6 +85,7 @@ function signatureOf(meta: CompiledMeta): ParamSig[] {
       name: p.name, tensor, dir: p.direction, dtype: p.dtype as DType, shape,
       nbytes: tensor ? shape.reduce((a, b) => a * b, 1) * dtypeBytes(p.dtype as DType) : 0,
       hostKind: p.direction === "in" ? ArgKind.HostIn : p.direction === "out" ? ArgKind.HostOut : ArgKind.HostInOut,
+      value: p.value,
       scalarKind: p.dtype === "bool" ? ArgKind.Bool : p.dtype === "float32" || p.dtype === "float16" || p.dtype === "bfloat16" ? ArgKind.Float : ArgKind.Int,
     };
   });
@@ -103,7 +124,7 @@ export class ChipWorker implements Disposable {
     }
     const Native = loadNative();
     this.#device = new Native.Device({
-      deviceId: this.config.deviceId, coreThreads: 1, schedThreads: this.config.aicpuThreadNum,
+      deviceId: this.config.deviceId, coreThreads: coreThreadCount(), schedThreads: this.config.aicpuThreadNum,
       scratchBytes: DEFAULT_SCRATCH_CAPACITY, memoryBytes: DEFAULT_MEMORY_BYTES,
       ringTaskWindow: this.config.ringTaskWindowFor(0), ringHeap: this.config.ringHeapFor(0), ringDepPool: this.config.ringDepPoolFor(0),
     });
@@ -263,6 +284,10 @@ export class ChipWorker implements Disposable {
       if (!p.tensor) {
         if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
           throw rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${reg.compiled.meta.name}' must be a ${p.dtype} scalar, got ${describe(a)}`);
+        }
+        if (p.value !== undefined && a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
+          throw rtErr("E_SPECIALIZED", `argument '${p.name}' (#${i + 1}) of '${reg.compiled.meta.name}' is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
+            `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`);
         }
         reg.args[i] = a;
         reg.kinds[i] = p.scalarKind;
