@@ -1,7 +1,7 @@
 // ir.compile: lowered (or not yet lowered) ir.Program -> artifact directory -> CompiledProgram.
 // The glue between the rooms: passes (when needed), codegen, runtime handle.
 import type { Program } from "./ir/index.js";
-import { isLowered, lowerProgram, type PassDump } from "./passes/index.js";
+import { isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
 import { compileArtifact } from "./codegen/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { PACKAGE_VERSION } from "./version.js";
@@ -13,6 +13,8 @@ export interface CompileOptions {
   outputDir?: string;
   /** Write passes_dump/NN_after_<Pass>.ts (+ .json for validateIr). */
   dumpPasses?: boolean;
+  /** The pass pipeline for a program not lowered yet (default: DEFAULT_PASSES). */
+  passes?: readonly Pass[];
 }
 
 /** Pass dumps of programs produced by JitFunction.lower, so that compile can write them. */
@@ -29,7 +31,7 @@ export function compile(program: Program, opts: CompileOptions = {}): CompiledPr
   let lowered = program;
   let dumps: PassDump[] | undefined = dumpsOf.get(program);
   if (!isLowered(program)) {
-    const r = lowerProgram(program, { platform, dump: !!opts.dumpPasses });
+    const r = lowerProgram(program, { platform, dump: !!opts.dumpPasses, passes: opts.passes });
     lowered = r.program;
     dumps = r.dumps;
   }

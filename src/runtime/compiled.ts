@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Program, TsptoRuntimeError, type Value } from "../ir/index.js";
+import { Program, TsptoRuntimeError, type Value, type TensorValue } from "../ir/index.js";
 import { validateMeta, type CompiledMeta } from "../codegen/index.js";
 import type { RunConfig } from "./config.js";
 import { asTensorLike, assertClose, HostTensor } from "./host.js";
@@ -102,37 +102,37 @@ export class CompiledProgram {
     const dir = join(this.outputDir, "passes_dump");
     const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".json")).sort() : [];
     if (files.length === 0) throw new Error(`${dir}: no pass dumps; compile with ir.compile(program, { dumpPasses: true })`);
+    const outputs = this.meta.outputIndices;
+    if (expected.length !== outputs.length) {
+      throw new Error(`validateIr: expected ${outputs.length} expected tensors (one per output parameter: ${outputs.map((i) => this.meta.params[i].name).join(", ")}), got ${expected.length}`);
+    }
     const passes: { pass: string; ok: boolean; message?: string }[] = [];
-    let firstBadPass: string | null = null;
     for (const f of files) {
       const pass = f.replace(/^\d+_after_/, "").replace(/\.json$/, "");
-      const program = Program.fromJSON(readFileSync(join(dir, f), "utf8"));
-      const hosts = inputs.map((a) => { const t = asTensorLike(a); return t ? t.clone() : a; });
       let message: string | undefined;
       try {
-        const values: Value[] = program.entryFunction.params.map((prm, i) => {
-          const h = hosts[i];
-          if (h instanceof HostTensor) {
-            const tv = newTensor(h.shape, h.dtype);
-            (tv.data as unknown as { set(a: ArrayLike<unknown>): void }).set(h.data as ArrayLike<unknown>);
-            hosts[i] = Object.assign(h, {}) as HostTensor;
-            return tv;
-          }
-          return prm.var.type.kind === "scalar" ? (h as number) : undefined;
+        const program = Program.fromJSON(readFileSync(join(dir, f), "utf8"));
+        // Fresh device-side copies of the inputs for every pass (outputs start zeroed).
+        const values: Value[] = this.meta.params.map((prm, i) => {
+          if (prm.kind === "scalar") return inputs[i] as Value;
+          const h = asTensorLike(inputs[i]);
+          if (!h) throw new Error(`validateIr: input '${prm.name}' must be a tensor`);
+          const tv = newTensor(h.shape, h.dtype);
+          if (prm.direction !== "out") new Uint8Array(tv.data.buffer).set(new Uint8Array(h.data.buffer, h.data.byteOffset, h.data.byteLength));
+          return tv;
         });
         interpret(program, values);
-        this.meta.outputIndices.forEach((pi, k) => {
-          const tv = values[pi] as { data: ArrayLike<number> };
-          const got = new HostTensor(tv.data as never, (hosts[pi] as HostTensor).shape, (hosts[pi] as HostTensor).dtype);
-          assertClose(got, expected[k] as HostTensor, { rtol: tol.rtol ?? 1e-5, atol: tol.atol ?? 1e-5 });
+        outputs.forEach((pi, k) => {
+          const tv = values[pi] as TensorValue;
+          assertClose(new HostTensor(tv.data as never, tv.shape as number[], tv.dtype), expected[k] as HostTensor,
+            { rtol: tol.rtol ?? 1e-5, atol: tol.atol ?? 1e-5 });
         });
       } catch (e) {
         message = (e as Error).message;
       }
-      passes.push({ pass, ok: message === undefined, message });
-      if (message !== undefined && firstBadPass === null) firstBadPass = pass;
+      passes.push(message === undefined ? { pass, ok: true } : { pass, ok: false, message });
     }
-    return { passes, firstBadPass };
+    return { passes, firstBadPass: passes.find((p) => !p.ok)?.pass ?? null };
   }
 
   toString(): string {
