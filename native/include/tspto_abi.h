@@ -59,6 +59,11 @@ typedef struct TsptoRuntimeApi {
   void (*fail)(void* ctx, const char* message);
   // Non-zero once a failure has been recorded; kernels and orchestration may stop early.
   int (*failed)(void* ctx);
+  // Core threads executing tasks (>= 1). The orchestration may use it to split a parallel
+  // loop into about this many tasks (SPMD by rows). Appended to version 1 of the ABI:
+  // everything above keeps its layout.
+  int32_t core_count;
+  int32_t reserved0;
 } TsptoRuntimeApi;
 
 #ifdef __cplusplus

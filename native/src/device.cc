@@ -39,6 +39,7 @@ DeviceCore::DeviceCore(const DeviceOptions& options) : options_(options) {
   api_.free = &DeviceCore::ApiFree;
   api_.fail = &DeviceCore::ApiFail;
   api_.failed = &DeviceCore::ApiFailed;
+  api_.core_count = static_cast<int32_t>(options.core_threads);
 
   SchedulerConfig config;
   config.device_id = options.device_id;

@@ -150,6 +150,16 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   }
   const uint64_t heap_bytes = sizeof(int64_t) * (static_cast<uint64_t>(nargs) + 2) +
                               sizeof(TsptoAccess) * static_cast<uint64_t>(naccesses);
+  // A task that cannot fit the ring even when the ring is empty would wait forever: fail
+  // now and name the knob.
+  if (heap_bytes > config_.heap) {
+    return "submit: deadlock: task '" + std::string(name ? name : "?") + "' needs " +
+           std::to_string(heap_bytes) + " bytes of ring heap for its " + std::to_string(nargs) +
+           " argument slots and " + std::to_string(naccesses) +
+           " accesses, but the whole ring heap is " + std::to_string(config_.heap) +
+           " bytes, so it can never be submitted; raise RunConfig.ringHeap (at least " +
+           std::to_string(heap_bytes) + ")";
+  }
 
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   LockSpin(lock);

@@ -5,7 +5,9 @@
 //   slot's previous task has finished. Two more budgets give back-pressure like the
 //   device's ring: `heap` bytes of copied task arguments/accesses and `dep_pool` dependency
 //   edges in flight. A submission that does not fit waits for running tasks to finish (a
-//   submission into an empty ring is always accepted, so no task can wait forever).
+//   submission into an empty ring is always accepted, so no task can wait forever). A task
+//   whose arguments alone exceed the whole heap could never fit: Submit fails at once with
+//   a deadlock message naming RunConfig.ringHeap.
 // * Dependencies are derived at submission from the task's accesses: the new task waits
 //   for every earlier, unfinished task with an overlapping region where at least one of the
 //   two accesses writes (RAW, WAR, WAW). Tasks without conflicts run in parallel.

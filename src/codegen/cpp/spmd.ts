@@ -1,0 +1,61 @@
+// Submission of a call split into row bands (the `spmd` attribute of the SplitParallelLoops
+// pass, src/passes/spmd.ts): the orchestration submits min(maxChunks, rt->core_count) tasks
+// of the same kernel, each over a contiguous range of loop iterations passed in the loop
+// bound slots, and each declaring only the rows of the banded tensors it touches.
+import { TsptoCompileError, type Call } from "../../ir/index.js";
+import type { SpmdAttr } from "../../passes/spmd.js";
+import { cstr, type KernelCtx } from "./emitters.js";
+
+export interface SpmdSubmit {
+  readonly call: Call;
+  readonly symbol: string;
+  readonly name: string;
+  readonly scope: number;
+  /** C++ expressions of the slots, in callee parameter order. */
+  readonly slots: readonly string[];
+  /** Accesses of the unsplit call: argument, base pointer expression, bytes, mode macro. */
+  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string }[];
+}
+
+const int = (n: number): string => `INT64_C(${n})`;
+
+function checkAttr(call: Call): SpmdAttr {
+  const a = call.attrs.spmd as unknown as SpmdAttr;
+  const okInt = (x: unknown, min: number) => typeof x === "number" && Number.isInteger(x) && x >= min;
+  if (!a || typeof a !== "object" || !okInt(a.lo, 0) || !okInt(a.hi, 0) || !okInt(a.step, 1) || !okInt(a.maxChunks, 1) ||
+      !Number.isInteger(a.start) || !Number.isInteger(a.stop) || !Array.isArray(a.bands) ||
+      !a.bands.every((b) => okInt(b.arg, 0) && okInt(b.rows, 1) && okInt(b.rowBytes, 0) && okInt(b.extent, 1))) {
+    throw new TsptoCompileError("E_CODEGEN", `internal: bad spmd attribute ${JSON.stringify(call.attrs.spmd)} on the call of '${String(call.attrs.callee)}'`, call.span);
+  }
+  return a;
+}
+
+/** Emits the banded submission loop into the orchestration. */
+export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
+  const a = checkAttr(s.call);
+  const trips = Math.ceil((a.stop - a.start) / a.step);
+  const bandOf = new Map(a.bands.map((b) => [b.arg, b]));
+  const nc = g.fresh("nc"), c = g.fresh("c"), t0 = g.fresh("t0"), t1 = g.fresh("t1"), lo = g.fresh("lo"), hi = g.fresh("hi");
+  const sl = g.fresh("slots"), ac = g.fresh("acc");
+  g.open(`{  // ${s.name}: ${trips} iterations split into row bands, one task per core (SPMD)`);
+  g.line(`int64_t ${nc} = (int64_t)rt->core_count;`);
+  g.line(`if (${nc} < 1) ${nc} = 1;`);
+  g.line(`if (${nc} > ${int(a.maxChunks)}) ${nc} = ${int(a.maxChunks)};`);
+  g.open(`for (int64_t ${c} = 0; ${c} < ${nc}; ++${c}) {`);
+  g.line(`const int64_t ${t0} = ${int(trips)} * ${c} / ${nc}, ${t1} = ${int(trips)} * (${c} + 1) / ${nc};`);
+  g.line(`const int64_t ${lo} = ${int(a.start)} + ${t0} * ${int(a.step)};`);
+  g.line(`const int64_t ${hi} = ${c} + 1 == ${nc} ? ${int(a.stop)} : ${int(a.start)} + ${t1} * ${int(a.step)};`);
+  const slots = s.slots.map((x, k) => (k === a.lo ? lo : k === a.hi ? hi : x));
+  g.line(`const int64_t ${sl}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
+  const accs = s.accesses.map((x) => {
+    const b = bandOf.get(x.arg);
+    if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
+    // rows [lo, last iteration + extent), clamped to the tensor
+    const end = `std::min<int64_t>(${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}, ${int(b.rows)})`;
+    return `{ ${x.ptr} + ${lo} * ${int(b.rowBytes)}, (${end} - ${lo}) * ${int(b.rowBytes)}, ${x.mode}, 0 }`;
+  });
+  g.line(`const TsptoAccess ${ac}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
+  g.line(`if (rt->submit(rt->ctx, ${s.symbol}, ${cstr(s.name)}, ${s.scope}, ${sl}, ${slots.length}, ${ac}, ${accs.length}) != 0) ${g.failExit}`);
+  g.close();
+  g.close();
+}
