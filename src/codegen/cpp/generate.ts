@@ -9,6 +9,7 @@
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
+import { emitSpmdSubmit } from "./spmd.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
@@ -659,16 +660,24 @@ class FnGen implements KernelCtx {
       });
     }
     const scope = Number(call.attrs.scopeId ?? 0) | 0;
-    const s = this.fresh("slots"), a = this.fresh("acc");
-    this.open(`{  // ${comment(calleeName)}(${call.args.map((x) => (x.kind === "var" ? comment(x.name) : "...")).join(", ")}) (${comment(spanWhere(call.span))})`);
-    this.line(`const int64_t ${s}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
-    const accs = accesses.map((x) => {
-      const tr = tensorArgs.get(x.arg)!;
-      return `{ ${tr.ptr}, ${tensorBytes(tr.type)}, ${MODES[x.mode]}, 0 }`;
-    });
-    this.line(`const TsptoAccess ${a}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
-    this.line(`if (rt->submit(rt->ctx, ${sym}, ${cstr(calleeName)}, ${scope}, ${s}, ${slots.length}, ${a}, ${accs.length}) != 0) ${this.failExit}`);
-    this.close();
+    if (call.attrs.spmd !== undefined) {
+      // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
+      emitSpmdSubmit(this, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
+        const tr = tensorArgs.get(x.arg)!;
+        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode] };
+      }) });
+    } else {
+      const s = this.fresh("slots"), a = this.fresh("acc");
+      this.open(`{  // ${comment(calleeName)}(${call.args.map((x) => (x.kind === "var" ? comment(x.name) : "...")).join(", ")}) (${comment(spanWhere(call.span))})`);
+      this.line(`const int64_t ${s}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
+      const accs = accesses.map((x) => {
+        const tr = tensorArgs.get(x.arg)!;
+        return `{ ${tr.ptr}, ${tensorBytes(tr.type)}, ${MODES[x.mode]}, 0 }`;
+      });
+      this.line(`const TsptoAccess ${a}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
+      this.line(`if (rt->submit(rt->ctx, ${sym}, ${cstr(calleeName)}, ${scope}, ${s}, ${slots.length}, ${a}, ${accs.length}) != 0) ${this.failExit}`);
+      this.close();
+    }
     if (targets.length) {
       const returned = returnedParams(callee, this.program);
       targets.forEach((t, k) => {
