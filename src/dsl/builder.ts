@@ -1091,7 +1091,12 @@ export class FunctionBuilder {
       }
     });
     // after the arguments, so that pl.assign(out, pl.add(a, b)) reports the innermost op first
-    if (def.level !== "scalar" && this.env.fnKind === "orchestration" && this.scopeDepth === 0) {
+    if (def.level === "orchestration") {
+      if (this.env.fnKind !== "orchestration" || this.scopeDepth > 0) {
+        throw new TsptoCompileError("E_MISPLACED", `pl.${name} creates an orchestration-level device tensor and is only allowed in an entry (pl.jit), outside pl.at`, span,
+          this.env.fnKind === "orchestration" ? `call pl.${name} before the pl.at scope and use the tensor inside it` : "create on-chip buffers with pl.createTile, or pass the tensor in from the entry");
+      }
+    } else if (def.level !== "scalar" && this.env.fnKind === "orchestration" && this.scopeDepth === 0) {
       throw new TsptoCompileError("E_MISPLACED", `Misplaced tensor op '${def.name}' in Orchestration function (should be inside InCore block)`, span,
         "wrap it in pl.at(pl.Level.CORE_GROUP, () => { ... }) or move it into a pl.jit.incore kernel");
     }

@@ -195,6 +195,117 @@ export function cast(x: unknown, dtype: DType, mode?: RoundMode): unknown {
   return notRunnable("cast");
 }
 
+// ---------------------------------------------------------------- reductions and broadcasts
+
+/** The maximum of each row: `x[M,N] -> [M,1]`; `tmp` is a scratch tile of x's shape (PyPTO's contract). */
+export function rowMax<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
+  return notRunnable("rowMax");
+}
+/** The sum of each row: `x[M,N] -> [M,1]` (float sums accumulate in fp64); `tmp`: a scratch tile of x's shape. */
+export function rowSum<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
+  return notRunnable("rowSum");
+}
+/** The minimum of each row: `x[M,N] -> [M,1]`; `tmp`: a scratch tile of x's shape. */
+export function rowMin<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
+  return notRunnable("rowMin");
+}
+/** The sum of each column: `x[M,N] -> [1,N]`. */
+export function colSum<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
+  return notRunnable("colSum");
+}
+/** The maximum of each column: `x[M,N] -> [1,N]`. */
+export function colMax<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
+  return notRunnable("colMax");
+}
+/** The minimum of each column: `x[M,N] -> [1,N]`. */
+export function colMin<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
+  return notRunnable("colMin");
+}
+/** `t[M,N] + v[M,1]`, v broadcast along each row. */
+export function rowExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("rowExpandAdd");
+}
+/** `t[M,N] - v[M,1]`, v broadcast along each row. */
+export function rowExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("rowExpandSub");
+}
+/** `t[M,N] * v[M,1]`, v broadcast along each row. */
+export function rowExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("rowExpandMul");
+}
+/** `t[M,N] / v[M,1]`, v broadcast along each row. */
+export function rowExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("rowExpandDiv");
+}
+/** `t[M,N] + v[1,N]`, v broadcast down each column. */
+export function colExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("colExpandAdd");
+}
+/** `t[M,N] - v[1,N]`, v broadcast down each column. */
+export function colExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("colExpandSub");
+}
+/** `t[M,N] * v[1,N]`, v broadcast down each column. */
+export function colExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("colExpandMul");
+}
+/** `t[M,N] / v[1,N]`, v broadcast down each column. */
+export function colExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("colExpandDiv");
+}
+/** `v[M,1]` broadcast to the target's shape (the target's values are unused). */
+export function rowExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("rowExpand");
+}
+/** `v[1,N]` broadcast to the target's shape (the target's values are unused). */
+export function colExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D> {
+  return notRunnable("colExpand");
+}
+
+// ---------------------------------------------------------------- shape ops, matmul, orchestration buffers
+
+export type PadValue = "zero" | "min" | "max";
+/** The same elements (row-major order) in another shape with as many elements. */
+export function reshape<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D> {
+  return notRunnable("reshape");
+}
+/** The sub-tile (or, inside pl.at, the tensor window) `x[offset : offset + shape]`. */
+export function slice<D extends DType>(x: AnyTile<D>, shape: readonly number[], offset: readonly number[]): AnyTile<D>;
+export function slice<D extends DType>(x: Tensor<any, D>, shape: readonly number[], offset: readonly number[]): Tensor<any, D>;
+export function slice(x: unknown, shape: readonly number[], offset: readonly number[]): unknown {
+  return notRunnable("slice");
+}
+/** `a[M,Na]` and `b[M,Nb]` side by side: `[M, Na+Nb]`. */
+export function concat<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D> {
+  return notRunnable("concat");
+}
+/** Tiles: a copy of `target` with `src` written at `offset`. Tensors (inside pl.at): writes `src` into `target` at `offset`. */
+export function assemble<D extends DType>(target: AnyTile<D>, src: AnyTile<D>, offset: readonly number[]): AnyTile<D>;
+export function assemble<T extends Tensor>(target: T, src: Tensor, offset: readonly number[]): T;
+export function assemble(target: unknown, src: unknown, offset: readonly number[]): unknown {
+  return notRunnable("assemble");
+}
+/** `x` with the region outside its validShape set to 0 ("zero", the default), the dtype's lowest ("min") or highest ("max"). */
+export function fillpad<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D> {
+  return notRunnable("fillpad");
+}
+/** One element of a tile (or, in kernels, of a tensor) as a scalar. */
+export function read(x: AnyTile | Tensor, indices: readonly number[]): number {
+  return notRunnable("read");
+}
+/** `a[M,K] @ b[K,N]` into an Acc tile (fp32 accumulation; int32 for integer inputs). */
+export function matmul(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any> {
+  return notRunnable("matmul");
+}
+/** `acc + a @ b` (acc keeps its type). */
+export function matmulAcc<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile): T {
+  return notRunnable("matmulAcc");
+}
+/** A zero-filled device tensor owned by the launch (entries only, outside pl.at). */
+export function createTensor<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D> {
+  return notRunnable("createTensor");
+}
+
 // ---------------------------------------------------------------- statements
 
 /** The on-chip scope: `pl.at(pl.Level.CORE_GROUP, () => { ... })`. */

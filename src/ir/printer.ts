@@ -149,7 +149,7 @@ class Printer {
     let ai = 0;
     for (const p of params) {
       switch (p.kind) {
-        case "value": case "values": parts.push(this.expr(args[ai++])); break;
+        case "value": case "values": if (ai < args.length) parts.push(this.expr(args[ai++])); break; // an optional operand may be absent
         case "options": {
           const keys = Object.keys(p.options ?? {}).filter((k) => attrs[k] !== undefined && attrs[k] !== null);
           if (keys.length) parts.push(`{ ${keys.map((k) => `${k}: ${this.attrArg(p.options![k], attrs[k])}`).join(", ")} }`);

@@ -29,8 +29,11 @@ export interface OpParam {
   readonly options?: Readonly<Record<string, Exclude<ParamKind, "options" | "value">>>;
 }
 
-/** Where an op may appear: tile/tensor ops only on chip (InCore or inside pl.at), scalar ops anywhere. */
-export type OpLevel = "tile" | "tensor" | "scalar";
+/**
+ * Where an op may appear: tile/tensor ops only on chip (InCore or inside pl.at), scalar ops
+ * anywhere, orchestration ops (createTensor) only in an entry outside pl.at.
+ */
+export type OpLevel = "tile" | "tensor" | "scalar" | "orchestration";
 
 export interface InferCtx {
   readonly op: OpDef;
@@ -61,6 +64,13 @@ export interface OpDef {
   readonly params: readonly OpParam[];
   /** No side effects (dead-code elimination may drop unused results). */
   readonly pure: boolean;
+  /**
+   * Whether a tile op computes element i of its result from element i of its operands only
+   * (so code generation may fuse it into a consumer's loop). Defaults to: pure tile ops
+   * without shape/offset/memory attributes whose operands are tiles and scalars. Reductions,
+   * broadcasts, matmul and other ops that move elements around say `false`.
+   */
+  readonly fusable?: boolean;
   readonly infer: (ctx: InferCtx) => Type;
   readonly effects?: (args: readonly Expr[], attrs: Attrs) => Effects;
   /** Reference semantics. Tensors are mutated in place through env. */

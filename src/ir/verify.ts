@@ -49,7 +49,9 @@ function verifyFunc(p: Program, f: Func, opts: VerifyOptions): void {
     }
     if (!hasOp(e.op)) fail(`unknown op '${e.op}'`);
     const op = getOp(e.op);
-    if (op.level !== "scalar" && f.fnKind === "orchestration" && inScope === 0) fail(`op '${e.op}' outside an on-chip scope`);
+    if (op.level === "orchestration") {
+      if (f.fnKind !== "orchestration" || inScope > 0) fail(`orchestration op '${e.op}' inside an on-chip scope or kernel`);
+    } else if (op.level !== "scalar" && f.fnKind === "orchestration" && inScope === 0) fail(`op '${e.op}' outside an on-chip scope`);
     const t = inferCall(op, e.args, e.attrs, e.span);
     if (!typeEqual(t, e.type)) fail(`${e.op}: recorded type ${typeStr(e.type)} but inferred ${typeStr(t)}`);
   };

@@ -10,6 +10,7 @@ import type { Pass } from "./manager.js";
 export function isFusable(e: Expr): boolean {
   if (e.kind !== "call" || e.op === "call" || e.type.kind !== "tile") return false;
   const op = getOp(e.op);
+  if (op.fusable === false) return false;
   return op.level === "tile" && op.pure && op.params.every((p) => p.kind !== "ints" && p.kind !== "mem" && p.kind !== "values") &&
     e.args.every((a) => a.kind === "const" || a.type.kind === "tile" || a.type.kind === "scalar");
 }

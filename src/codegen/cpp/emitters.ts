@@ -9,7 +9,9 @@
 // - a scalar is int64_t (integer dtypes), double (float dtypes) or bool;
 // - every op's element result is rounded/saturated to its dtype exactly like the registry's
 //   `evaluate` (`toDType` = round for floats, trunc + saturate for integers, != 0 for bool).
-import { BINARY, UNARY, isFloat, numel, tileElemBytes, shapeStr } from "../../ir/index.js";
+import {
+  BINARY, UNARY, isFloat, numel, tileElemBytes, shapeStr, DTYPE_BYTES, REDUCTIONS, EXPAND_OPS, padValue,
+} from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TensorType, TileType } from "../../ir/index.js";
 import { TsptoCompileError } from "../../ir/index.js";
 import { toDType } from "../../ir/values.js";
@@ -149,7 +151,17 @@ export interface TensorStmtEmitter {
   /** Index of the operand that is the op's (tensor) result. */
   readonly resultArg: number;
 }
-export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TensorStmtEmitter;
+/** An op whose scalar result needs statements first (tile.read): emits them, returns the value. */
+export interface ScalarStmtEmitter {
+  readonly kind: "scalar-stmt";
+  emit(ctx: KernelCtx, call: Call): CExpr;
+}
+/** An orchestration op that binds a new device tensor (tensor.create): declares `name` (an int64 device address). */
+export interface TensorAllocEmitter {
+  readonly kind: "tensor-alloc";
+  emit(ctx: KernelCtx, call: Call, name: string): void;
+}
+export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TensorStmtEmitter | ScalarStmtEmitter | TensorAllocEmitter;
 
 export const EMITTERS = new Map<string, Emitter>();
 const def = (name: string, e: Emitter) => {
@@ -438,3 +450,285 @@ const SCALAR_CPP: Record<string, ScalarEmitter["emit"]> = {
   floor: toInt("floor"), ceil: toInt("ceil"), trunc: toInt("trunc"),
 };
 for (const [name, emit] of Object.entries(SCALAR_CPP)) def(`scalar.${name}`, { kind: "scalar", emit });
+
+// ------------------------------------------------------------------ shared helpers of the non-elementwise tile ops
+const tileOperand = (e: Expr): TileType => exprTileType(e);
+
+/** Declare `S* __restrict o = dest` and return o. */
+function destPtr(ctx: KernelCtx, dest: TileDest): string {
+  const S = scratchCType(dest.type.dtype);
+  const o = ctx.fresh("o");
+  ctx.line(`${S}* __restrict ${o} = (${S}*)(${dest.ptr});`);
+  return o;
+}
+
+/** Nested loops over `shape` (row-major); body(indexVars) gives the innermost statement. */
+function shapeLoops(ctx: KernelCtx, shape: readonly number[], body: (idx: string[]) => string): void {
+  const idx = shape.map(() => ctx.fresh("i"));
+  shape.forEach((d, ax) => {
+    if (ax === shape.length - 1) ctx.line("#pragma GCC ivdep");
+    ctx.open(`for (int64_t ${idx[ax]} = 0; ${idx[ax]} < ${d}; ++${idx[ax]}) {`);
+  });
+  ctx.line(body(idx));
+  shape.forEach(() => ctx.close());
+}
+/** The linear index `sum((idx + off) * stride)` as C++. */
+function linear(idx: readonly string[], shape: readonly number[], off?: readonly string[]): string {
+  const st = strides(shape);
+  return idx.map((v, ax) => {
+    const e = off && off[ax] !== "INT64_C(0)" ? `(${v} + ${off[ax]})` : v;
+    return st[ax] === 1 ? e : `${e} * ${st[ax]}`;
+  }).join(" + ") || "0";
+}
+
+/**
+ * Offsets of a window inside a tile (slice, assemble, read): constants were checked at
+ * compile time; the others are bound to locals and checked here at run time.
+ */
+function tileWindow(ctx: KernelCtx, what: string, name: string, list: Expr, shape: readonly number[], outer: readonly number[], span: Span, kind = "tile"): string[] {
+  if (list.kind !== "list") throw new TsptoCompileError("E_CODEGEN", `internal: ${what} offsets must be a list expression`, span);
+  const names = list.items.map((it) => {
+    if (it.kind === "const") return intLit(Number(it.value));
+    const c = ctx.scalar(it);
+    const n = ctx.fresh("o");
+    ctx.line(`const int64_t ${n} = ${c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(std::trunc(${c.code}))` : `(int64_t)${c.code}`};`);
+    return n;
+  });
+  const conds = list.items.flatMap((it, ax) => (it.kind === "const" ? [] : [`${names[ax]} < 0 || ${names[ax]} > ${outer[ax] - shape[ax]}`]));
+  if (conds.length) {
+    ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
+    ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
+    ctx.line(`const int64_t _shp[] = { ${shape.join(", ")} };`);
+    ctx.line(`const int64_t _dims[] = { ${outer.join(", ")} };`);
+    ctx.line(`tspto_bounds_fail(rt, ${cstr(spanWhere(span))}, "${what}", "${kind}", ${cstr(name)}, ${shape.length}, _off, _shp, _dims);`);
+    ctx.line(ctx.failExit);
+    ctx.close();
+  }
+  return names;
+}
+const exprLabel = (e: Expr): string => (e.kind === "var" ? e.name : "<expr>");
+
+// ------------------------------------------------------------------ reductions
+for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const d = x.dtype;
+      const S = scratchCType(d);
+      const A = kind === "sum" ? (isFloat(d) ? "double" : "int64_t") : S;
+      const op = (a: string, b: string): string => {
+        if (kind === "sum") return !isFloat(d) && d === "int64" ? `tspto_add_sat(${a}, ${b})` : `(${a} + ${b})`;
+        if (isFloat(d)) return `tspto_f${kind}<float>(${a}, ${b})`;
+        return `(${S})tspto_i${kind}(${a}, ${b})`;
+      };
+      const fin = (acc: string): string => (kind !== "sum" ? acc : isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`);
+      const elem = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      if (axis === "row") {
+        const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
+        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+        ctx.line(`${A} ${l}[8];`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${kind === "sum" ? `(${A})0` : `(${A})${elem(`${r} * ${n}`)}`};`);
+        ctx.line(`int64_t ${j} = 0;`);
+        ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
+        ctx.close();
+        ctx.line(`for (; ${j} < ${n}; ++${j}) ${l}[${j} & 7] = ${op(`${l}[${j} & 7]`, `(${A})${elem(`${r} * ${n} + ${j}`)}`)};`);
+        ctx.line(`${o}[${r}] = ${fin(op(op(op(`${l}[0]`, `${l}[1]`), op(`${l}[2]`, `${l}[3]`)), op(op(`${l}[4]`, `${l}[5]`), op(`${l}[6]`, `${l}[7]`))))};`);
+        ctx.close();
+      } else {
+        const B = 256;
+        const c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), a = ctx.fresh("a"), i = ctx.fresh("i"), c = ctx.fresh("c");
+        ctx.open(`for (int64_t ${c0} = 0; ${c0} < ${n}; ${c0} += ${B}) {`);
+        ctx.line(`const int64_t ${cn} = ${n} - ${c0} < ${B} ? ${n} - ${c0} : ${B};`);
+        ctx.line(`${A} ${a}[${B}];`);
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${a}[${c}] = ${kind === "sum" ? `(${A})0` : `(${A})${elem(`${c0} + ${c}`)}`};`);
+        ctx.open(`for (int64_t ${i} = ${kind === "sum" ? 0 : 1}; ${i} < ${m}; ++${i}) {`);
+        ctx.line("#pragma GCC ivdep");
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${a}[${c}] = ${op(`${a}[${c}]`, `(${A})${elem(`${i} * ${n} + ${c0} + ${c}`)}`)};`);
+        ctx.close();
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${o}[${c0} + ${c}] = ${fin(`${a}[${c}]`)};`);
+        ctx.close();
+      }
+    },
+  });
+}
+
+// ------------------------------------------------------------------ row / column broadcasts
+for (const axis of ["row", "col"] as const) {
+  for (const [suffix, bin] of Object.entries(EXPAND_OPS)) {
+    const fm = BINARY_CPP[bin];
+    def(`tile.${axis}Expand${suffix}`, {
+      kind: "tile-stmt",
+      emitInto(ctx, call, dest) {
+        const [m, n] = tileOperand(call.args[0]).shape;
+        const d = dest.type.dtype;
+        const et = ctx.elements(call.args[0]), ev = ctx.elements(call.args[1]);
+        const o = destPtr(ctx, dest);
+        shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${binaryElem(fm, d,
+          { kind: "tile", code: et(`${r} * ${n} + ${c}`), dtype: d }, { kind: "tile", code: ev(axis === "row" ? r : c), dtype: d })};`);
+      },
+    });
+  }
+  def(`tile.${axis}Expand`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const [m, n] = tileOperand(call.args[0]).shape;
+      const ev = ctx.elements(call.args[1]);
+      const o = destPtr(ctx, dest);
+      shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${ev(axis === "row" ? r : c)};`);
+    },
+  });
+}
+
+// ------------------------------------------------------------------ matmul
+function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
+  const base = accArg ? 1 : 0;
+  const at = tileOperand(call.args[base]), bt = tileOperand(call.args[base + 1]);
+  const [m, k] = at.shape, n = bt.shape[1];
+  const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
+  const ec = accArg ? ctx.elements(accArg) : null;
+  const o = destPtr(ctx, dest);
+  const i = ctx.fresh("i"), kk = ctx.fresh("k"), j = ctx.fresh("j");
+  ctx.open(`for (int64_t ${i} = 0; ${i} < ${m}; ++${i}) {`);
+  if (isFloat(at.dtype)) {
+    // i-k-j: the output row is the accumulator; the inner loop is contiguous in b and out.
+    const row = ctx.fresh("row"), aik = ctx.fresh("aik");
+    ctx.line(`float* __restrict ${row} = ${o} + ${i} * ${n};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${n}; ++${j}) ${row}[${j}] = ${ec ? ec(`${i} * ${n} + ${j}`) : "0.0f"};`);
+    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+    ctx.line(`const float ${aik} = ${ea(`${i} * ${k} + ${kk}`)};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${n}; ++${j}) ${row}[${j}] = ${row}[${j}] + ${aik} * ${eb(`${kk} * ${n} + ${j}`)};`);
+    ctx.close();
+  } else {
+    // integers: int64 accumulators, 256 columns at a time, saturated to int32 at the end
+    const B = 256;
+    const j0 = ctx.fresh("j"), jn = ctx.fresh("jn"), acc = ctx.fresh("acc"), aik = ctx.fresh("aik");
+    ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n}; ${j0} += ${B}) {`);
+    ctx.line(`const int64_t ${jn} = ${n} - ${j0} < ${B} ? ${n} - ${j0} : ${B};`);
+    ctx.line(`int64_t ${acc}[${B}];`);
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] = ${ec ? `(int64_t)${ec(`${i} * ${n} + ${j0} + ${j}`)}` : "0"};`);
+    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+    ctx.line(`const int64_t ${aik} = (int64_t)${ea(`${i} * ${k} + ${kk}`)};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] += ${aik} * (int64_t)${eb(`${kk} * ${n} + ${j0} + ${j}`)};`);
+    ctx.close();
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${o}[${i} * ${n} + ${j0} + ${j}] = ${SAT[dest.type.dtype]}(${acc}[${j}]);`);
+    ctx.close();
+  }
+  ctx.close();
+}
+def("tile.matmul", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, null); } });
+def("tile.matmulAcc", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, call.args[0]); } });
+
+// ------------------------------------------------------------------ shape ops
+// reshape keeps the row-major order: element i of the result is element i of the operand.
+def("tile.reshape", { kind: "elementwise", emit(_call, [a]) { return a.code; } });
+
+def("tile.slice", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const shape = dest.type.shape;
+    const off = tileWindow(ctx, "slice", exprLabel(call.args[0]), call.args[1], shape, x.shape, call.span);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, shape, (idx) => `${o}[${linear(idx, shape)}] = ${ex(linear(idx, x.shape, off))};`);
+  },
+});
+
+def("tile.concat", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const [m, na] = tileOperand(call.args[0]).shape, nb = tileOperand(call.args[1]).shape[1];
+    const n = na + nb;
+    const ea = ctx.elements(call.args[0]), eb = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const r = ctx.fresh("r"), c = ctx.fresh("c");
+    ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+    ctx.line(`for (int64_t ${c} = 0; ${c} < ${na}; ++${c}) ${o}[${r} * ${n} + ${c}] = ${ea(`${r} * ${na} + ${c}`)};`);
+    ctx.line(`for (int64_t ${c} = 0; ${c} < ${nb}; ++${c}) ${o}[${r} * ${n} + ${na} + ${c}] = ${eb(`${r} * ${nb} + ${c}`)};`);
+    ctx.close();
+  },
+});
+
+def("tile.assemble", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const t = tileOperand(call.args[0]), s = tileOperand(call.args[1]);
+    const off = tileWindow(ctx, "assemble", exprLabel(call.args[0]), call.args[2], s.shape, t.shape, call.span);
+    const et = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const i = ctx.fresh("i");
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${i} = 0; ${i} < ${numel(t.shape)}; ++${i}) ${o}[${i}] = ${et(i)};`);
+    shapeLoops(ctx, s.shape, (idx) => `${o}[${linear(idx, t.shape, off)}] = ${es(linear(idx, s.shape))};`);
+  },
+});
+
+def("tile.fillpad", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const valid = validRegion(x, call.span);
+    const d = x.dtype;
+    const pad = scratchLit(d, toDType(padValue(d, String(call.attrs.padValue ?? "zero")), d));
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, x.shape, (idx) => {
+      const inside = idx.flatMap((v, ax) => (valid[ax] < x.shape[ax] ? [`${v} < ${valid[ax]}`] : []));
+      const at = linear(idx, x.shape);
+      return `${o}[${at}] = ${inside.length ? `(${inside.join(" && ")}) ? ${ex(at)} : ${pad}` : ex(at)};`;
+    });
+  },
+});
+
+// read: one element as a scalar (tiles in scratch; tensors in device memory, in kernels)
+const scalarOfElem = (d: DType, code: string): CExpr => {
+  const ct = scalarCType(d);
+  return { code: ct === "bool" ? `(${code} != 0)` : `(${ct})${code}`, ctype: ct };
+};
+def("tile.read", {
+  kind: "scalar-stmt",
+  emit(ctx, call) {
+    const x = tileOperand(call.args[0]);
+    const idx = tileWindow(ctx, "read", exprLabel(call.args[0]), call.args[1], x.shape.map(() => 1), x.shape, call.span);
+    const e = ctx.elements(call.args[0]);
+    const v = scalarOfElem(x.dtype, e(idx.map((s, ax) => (strides(x.shape)[ax] === 1 ? s : `${s} * ${strides(x.shape)[ax]}`)).join(" + ")));
+    const name = ctx.fresh("rd");
+    ctx.line(`const ${v.ctype} ${name} = ${v.code};`);
+    return { code: name, ctype: v.ctype };
+  },
+});
+def("tensor.read", {
+  kind: "scalar-stmt",
+  emit(ctx, call) {
+    const t = ctx.tensor(call.args[0]);
+    const shape = t.type.shape;
+    const idx = tileWindow(ctx, "read", t.label, call.args[1], shape.map(() => 1), shape, call.span, "tensor");
+    const T = storageCType(t.type.dtype);
+    const at = idx.map((s, ax) => (strides(shape)[ax] === 1 ? s : `${s} * ${strides(shape)[ax]}`)).join(" + ");
+    const v = scalarOfElem(t.type.dtype, loadConv(t.type.dtype, `((const ${T}*)${t.ptr})[${at}]`));
+    const name = ctx.fresh("rd");
+    ctx.line(`const ${v.ctype} ${name} = ${v.code};`);
+    return { code: name, ctype: v.ctype };
+  },
+});
+
+// createTensor: an orchestration-level device buffer, zero-filled, freed at the end of the launch
+def("tensor.create", {
+  kind: "tensor-alloc",
+  emit(ctx, call, name) {
+    const t = call.type as TensorType;
+    const shape = t.shape.map((d) => {
+      if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `createTensor needs a static shape, got ${shapeStr(t.shape)}`, call.span);
+      return d;
+    });
+    ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${numel(shape) * DTYPE_BYTES[t.dtype]});  // createTensor(${shapeStr(shape)}, ${t.dtype})`);
+    ctx.line(`if (${name} == 0) ${ctx.failExit}`);
+  },
+});

@@ -267,6 +267,13 @@ class FnGen implements KernelCtx {
         if (value.kind === "call" && value.op === "call" && this.mode === "entry") return this.callStmt(value, targets);
         if (value.kind === "call") {
           const em = emitterFor(value.op, value.span);
+          if (em.kind === "tensor-alloc") {
+            if (this.mode !== "entry") internal(`op '${value.op}' in InCore function '${this.fn.name}'`, span);
+            const name = this.newName(t);
+            em.emit(this, value, name);
+            this.tensors.set(t.id, { ptr: name, type: st, label: t.name });
+            return;
+          }
           if (em.kind === "tensor-stmt") {
             this.open(`{  // ${comment(value.op)} -> ${comment(t.name)} (${comment(spanWhere(value.span))})`);
             em.emit(this, value);
@@ -599,6 +606,7 @@ class FnGen implements KernelCtx {
         if (e.type.kind !== "scalar") return internal(`op '${e.op}' of type ${typeStr(e.type)} used as a scalar`, e.span);
         if (e.op === "call") return internal("a function call used as a scalar", e.span);
         const em = emitterFor(e.op, e.span);
+        if (em.kind === "scalar-stmt") return em.emit(this, e);
         if (em.kind !== "scalar") return internal(`op '${e.op}' used as a scalar`, e.span);
         return em.emit(e, e.args.map((a) => this.scalar(a)));
       }

@@ -131,6 +131,25 @@ __attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntime
   put("] (axis %d)", axis);
   rt->fail(rt->ctx, buf);
 }
+// a window (slice / assemble / read) outside a tile or tensor: "slice window [..] + [..] is outside tile 'x' of shape [..] (axis k)"
+__attribute__((cold, noinline)) static void tspto_bounds_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,
+    const char* kind, const char* name, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
+  char buf[1024];
+  size_t n = 0;
+  auto put = [&](const char* fmt, auto... xs) {
+    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
+  };
+  int axis = 0;
+  for (int i = 0; i < rank; ++i) if (off[i] < 0 || off[i] > dims[i] - shape[i]) { axis = i; break; }
+  put("%s: %s window [", where, what);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)off[i]);
+  put("] + [");
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)shape[i]);
+  put("] is outside %s '%s' of shape [", kind, name);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)dims[i]);
+  put("] (axis %d)", axis);
+  rt->fail(rt->ctx, buf);
+}
 __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntimeApi* rt, const char* kernel, int64_t need) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "kernel '%s' needs %lld bytes of scratch but a core has %lld", kernel, (long long)need,

@@ -64,3 +64,73 @@ export const dimsOf = (t: TensorType): Dim[] => [...t.shape];
 export const asTile = (v: Value): TileValue => v as TileValue;
 export const asTensor = (v: Value): TensorValue => v as TensorValue;
 export const attrs = (a: Attrs) => a;
+
+/** The i-th operand as a tile (a clear error otherwise). */
+export function expectTile(ctx: InferCtx, i: number, what: string): TileType {
+  return expectKind(ctx, i, ["tile"], what);
+}
+
+/** A 2-D tile operand (reductions, broadcasts, matmul, concat). */
+export function expect2D(ctx: InferCtx, i: number, what: string): TileType {
+  const t = expectTile(ctx, i, what);
+  if (t.shape.length !== 2) ctx.fail(`${what} must be a 2-D tile, got ${typeStr(t)}`, "reshape it to [rows, cols] first: pl.reshape(x, [M, N])");
+  return t;
+}
+
+/** Row-major strides of a static shape. */
+export function stridesOf(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/** Static valid extents of a tile type (the shape when it has no validShape; null when a dim is symbolic). */
+export function staticValid(t: TileType): number[] | null {
+  if (!t.validShape) return [...t.shape];
+  return t.validShape.every((d) => typeof d === "number") ? (t.validShape as number[]) : null;
+}
+
+/**
+ * Check that the window [off, off+shape) fits inside `outer` on every axis where the offset
+ * is a constant (the rest is checked at run time).
+ */
+export function checkTileWindow(ctx: InferCtx, what: string, offsets: (number | null)[], shape: readonly number[], outer: readonly number[], outerName: string, kind = "tile"): void {
+  if (offsets.length !== outer.length) {
+    ctx.fail(`${what} has ${offsets.length} offsets but ${kind} '${outerName}' has rank ${outer.length}`, `give one offset per dimension of ${shapeStr(outer)}`);
+  }
+  if (shape.length !== outer.length) ctx.fail(`${what} shape ${shapeStr(shape)} has rank ${shape.length} but ${kind} '${outerName}' has rank ${outer.length}`);
+  for (let ax = 0; ax < shape.length; ax++) {
+    const off = offsets[ax];
+    if (shape[ax] > outer[ax] || (off !== null && (off < 0 || off + shape[ax] > outer[ax]))) {
+      ctx.fail(`${what} window [${offsets.map((o) => o ?? "?").join(", ")}] + ${shapeStr(shape)} is outside ${kind} '${outerName}' of shape ${shapeStr(outer)} (axis ${ax}: ${off ?? "?"}..${off === null ? "?" : off + shape[ax]} > ${outer[ax]})`,
+        "keep offset + shape within the bounds on every axis");
+    }
+  }
+}
+
+/** dtype lowest / highest (fillpad "min" / "max"). */
+export function dtypeLowest(d: DType): number {
+  switch (d) {
+    case "float32": return -3.4028234663852886e38;
+    case "float16": return -65504;
+    case "bfloat16": return -3.3895313892515355e38;
+    case "int8": return -128;
+    case "int16": return -32768;
+    case "int32": return -2147483648;
+    case "int64": return -9223372036854775808;
+    case "uint8": case "bool": return 0;
+  }
+}
+export function dtypeHighest(d: DType): number {
+  switch (d) {
+    case "float32": return 3.4028234663852886e38;
+    case "float16": return 65504;
+    case "bfloat16": return 3.3895313892515355e38;
+    case "int8": return 127;
+    case "int16": return 32767;
+    case "int32": return 2147483647;
+    case "int64": return 9223372036854775807;
+    case "uint8": return 255;
+    case "bool": return 1;
+  }
+}

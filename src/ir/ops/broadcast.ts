@@ -1,0 +1,67 @@
+// Broadcasts of a row or column vector over a 2-D tile:
+//   rowExpand<Op>(t[M,N], v[M,1]): out[r][c] = t[r][c] <op> v[r]      (Op: Add, Sub, Mul, Div)
+//   colExpand<Op>(t[M,N], v[1,N]): out[r][c] = t[r][c] <op> v[c]
+//   rowExpand(target[M,N], v[M,1]) / colExpand(target[M,N], v[1,N]): v broadcast to the
+//   target's shape (the target's values are unused; its shape, memory and validShape are kept).
+// Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
+// dtype).
+import { registerOp, type InferCtx } from "../registry.js";
+import { tileT, typeStr, type TileType } from "../types.js";
+import { mkTile, toDType, type TileValue } from "../values.js";
+import { BINARY } from "./elementwise.js";
+import { argName, expect2D } from "./common.js";
+
+export const EXPAND_OPS: Record<string, keyof typeof BINARY> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div" };
+
+function inferExpand(ctx: InferCtx, name: string, axis: "row" | "col"): TileType {
+  const t = expect2D(ctx, 0, `the first operand of ${name}`);
+  const v = expect2D(ctx, 1, `the vector operand of ${name}`);
+  const [m, n] = t.shape;
+  const want = axis === "row" ? [m, 1] : [1, n];
+  if (v.shape[0] !== want[0] || v.shape[1] !== want[1]) {
+    ctx.fail(`the vector '${argName(ctx.args[1])}' must have shape [${want.join(", ")}] to broadcast along the ${axis === "row" ? "rows" : "columns"} of ${typeStr(t)}, got ${typeStr(v)}`,
+      axis === "row" ? "row broadcasts take a [M, 1] tile (e.g. a rowSum result); use colExpand* for a [1, N] one" : "column broadcasts take a [1, N] tile; use rowExpand* for a [M, 1] one");
+  }
+  if (v.dtype !== t.dtype) ctx.fail(`dtypes differ: ${t.dtype} and ${v.dtype}`, `cast one operand first, e.g. pl.cast(v, "${t.dtype}")`);
+  return tileT(t.shape, t.dtype, t.mem, t.validShape);
+}
+
+for (const axis of ["row", "col"] as const) {
+  for (const [suffix, bin] of Object.entries(EXPAND_OPS)) {
+    const name = `${axis}Expand${suffix}`;
+    const fn = BINARY[bin].fn;
+    registerOp({
+      name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+      doc: axis === "row"
+        ? `${name}(t[M,N], v[M,1]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast along each row`
+        : `${name}(t[M,N], v[1,N]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast down each column`,
+      params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
+      infer: (ctx) => inferExpand(ctx, name, axis),
+      evaluate([tv, vv], _attrs, _env, call) {
+        const t = tv as TileValue, v = vv as TileValue;
+        const type = call.type as TileType;
+        const [m, n] = t.shape;
+        const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null);
+        for (let r = 0; r < m; r++) {
+          for (let c = 0; c < n; c++) out.data[r * n + c] = toDType(fn(t.data[r * n + c], v.data[axis === "row" ? r : c], type.dtype), type.dtype);
+        }
+        return out;
+      },
+    });
+  }
+  const name = `${axis}Expand`;
+  registerOp({
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    doc: `${name}(target[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): v broadcast to the target's shape (target values unused)`,
+    params: [{ name: "target", kind: "value" }, { name: "v", kind: "value" }],
+    infer: (ctx) => inferExpand(ctx, name, axis),
+    evaluate([tv, vv], _attrs, _env, call) {
+      const t = tv as TileValue, v = vv as TileValue;
+      const type = call.type as TileType;
+      const [m, n] = t.shape;
+      const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null);
+      for (let r = 0; r < m; r++) for (let c = 0; c < n; c++) out.data[r * n + c] = v.data[axis === "row" ? r : c];
+      return out;
+    },
+  });
+}

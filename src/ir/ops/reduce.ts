@@ -1,0 +1,104 @@
+// Reductions of 2-D tiles: rowSum/rowMax/rowMin (the last axis -> [M, 1]) and
+// colSum/colMax/colMin (the first axis -> [1, N]).
+//
+// Numerics (the cpu code generator follows them exactly):
+// - float sums accumulate in fp64 and are rounded once to the tile's dtype. Along a row the
+//   sum is kept in REDUCE_LANES (8) interleaved partial sums (element j goes to lane j % 8),
+//   combined as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) — the order a vectorized loop uses; down
+//   a column the rows are added in order.
+// - integer sums accumulate in int64 and saturate to the dtype.
+// - max/min are exact (order-free); NaN propagates, max(-0, 0) = 0, min(-0, 0) = -0.
+// - The whole tile is reduced, pad included: a tile loaded with a validShape reads as pad
+//   (zero) outside it — use fillpad(x, "min") before rowMax, for example. The result's
+//   validShape keeps the input's valid rows (row reductions) or columns (column reductions).
+// Row reductions take a scratch tile of the input's shape and dtype (PyPTO's contract); the
+// cpu platform does not need it, but a missing one is an error.
+import { registerOp, type InferCtx } from "../registry.js";
+import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
+import { mkTile, toDType, type TileValue } from "../values.js";
+import { BINARY } from "./elementwise.js";
+import { argName, expect2D } from "./common.js";
+
+export const REDUCE_LANES = 8;
+export type ReduceKind = "sum" | "max" | "min";
+
+const maxFn = BINARY.maximum.fn, minFn = BINARY.minimum.fn;
+/** Combine two partial results of a reduction. */
+export function reduceOp(kind: ReduceKind, a: number, b: number, d: DType): number {
+  return kind === "sum" ? a + b : kind === "max" ? maxFn(a, b, d) : minFn(a, b, d);
+}
+
+/** Reduce `n` values (get(j)) the way a row reduction does (lanes for sums). */
+export function reduceRow(kind: ReduceKind, n: number, get: (j: number) => number, d: DType): number {
+  if (kind !== "sum") {
+    let acc = get(0);
+    for (let j = 1; j < n; j++) acc = reduceOp(kind, acc, get(j), d);
+    return acc;
+  }
+  if (!isFloat(d)) {
+    let acc = 0;
+    for (let j = 0; j < n; j++) acc += get(j);
+    return acc;
+  }
+  const l = new Array<number>(REDUCE_LANES).fill(0);
+  for (let j = 0; j < n; j++) l[j % REDUCE_LANES] += get(j);
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/** Reduce `n` values in order (column reductions). */
+export function reduceCol(kind: ReduceKind, n: number, get: (i: number) => number, d: DType): number {
+  let acc = kind === "sum" ? 0 : get(0);
+  for (let i = kind === "sum" ? 0 : 1; i < n; i++) acc = reduceOp(kind, acc, get(i), d);
+  return acc;
+}
+
+export const REDUCTIONS: Record<string, { axis: "row" | "col"; kind: ReduceKind }> = {
+  rowSum: { axis: "row", kind: "sum" }, rowMax: { axis: "row", kind: "max" }, rowMin: { axis: "row", kind: "min" },
+  colSum: { axis: "col", kind: "sum" }, colMax: { axis: "col", kind: "max" }, colMin: { axis: "col", kind: "min" },
+};
+
+function inferReduction(ctx: InferCtx, name: string, axis: "row" | "col"): TileType {
+  const x = expect2D(ctx, 0, `the operand of ${name}`);
+  if (x.dtype === "bool") ctx.fail(`cannot reduce a bool tile`, `cast it first: pl.cast(x, "int32")`);
+  const [m, n] = x.shape;
+  if (ctx.args.length < 2) {
+    if (axis === "row") {
+      ctx.fail(`needs a scratch tile of the input's shape ${JSON.stringify(x.shape)} as its second operand (PyPTO's contract)`,
+        `const tmp = pl.createTile([${m}, ${n}], pl.${x.dtype === "float32" ? "FP32" : x.dtype.toUpperCase()}); pl.${name}(${argName(ctx.args[0])}, tmp)`);
+    }
+  } else {
+    const tmp = ctx.argTypes[1];
+    if (tmp.kind !== "tile" || !dimsEqual(tmp.shape, x.shape) || tmp.dtype !== x.dtype) {
+      ctx.fail(`the scratch tile must be a tile of the input's shape and dtype (Tile<${JSON.stringify(x.shape)}, ${x.dtype}>), got ${typeStr(tmp)}`,
+        `create it with pl.createTile([${m}, ${n}], "${x.dtype}")`);
+    }
+  }
+  const v = x.validShape;
+  return axis === "row"
+    ? tileT([m, 1], x.dtype, x.mem, v ? [v[0], 1] : null)
+    : tileT([1, n], x.dtype, x.mem, v ? [1, v[1]] : null);
+}
+
+for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
+  const what = kind === "sum" ? "sum" : kind === "max" ? "maximum" : "minimum";
+  registerOp({
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    doc: axis === "row"
+      ? `${name}(x[M,N], tmp[M,N]) -> [M,1]: the ${what} of each row (tmp: a scratch tile of x's shape${kind === "sum" ? "; float sums in fp64, 8 lanes" : ""})`
+      : `${name}(x[M,N], tmp?) -> [1,N]: the ${what} of each column${kind === "sum" ? " (float sums in fp64, rows in order)" : ""}`,
+    params: [{ name: "x", kind: "value" }, { name: "tmp", kind: "value", optional: true }],
+    infer: (ctx) => inferReduction(ctx, name, axis),
+    evaluate([xv], _attrs, _env, call) {
+      const x = xv as TileValue;
+      const t = call.type as TileType;
+      const [m, n] = x.shape;
+      const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+      if (axis === "row") {
+        for (let r = 0; r < m; r++) out.data[r] = toDType(reduceRow(kind, n, (j) => x.data[r * n + j], x.dtype), t.dtype);
+      } else {
+        for (let c = 0; c < n; c++) out.data[c] = toDType(reduceCol(kind, m, (i) => x.data[i * n + c], x.dtype), t.dtype);
+      }
+      return out;
+    },
+  });
+}

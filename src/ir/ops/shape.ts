@@ -1,0 +1,260 @@
+// Shape ops: reshape, slice, concat, assemble, fillpad, read; and createTensor (an
+// orchestration-level device buffer).
+import { registerOp, type InferCtx } from "../registry.js";
+import { numel, scalarT, shapeStr, tensorT, tileT, typeStr, type DType, type TensorType, type TileType } from "../types.js";
+import { mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
+import { newTensor } from "./elementwise.js";
+import {
+  argName, checkTileWindow, checkWindow, constItems, dtypeHighest, dtypeLowest, expect2D, expectDType, expectKind, expectShape, expectTile, ints, stridesOf,
+} from "./common.js";
+
+const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
+
+/** Copy the window `src[off : off + shape]` (row-major, any rank) through get/put. */
+function forWindow(shape: readonly number[], fn: (k: number[]) => void): void {
+  const n = numel(shape);
+  const idx = new Array<number>(shape.length).fill(0);
+  for (let e = 0; e < n; e++) {
+    fn(idx);
+    for (let ax = shape.length - 1; ax >= 0; ax--) { if (++idx[ax] < shape[ax]) break; idx[ax] = 0; }
+  }
+}
+const dot = (idx: readonly number[], strides: readonly number[], off?: readonly number[]) =>
+  idx.reduce((s, v, ax) => s + (v + (off ? off[ax] : 0)) * strides[ax], 0);
+
+function runtimeCheck(what: string, kind: string, offsets: readonly number[], shape: readonly number[], outer: readonly number[], fail: (m: string) => never): void {
+  for (let ax = 0; ax < shape.length; ax++) {
+    if (offsets[ax] < 0 || offsets[ax] + shape[ax] > outer[ax]) {
+      fail(`${what} window [${offsets.join(", ")}] + [${shape.join(", ")}] is outside ${kind} of shape [${outer.join(", ")}] (axis ${ax})`);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ reshape
+registerOp({
+  name: "tile.reshape", pl: "reshape", level: "tile", pure: true, fusable: false,
+  doc: "reshape(x, shape): the same elements (row-major order) as a tile of another shape with as many elements",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }],
+  infer(ctx) {
+    const x = expectTile(ctx, 0, "the operand of reshape");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    if (numel(shape) !== numel(x.shape)) {
+      ctx.fail(`cannot reshape ${typeStr(x)} (${numel(x.shape)} elements) to ${shapeStr(shape)} (${numel(shape)} elements)`, "the new shape must have as many elements as the old one");
+    }
+    if (x.validShape) ctx.fail(`cannot reshape a tile with a validShape (${shapeStr(x.validShape)})`, `pad it first: pl.fillpad(${where(ctx, 0)}, "zero")`);
+    return tileT(shape, x.dtype, x.mem);
+  },
+  evaluate([x], _attrs, _env, call) {
+    const t = call.type as TileType;
+    return mkTile(t.shape, t.dtype, t.mem, null, Float64Array.from((x as TileValue).data));
+  },
+});
+
+// ------------------------------------------------------------------ slice
+registerOp({
+  name: "tile.slice", pl: "slice", level: "tile", pure: true, fusable: false,
+  doc: "slice(x, shape, offset): the sub-tile x[offset : offset + shape] (offsets may be scalar expressions)",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "offset", kind: "values" }],
+  infer(ctx) {
+    const x = expectTile(ctx, 0, "the operand of slice");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    return tileT(shape, x.dtype, x.mem);
+  },
+  check(ctx) {
+    const x = ctx.argTypes[0] as TileType;
+    checkTileWindow(ctx, "slice", constItems(ctx.args[1]), ints(ctx.attrs.shape), x.shape, where(ctx, 0));
+  },
+  evaluate([xv, offs], _attrs, env, call) {
+    const x = xv as TileValue, off = offs as number[];
+    const t = call.type as TileType;
+    runtimeCheck("slice", "a tile", off, t.shape, x.shape, (m) => env.fail(m, call.span));
+    const out = mkTile(t.shape, t.dtype, t.mem);
+    const xs = stridesOf(x.shape), os = stridesOf(t.shape);
+    forWindow(t.shape, (k) => { out.data[dot(k, os)] = x.data[dot(k, xs, off)]; });
+    return out;
+  },
+});
+
+registerOp({
+  name: "tensor.slice", pl: "slice", level: "tensor", pure: true,
+  doc: "slice(t, shape, offset) on a tensor: the window t[offset : offset + shape] as a tensor value (inside pl.at; lowered to loads at the offset)",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "offset", kind: "values" }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of slice");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    return tensorT(shape, x.dtype);
+  },
+  check(ctx) {
+    checkWindow(ctx, "slice", constItems(ctx.args[1]), ints(ctx.attrs.shape), ctx.argTypes[0] as TensorType, where(ctx, 0));
+  },
+  effects: (args) => ({ reads: args[0]?.kind === "var" ? [0] : [], writes: [] }),
+  evaluate([xv, offs], _attrs, env, call) {
+    const x = xv as TensorValue, off = offs as number[];
+    const t = call.type as TensorType;
+    const shape = t.shape as number[];
+    runtimeCheck("slice", "a tensor", off, shape, x.shape, (m) => env.fail(m, call.span));
+    const out = newTensor(shape, t.dtype);
+    const xs = stridesOf(x.shape), os = stridesOf(shape);
+    forWindow(shape, (k) => writeElem(out, dot(k, os), readElem(x, dot(k, xs, off))));
+    return out;
+  },
+});
+
+// ------------------------------------------------------------------ concat
+registerOp({
+  name: "tile.concat", pl: "concat", level: "tile", pure: true, fusable: false,
+  doc: "concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis)",
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  infer(ctx) {
+    const a = expect2D(ctx, 0, "the first operand of concat");
+    const b = expect2D(ctx, 1, "the second operand of concat");
+    if (a.shape[0] !== b.shape[0]) {
+      ctx.fail(`row counts differ: '${where(ctx, 0)}' has ${a.shape[0]} rows (${typeStr(a)}) but '${where(ctx, 1)}' has ${b.shape[0]} (${typeStr(b)})`,
+        "concat joins tiles along the last axis: both need the same number of rows");
+    }
+    if (a.dtype !== b.dtype) ctx.fail(`dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(b, "${a.dtype}")`);
+    return tileT([a.shape[0], a.shape[1] + b.shape[1]], a.dtype, a.mem);
+  },
+  evaluate([av, bv], _attrs, _env, call) {
+    const a = av as TileValue, b = bv as TileValue;
+    const t = call.type as TileType;
+    const [m, n] = t.shape, na = a.shape[1], nb = b.shape[1];
+    const out = mkTile(t.shape, t.dtype, t.mem);
+    for (let r = 0; r < m; r++) {
+      for (let c = 0; c < na; c++) out.data[r * n + c] = a.data[r * na + c];
+      for (let c = 0; c < nb; c++) out.data[r * n + na + c] = b.data[r * nb + c];
+    }
+    return out;
+  },
+});
+
+// ------------------------------------------------------------------ assemble
+registerOp({
+  name: "tile.assemble", pl: "assemble", level: "tile", pure: true, fusable: false,
+  doc: "assemble(target, src, offset): a copy of the target tile with src written at offset (tiles); on tensors: writes src into target at offset",
+  params: [{ name: "target", kind: "value" }, { name: "src", kind: "value" }, { name: "offset", kind: "values" }],
+  infer(ctx) {
+    const t = expectTile(ctx, 0, "the target of assemble");
+    const s = expectTile(ctx, 1, "the source of assemble");
+    if (s.dtype !== t.dtype) ctx.fail(`dtypes differ: target ${t.dtype}, source ${s.dtype}`, `cast the source first: pl.cast(src, "${t.dtype}")`);
+    return tileT(t.shape, t.dtype, t.mem, t.validShape);
+  },
+  check(ctx) {
+    const t = ctx.argTypes[0] as TileType, s = ctx.argTypes[1] as TileType;
+    checkTileWindow(ctx, "assemble", constItems(ctx.args[2]), s.shape, t.shape, where(ctx, 0));
+  },
+  evaluate([tv, sv, offs], _attrs, env, call) {
+    const t = tv as TileValue, s = sv as TileValue, off = offs as number[];
+    const type = call.type as TileType;
+    runtimeCheck("assemble", "a tile", off, s.shape, t.shape, (m) => env.fail(m, call.span));
+    const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null, Float64Array.from(t.data));
+    const ts = stridesOf(t.shape), ss = stridesOf(s.shape);
+    forWindow(s.shape, (k) => { out.data[dot(k, ts, off)] = s.data[dot(k, ss)]; });
+    return out;
+  },
+});
+
+registerOp({
+  name: "tensor.assemble", pl: "assemble", level: "tensor", pure: false,
+  doc: "assemble(target, src, offset) on tensors: write the tensor value src into target at offset (inside pl.at; lowered to tiled loads and stores)",
+  params: [{ name: "target", kind: "value" }, { name: "src", kind: "value" }, { name: "offset", kind: "values" }],
+  infer(ctx) {
+    const t = expectKind(ctx, 0, ["tensor"], "the target of assemble");
+    const s = ctx.argTypes[1];
+    if (s?.kind === "tile") ctx.fail(`the source is a tile (${typeStr(s)}) but the target '${where(ctx, 0)}' is a tensor`, `write a tile into a tensor with pl.store(tile, offsets, ${where(ctx, 0)})`);
+    const st = expectKind(ctx, 1, ["tensor"], "the source of assemble");
+    if (st.dtype !== t.dtype) ctx.fail(`dtypes differ: target ${t.dtype}, source ${st.dtype}`, `cast the source first: pl.cast(src, "${t.dtype}")`);
+    if (!st.shape.every((d) => typeof d === "number")) ctx.fail(`the source must have a static shape, got ${typeStr(st)}`);
+    return t;
+  },
+  check(ctx) {
+    checkWindow(ctx, "assemble", constItems(ctx.args[2]), (ctx.argTypes[1] as TensorType).shape as number[], ctx.argTypes[0] as TensorType, where(ctx, 0));
+  },
+  effects: (args) => ({ reads: args[1]?.kind === "var" ? [1] : [], writes: [0] }),
+  evaluate([tv, sv, offs], _attrs, env, call) {
+    const t = tv as TensorValue, s = sv as TensorValue, off = offs as number[];
+    runtimeCheck("assemble", "a tensor", off, s.shape, t.shape, (m) => env.fail(m, call.span));
+    const ts = stridesOf(t.shape), ss = stridesOf(s.shape);
+    forWindow(s.shape, (k) => writeElem(t, dot(k, ts, off), readElem(s, dot(k, ss))));
+    return t;
+  },
+});
+
+// ------------------------------------------------------------------ fillpad
+export const PAD_VALUES = ["zero", "min", "max"] as const;
+export function padValue(d: DType, pad: string): number {
+  return pad === "min" ? dtypeLowest(d) : pad === "max" ? dtypeHighest(d) : 0;
+}
+registerOp({
+  name: "tile.fillpad", pl: "fillpad", level: "tile", pure: true, fusable: false,
+  doc: `fillpad(x, padValue = "zero"): x with the region outside its validShape set to 0 / the dtype's lowest ("min") / highest ("max"); the result is fully valid`,
+  params: [{ name: "x", kind: "value" }, { name: "padValue", kind: "string", optional: true }],
+  infer(ctx) {
+    const x = expectTile(ctx, 0, "the operand of fillpad");
+    const pad = ctx.attrs.padValue ?? "zero";
+    if (!(PAD_VALUES as readonly unknown[]).includes(pad)) ctx.fail(`unknown pad value ${JSON.stringify(pad)}`, `use "zero", "min" (the dtype's lowest value) or "max" (its highest)`);
+    if (x.validShape && !x.validShape.every((d) => typeof d === "number")) ctx.fail(`fillpad needs a static validShape, got ${shapeStr(x.validShape)}`);
+    return tileT(x.shape, x.dtype, x.mem);
+  },
+  evaluate([xv], attrs, _env, call) {
+    const x = xv as TileValue;
+    const t = call.type as TileType;
+    const out = mkTile(t.shape, t.dtype, t.mem, null, Float64Array.from(x.data));
+    if (!x.validShape) return out;
+    const pv = padValue(t.dtype, String(attrs.padValue ?? "zero"));
+    const xs = stridesOf(x.shape);
+    forWindow(x.shape, (k) => { if (k.some((v, ax) => v >= x.validShape![ax])) out.data[dot(k, xs)] = pv; });
+    return out;
+  },
+});
+
+// ------------------------------------------------------------------ read
+for (const level of ["tile", "tensor"] as const) {
+  registerOp({
+    name: `${level}.read`, pl: "read", level, pure: true,
+    doc: level === "tile" ? "read(x, indices): one element of a tile, as a scalar of its dtype" : "read(t, indices): one element of a tensor, as a scalar (in kernels)",
+    params: [{ name: "x", kind: "value" }, { name: "indices", kind: "values" }],
+    infer(ctx) {
+      const x = expectKind(ctx, 0, [level], "the operand of read");
+      const idx = ctx.args[1];
+      if (idx?.kind !== "list" || idx.items.length !== x.shape.length) {
+        ctx.fail(`needs ${x.shape.length} indices for ${typeStr(x)}, got ${idx?.kind === "list" ? idx.items.length : "none"}`, `give one index per dimension, e.g. pl.read(x, [${x.shape.map(() => "0").join(", ")}])`);
+      }
+      return scalarT(x.dtype);
+    },
+    check(ctx) {
+      const x = ctx.argTypes[0] as TileType | TensorType;
+      constItems(ctx.args[1]).forEach((i, ax) => {
+        const d = x.shape[ax];
+        if (i !== null && typeof d === "number" && (i < 0 || i >= d)) {
+          ctx.fail(`index ${i} is out of bounds for axis ${ax} of ${typeStr(x)} '${where(ctx, 0)}'`, `indices run from 0 to ${d - 1}`);
+        }
+      });
+    },
+    effects: level === "tensor" ? () => ({ reads: [0], writes: [] }) : undefined,
+    evaluate([xv, iv], _attrs, env, call) {
+      const x = xv as TileValue | TensorValue, idx = iv as number[];
+      idx.forEach((i, ax) => {
+        if (!Number.isInteger(i) || i < 0 || i >= x.shape[ax]) env.fail(`read index [${idx.join(", ")}] is outside a ${level} of shape [${x.shape.join(", ")}] (axis ${ax})`, call.span);
+      });
+      const k = dot(idx, stridesOf(x.shape));
+      const v = x.kind === "tile" ? x.data[k] : readElem(x, k);
+      return x.dtype === "bool" ? v !== 0 : v;
+    },
+  });
+}
+
+// ------------------------------------------------------------------ createTensor
+registerOp({
+  name: "tensor.create", pl: "createTensor", level: "orchestration", pure: true,
+  doc: "createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes)",
+  params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }],
+  infer(ctx) {
+    return tensorT(expectShape(ctx, "shape", ctx.attrs.shape), expectDType(ctx, "dtype", ctx.attrs.dtype));
+  },
+  evaluate(_a, _attrs, _env, call) {
+    const t = call.type as TensorType;
+    return newTensor(t.shape as number[], t.dtype);
+  },
+});
+
