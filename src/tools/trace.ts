@@ -204,10 +204,11 @@ export interface TraceHtmlOptions {
   title?: string;
   /** Where the trace came from (shown under the heading). */
   source?: string;
-  /** Width of the time axis in px (default: 1020, wider for dense traces). */
+  /** Width of the time axis in px (default: 1000, shrinking to fit the window; wider and scrolling for dense traces). */
   plotWidth?: number;
 }
 
+const DEFAULT_PLOT_W = 1000;
 const LABEL_W = 132;
 const ROW_H = 30;
 const BAR_H = 22;
@@ -244,7 +245,7 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
   const title = opts.title ?? "Swimlane";
   const span = model.t1 - model.t0;
   const maxPerTrack = Math.max(0, ...model.tracks.map((t) => t.tasks.length));
-  const plotW = opts.plotWidth ?? Math.min(16000, Math.max(1020, maxPerTrack * 12));
+  const plotW = opts.plotWidth ?? Math.min(16000, Math.max(DEFAULT_PLOT_W, maxPerTrack * 12));
   const scale = span > 0 ? plotW / span : 0;
   const x = (ts: number) => LABEL_W + (ts - model.t0) * scale;
 
@@ -264,7 +265,9 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
   const width = LABEL_W + plotW + PAD_R;
 
   const svg: string[] = [];
-  svg.push(`<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(title)}">`);
+  // a default-width timeline shrinks to fit a narrower window; a dense (wider) one scrolls
+  const fit = opts.plotWidth === undefined && plotW <= DEFAULT_PLOT_W ? ` style="max-width:100%;height:auto"` : "";
+  svg.push(`<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"${fit} role="img" aria-label="${esc(title)}">`);
   // row backgrounds and labels
   model.tracks.forEach((t, i) => {
     const h = t.lanes * ROW_H;
