@@ -71,7 +71,9 @@ Scheduler::Scheduler(const SchedulerConfig& config, SchedulerHooks hooks)
     : config_(config), hooks_(std::move(hooks)), ring_(config.window) {
   const uint64_t scratch = config_.scratch_bytes == 0 ? 64 : (config_.scratch_bytes + 63) / 64 * 64;
   try {
-    for (uint32_t c = 0; c < config_.core_threads; ++c) {
+    // One arena per core thread, plus one for the orchestration thread, which runs ready
+    // tasks itself while it waits (WaitAll, a full ring).
+    for (uint32_t c = 0; c <= config_.core_threads; ++c) {
       void* p = std::aligned_alloc(64, scratch);
       if (p == nullptr) throw std::bad_alloc();
       scratch_.push_back(p);
@@ -163,6 +165,11 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
 
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   LockSpin(lock);
+  // The task held back by the previous Submit goes to the cores now.
+  if (held_ != kNone) {
+    PushReady(held_);
+    held_ = kNone;
+  }
   const uint32_t slot = static_cast<uint32_t>(next_seq_ % ring_.size());
   // Wait for the ring slot, the heap budget and the dependency-edge budget.
   for (;;) {
@@ -213,7 +220,10 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   if (newest_ != kNone) ring_[newest_].next = slot;
   newest_ = slot;
   if (t.pending == 0) {
-    PushReady(slot);
+    // Ready, but held back until the next Submit: if the orchestration waits next, it runs
+    // the task itself (no hand-off to a core thread and back).
+    t.state = State::kReady;
+    held_ = slot;
   } else {
     t.state = State::kWaiting;
   }
@@ -227,8 +237,42 @@ void Scheduler::PushReady(uint32_t slot) {
   if (sleeping_cores_ > 0) work_cv_.notify_one();
 }
 
+bool Scheduler::TryClaim() {
+  uint32_t n = ready_count_.load(std::memory_order_acquire);
+  while (n != 0) {
+    if (ready_count_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+bool Scheduler::RunHeld() {
+  if (held_ == kNone) return false;
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  LockSpin(lock);
+  const uint32_t slot = held_;
+  held_ = kNone;
+  if (in_flight_.load(std::memory_order_relaxed) != 1) {
+    // Other tasks are in flight: the cores take it, so that no more than core_threads
+    // tasks ever run at once.
+    PushReady(slot);
+    return false;
+  }
+  // The only task in flight: run it here (nothing else can run meanwhile: the
+  // orchestration is busy). A kernel running here may not submit or wait.
+  Task& task = ring_[slot];
+  task.state = State::kRunning;
+  lock.unlock();
+  tl_on_core = true;
+  Execute(task, config_.core_threads);
+  tl_on_core = false;
+  LockSpin(lock);
+  Complete(slot);
+  return true;
+}
+
 bool Scheduler::WaitAll() {
   if (tl_on_core) return false;
+  RunHeld();
   if (SpinFor([&] { return in_flight_.load(std::memory_order_acquire) == 0; })) return true;
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   LockSpin(lock);
@@ -248,13 +292,7 @@ void Scheduler::CoreLoop(uint32_t core) {
   }
   // ready_count_ counts ready tasks not yet claimed. A core claims one by decrementing it
   // (CAS) before taking the lock, so waking cores do not all rush for the same task.
-  auto try_claim = [this] {
-    uint32_t n = ready_count_.load(std::memory_order_acquire);
-    while (n != 0) {
-      if (ready_count_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return true;
-    }
-    return false;
-  };
+  auto try_claim = [this] { return TryClaim(); };
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   for (;;) {
     if (!try_claim()) {

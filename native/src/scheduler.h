@@ -14,6 +14,10 @@
 // * Core threads take ready tasks in submission order. Each owns a 64-byte-aligned scratch
 //   arena; the runtime appends [scratch address, runtime-api address] to the task's slots.
 // * Idle threads spin briefly, then park on a condition variable: no CPU when idle.
+// * The last task submitted is held back until the next Submit. When the orchestration
+//   then waits (WaitAll) and it is the only task in flight, the orchestration thread runs
+//   it itself (with a scratch arena of its own): a launch of one small task costs no
+//   hand-off between threads. Never more than core_threads tasks run at once.
 //
 // Submit/WaitAll are called by the launch's orchestration thread (one launch at a time per
 // device); they are rejected on core threads (a kernel cannot submit or wait).
@@ -101,6 +105,11 @@ class Scheduler {
   static constexpr uint32_t kNone = 0xffffffffu;
 
   void CoreLoop(uint32_t core);
+  // Claims one ready task (decrements ready_count_); false when none is ready.
+  bool TryClaim();
+  // On the orchestration thread (WaitAll): runs the held task itself when it is the only
+  // task in flight (scratch arena core_threads), else hands it to the cores.
+  bool RunHeld();
   void Execute(Task& task, uint32_t core);
   void Complete(uint32_t slot);  // mu_ held
   void PushReady(uint32_t slot);  // mu_ held
@@ -129,8 +138,12 @@ class Scheduler {
   uint64_t deps_used_ = 0;                // mu_
   int64_t last_end_ns_ = 0;               // mu_
   std::vector<uint32_t> preds_;           // mu_, reused by FindPredecessors
+  // The last submitted task when it was ready at submission: not yet in ready_, so the
+  // orchestration thread can run it itself in WaitAll. Published by the next Submit.
+  // Only the orchestration thread reads or writes it.
+  uint32_t held_ = kNone;
 
-  std::vector<void*> scratch_;  // one per core, 64-byte aligned
+  std::vector<void*> scratch_;  // one per core + one for the orchestration thread (RunHeld), 64-byte aligned
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> tasks_run_{0};
   bool shut_down_ = false;
