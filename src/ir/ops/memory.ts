@@ -35,7 +35,9 @@ registerOp({
     return tileT(shape, t.dtype, (ctx.attrs.mem as Mem | undefined) ?? "Vec", valid);
   },
   check(ctx) {
-    checkWindow(ctx, "load", constItems(ctx.args[1]), ints(ctx.attrs.shape), ctx.argTypes[0] as TensorType, argName(ctx.args[0]));
+    // a partial tile (validShape) reads only its valid region
+    const region = ctx.attrs.validShape == null ? ints(ctx.attrs.shape) : ints(ctx.attrs.validShape);
+    checkWindow(ctx, "load", constItems(ctx.args[1]), region, ctx.argTypes[0] as TensorType, argName(ctx.args[0]));
   },
   effects: () => ({ reads: [0], writes: [] }),
   evaluate([t, offs], attrs, env, call) {
@@ -76,7 +78,9 @@ registerOp({
   },
   check(ctx) {
     const tile = ctx.argTypes[0] as TileType;
-    checkWindow(ctx, "store", constItems(ctx.args[1]), tile.shape, ctx.argTypes[2] as TensorType, argName(ctx.args[2]));
+    // only the valid region is written
+    const region = tile.validShape && tile.validShape.every((d) => typeof d === "number") ? tile.validShape as number[] : tile.shape;
+    checkWindow(ctx, "store", constItems(ctx.args[1]), region, ctx.argTypes[2] as TensorType, argName(ctx.args[2]));
   },
   effects: () => ({ reads: [], writes: [2] }),
   evaluate([t, offs, o], _attrs, env, call) {
