@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { Program } from "../ir/index.js";
 import { TsptoCompileError } from "../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END, generateCpp, kernelSymbols, type GeneratedCpp } from "./cpp/generate.js";
+import { CPP_PRELUDE } from "./cpp/prelude.js";
 import { COMPILER_FINGERPRINT } from "../version.js";
 import { LIBRARY_PATH, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, entrySignature, validateMeta, type CompiledMeta } from "./meta.js";
 
@@ -72,6 +73,22 @@ function whichSync(cmd: string): string | null {
   return null;
 }
 
+/**
+ * `--version` of a compiler binary, remembered by the binary's path, size and mtime (so a
+ * process does not spawn the compiler just to name it): the memo file, and the version when
+ * it was recorded before.
+ */
+function versionMemo(command: string, exe: string): { file: string; path: string; version: string | null } | null {
+  const path = whichSync(exe);
+  if (!path) return null;
+  let id: string;
+  try { const st = statSync(path); id = `${command}\0${path}\0${st.size}\0${st.mtimeMs}`; } catch { return null; }
+  const file = join(tmpdir(), `tspto-toolchain-${process.getuid?.() ?? "user"}`, `${sha256(id).slice(0, 24)}.txt`);
+  let version: string | null = null;
+  try { version = readFileSync(file, "utf8").trim() || null; } catch { /* not recorded yet */ }
+  return { file, path, version };
+}
+
 const CXX_HINT = "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)";
 
 /**
@@ -86,6 +103,12 @@ function toolchain(): Toolchain {
     const cached = toolchains.get(command);
     if (cached) return cached;
     const argv = command.split(/\s+/);
+    const memo = versionMemo(command, argv[0]);
+    if (memo?.version) {
+      const tc = { command, argv, path: memo.path, version: memo.version };
+      toolchains.set(command, tc);
+      return tc;
+    }
     const r = spawnSync(argv[0], [...argv.slice(1), "--version"], { encoding: "utf8", timeout: 60_000 });
     if (r.error) {
       firstError ||= `C++ compiler '${command}' could not be run (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})`;
@@ -94,6 +117,7 @@ function toolchain(): Toolchain {
     const version = `${r.stdout ?? ""}\n${r.stderr ?? ""}`.split(/\r?\n/).map((l) => l.trim()).find((l) => l) ?? "unknown";
     const tc = { command, argv, path: whichSync(argv[0]), version };
     toolchains.set(command, tc);
+    if (memo) try { writeAtomic(memo.file, version); } catch { /* best effort */ }
     return tc;
   }
   throw new TsptoCompileError("E_CXX", env ? firstError : `no C++ compiler found (tried ${candidates.join(", ")})`, undefined, CXX_HINT);
@@ -177,8 +201,66 @@ function canonicalJSON(json: unknown): string {
 }
 
 // ------------------------------------------------------------------ compile
+// ------------------------------------------------------------------ precompiled header
+// Parsing the prelude's standard headers (<cmath> above all) is most of a small program's
+// C++ compile time. They are precompiled once per toolchain + flags + header text (at
+// `npm install`, else on first use) into native/build/pch/<key>/ (or a per-user temp
+// directory when the package is read-only) and force-included; gcc checks that the .gch
+// matches the compilation (-Winvalid-pch) and otherwise reads the headers as usual, so
+// the generated code is the same either way. TSPTO_PCH=0 disables it.
+const PCH_FLAGS = CXX_FLAGS.filter((f) => f !== "-shared");
+const pchFailed = new Set<string>();
+
+/** The prelude's #include lines (what the PCH holds). */
+function pchHeaderText(): string {
+  return `${CPP_PRELUDE.split(/\r?\n/).filter((l) => l.startsWith("#include")).join("\n")}\n`;
+}
+
+function pchDirs(key: string): string[] {
+  const pkg = join(dirname(abiIncludeDir()), "build", "pch", key);
+  const uid = process.getuid?.() ?? "user";
+  return [pkg, join(tmpdir(), `tspto-pch-${uid}`, key)];
+}
+
+/**
+ * The header to force-include (its .gch next to it), building the PCH when `build` and it
+ * is missing; null when unavailable (gcc only: clang uses another PCH format).
+ */
+export function precompiledHeader(tc: Toolchain, build = true): string | null {
+  if (process.env.TSPTO_PCH === "0" || /clang|icpx|intel/i.test(`${tc.command} ${tc.version}`)) return null;
+  const header = pchHeaderText();
+  let abi = "";
+  try { abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8"); } catch { return null; }
+  const key = sha256([tc.command, tc.path ?? "", tc.version, PCH_FLAGS.join(" "), header, abi].join("\0")).slice(0, 24);
+  for (const d of pchDirs(key)) if (existsSync(join(d, "tspto_pch.h.gch"))) return join(d, "tspto_pch.h");
+  if (!build || pchFailed.has(key)) return null;
+  for (const d of pchDirs(key)) {
+    try {
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+      const h = join(d, "tspto_pch.h");
+      if (!existsSync(h)) writeAtomic(h, header);
+      const tmp = join(d, `tspto_pch.h.gch.tmp-${process.pid}-${rand()}`);
+      const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...PCH_FLAGS, "-I", abiIncludeDir(), "-x", "c++-header", h, "-o", tmp],
+        { encoding: "utf8", timeout: 600_000 });
+      if (r.error || r.status !== 0 || !existsSync(tmp)) { rmSync(tmp, { force: true }); continue; }
+      renameSync(tmp, join(d, "tspto_pch.h.gch"));
+      return h;
+    } catch {
+      continue;
+    }
+  }
+  pchFailed.add(key);
+  return null;
+}
+
+/** Builds the PCH for the default toolchain (the `npm install` step); never throws. */
+export function installPrecompiledHeader(): string | null {
+  try { return precompiledHeader(toolchain()); } catch { return null; }
+}
+
 function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
-  const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), "-o", LIBRARY_PATH, SOURCE_PATH];
+  const pch = precompiledHeader(tc);
+  const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
   const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: 600_000, maxBuffer: 64 << 20 });
   const ms = performance.now() - t0;

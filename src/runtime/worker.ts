@@ -93,6 +93,9 @@ function signatureOf(meta: CompiledMeta): ParamSig[] {
 
 const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
 
+/** Set by ChipWorker's static block (it reaches the private registration methods). */
+let trustedLaunch: (w: ChipWorker, compiled: CompiledProgram) => (args: readonly unknown[]) => unknown;
+
 export class ChipWorker implements Disposable {
   readonly config: RunConfig;
   readonly #owner: DeviceTensorOwner = { workerId: nextWorkerId++ };
@@ -315,6 +318,39 @@ export class ChipWorker implements Disposable {
     return r.length === 1 ? args[r[0]] : r.map((i) => args[i]);
   }
 
+  static {
+    trustedLaunch = (w, compiled) => {
+      const reg = w.#register(compiled);
+      return (args) => w.#launchTrusted(reg, args);
+    };
+  }
+
+  /**
+   * A launch whose arguments the caller already matched against the program's signature
+   * (the jit's fast path compared shapes, dtypes and specialized values): HostTensor and
+   * scalar arguments are packed without validating them again.
+   */
+  #launchTrusted(reg: Registration, args: readonly unknown[]): unknown {
+    if (reg.closed || this.#closed) return this.#launch(reg, args as unknown[]); // throws the closed error
+    const sig = reg.sig;
+    for (let i = 0; i < sig.length; i++) {
+      const p = sig[i];
+      if (p.tensor) {
+        reg.args[i] = (args[i] as HostTensor).data;
+        reg.kinds[i] = p.hostKind;
+      } else {
+        reg.args[i] = args[i];
+        reg.kinds[i] = p.scalarKind;
+      }
+    }
+    if (reg.moduleId >= 0) {
+      this.lastDeviceNs = this.#device!.launch(reg.moduleId, reg.args, reg.kinds);
+    } else {
+      this.lastDeviceNs = this.#interpLaunch(reg);
+    }
+    return this.#result(reg, args as unknown[]);
+  }
+
   #launch(reg: Registration, args: unknown[]): unknown {
     this.#pack(reg, args);
     if (reg.moduleId >= 0) {
@@ -434,6 +470,13 @@ function mismatch(reg: Registration, p: ParamSig, i: number, shape: readonly num
     "the program was compiled for the shapes and dtypes of its sample arguments: compile it again for these (jit calls specialize automatically)");
 }
 
+/**
+ * @internal For the jit's fast path: a launcher of `compiled` on `w` that skips argument
+ * validation (HostTensor and scalar arguments already matched against the signature).
+ */
+export function trustedLauncher(w: ChipWorker, compiled: CompiledProgram): (args: readonly unknown[]) => unknown {
+  return trustedLaunch(w, compiled);
+}
 // ------------------------------------------------------------------ default workers
 const defaultWorkers = new Map<string, ChipWorker>();
 

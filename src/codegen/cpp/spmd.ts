@@ -51,7 +51,8 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
     const b = bandOf.get(x.arg);
     if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
     // rows [lo, last iteration + extent), clamped to the tensor
-    const end = `std::min<int64_t>(${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}, ${int(b.rows)})`;
+    const last = `${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}`;
+    const end = `(${last} < ${int(b.rows)} ? ${last} : ${int(b.rows)})`;
     return `{ ${x.ptr} + ${lo} * ${int(b.rowBytes)}, (${end} - ${lo}) * ${int(b.rowBytes)}, ${x.mode}, 0 }`;
   });
   g.line(`const TsptoAccess ${ac}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
