@@ -2,7 +2,7 @@
 // task. Its read/write set (from the callee's parameter directions) is recorded on the call
 // as `accesses`, with a `scopeId` naming the call site; the runtime orders tasks whose
 // regions overlap with a write. Also checks that a kernel writes only Out/InOut params.
-import { TsptoCompileError, mapStmtExprs, mkCall, type Func, type Program, type AttrValue } from "../ir/index.js";
+import { TsptoCompileError, effectsOf, forEachExpr, getOp, mapStmtExprs, mkCall, type Func, type Program, type AttrValue, type Span } from "../ir/index.js";
 import type { Pass } from "./manager.js";
 import { tensorAccess } from "./outline.js";
 
@@ -33,7 +33,17 @@ function checkKernelWrites(p: Program, f: Func): void {
   const { writes } = tensorAccess(p, f.body);
   for (const prm of f.params) {
     if (prm.dir === "in" && writes.has(prm.var.id)) {
-      throw new TsptoCompileError("E_WRITE_IN", `kernel '${f.name}' writes parameter '${prm.var.name}', which it does not declare Out or InOut`, prm.var.span,
+      // point at the first op that writes it (the parameter's declaration goes in the message)
+      let at: Span | undefined;
+      forEachExpr(f.body, (e) => {
+        if (at || e.kind !== "call" || e.op === "call") return;
+        const eff = effectsOf(getOp(e.op), e.args, e.attrs);
+        if (eff.writes.some((i) => { const a = e.args[i]; return a?.kind === "var" && a.id === prm.var.id; })) at = e.span;
+      });
+      const decl = prm.var.span;
+      throw new TsptoCompileError("E_WRITE_IN",
+        `kernel '${f.name}' writes parameter '${prm.var.name}', which it does not declare Out or InOut` +
+        (at && decl.line ? ` (declared at ${decl.file}:${decl.line}:${decl.col})` : ""), at ?? decl,
         `annotate it pl.Out<pl.Tensor> (written only) or pl.InOut<pl.Tensor> (read and written)`);
     }
   }

@@ -14,7 +14,7 @@
 // Row reductions take a scratch tile of the input's shape and dtype (PyPTO's contract); the
 // cpu platform does not need it, but a missing one is an error.
 import { registerOp, type InferCtx } from "../registry.js";
-import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
+import { DTYPE_CONST, dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, toDType, type TileValue } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D } from "./common.js";
@@ -64,7 +64,7 @@ function inferReduction(ctx: InferCtx, name: string, axis: "row" | "col"): TileT
   if (ctx.args.length < 2) {
     if (axis === "row") {
       ctx.fail(`needs a scratch tile of the input's shape ${JSON.stringify(x.shape)} as its second operand (PyPTO's contract)`,
-        `const tmp = pl.createTile([${m}, ${n}], pl.${x.dtype === "float32" ? "FP32" : x.dtype.toUpperCase()}); pl.${name}(${argName(ctx.args[0])}, tmp)`);
+        `const tmp = pl.createTile([${m}, ${n}], pl.${DTYPE_CONST[x.dtype]}); pl.${name}(${argName(ctx.args[0])}, tmp)`);
     }
   } else {
     const tmp = ctx.argTypes[1];
