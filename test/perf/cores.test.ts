@@ -3,7 +3,9 @@
 // floats (bit-identical in practice: each element is computed the same way); whole-tensor
 // kernels are split into row-band tasks (SPMD) that the scheduler spreads over the cores.
 import { afterAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { pl, ir, ChipWorker, RunConfig, randn, zeros, tensor, assertClose, type HostTensor } from "tspto";
 import { forEachStmt } from "../../src/ir/index.js";
 
@@ -35,6 +37,18 @@ const rowLoop = pl.jit(function rowLoop(a: pl.Tensor, mid: pl.Out<pl.Tensor>, ou
     for (const r of pl.range(0, ROWS, TR)) {
       const t = pl.load(mid, [r, 0], [TR, COLS]);
       pl.store(pl.sub(t, 5), [r, 0], out);
+    }
+  });
+  return out;
+});
+
+/** A load of the store's window (forwarded into the store) next to a shifted one (staged). */
+const shifted = pl.jit(function shifted(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const r of pl.range(0, ROWS - TR, TR)) {
+      const next = pl.load(a, [r + TR, 0], [TR, COLS]);
+      const here = pl.load(a, [r, 0], [TR, COLS]);
+      pl.store(pl.sub(next, here), [r, 0], out);
     }
   });
   return out;
@@ -135,6 +149,18 @@ describe("results with 1 and with all core threads agree with the interpreter", 
     const got = zeros([1024, 512]);
     w.copyFrom(got, dx, dx.nbytes);
     expect(Array.from(got.data as Float32Array)).toEqual(Array.from(x.add(y).data as Float32Array));
+  });
+});
+
+describe("load forwarding", () => {
+  it("reads a load of the store's window straight from the tensor, and stages a shifted one", () => {
+    const a = randn([ROWS, COLS], { seed: 10 });
+    const { compiled } = agree(shifted, () => [clone(a), zeros([ROWS, COLS])]);
+    const src = readFileSync(join(compiled.outputDir, "kernels", "program.cpp"), "utf8");
+    expect(src).toMatch(/here \(forwarded load\)/);
+    expect(src).not.toMatch(/next \(forwarded load\)/);
+    const big = add.compile(zeros([1024, 512]), zeros([1024, 512]), zeros([1024, 512]));
+    expect(readFileSync(join(big.outputDir, "kernels", "program.cpp"), "utf8").match(/\(forwarded load\)/g)).toHaveLength(2);
   });
 });
 

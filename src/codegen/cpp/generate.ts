@@ -10,6 +10,7 @@ import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var }
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit } from "./spmd.js";
+import { forwardableLoads, type ForwardedLoad } from "./forward.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
@@ -110,6 +111,8 @@ class FnGen implements KernelCtx {
   private readonly tensors = new Map<number, TensorRef>();
   readonly failExit: string;
   readonly scratchBytes: number = 0;
+  /** Loads read straight from the tensor by the store that uses them (./forward.ts). */
+  private readonly forwarded: Map<number, ForwardedLoad>;
 
   constructor(
     private readonly program: Program,
@@ -119,6 +122,7 @@ class FnGen implements KernelCtx {
   ) {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     if (mode === "kernel") this.scratchBytes = this.planCheck();
+    this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
   }
 
   // ---------------------------------------------------------------- output
@@ -260,6 +264,7 @@ class FnGen implements KernelCtx {
       }
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
+        if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
       case "tensor": {
         const st = staticTensor(t.type, `'${t.name}'`, t.span);
@@ -543,6 +548,14 @@ class FnGen implements KernelCtx {
       const t = x.kind === "const" ? null : x.type;
       if (t && t.kind === "tile") {
         if (x.kind === "var") {
+          const fw = this.forwarded.get(x.id);
+          if (fw && !ptrs.has(x.id)) {
+            const p = this.fresh("x");
+            const S = scratchCType(t.dtype);
+            const off = fw.offsets.map((o, k) => `(${this.scalar(o).code}) * ${intLit(fw.strides[k])}`).join(" + ");
+            this.line(`const ${S}* ${restrict ? "__restrict " : ""}${p} = (const ${S}*)${this.tensor(fw.tensor).ptr} + (${off});  // ${comment(x.name)} (forwarded load)`);
+            ptrs.set(x.id, p);
+          }
           if (!ptrs.has(x.id)) {
             const p = this.fresh("x");
             const S = scratchCType(t.dtype);

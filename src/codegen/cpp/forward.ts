@@ -1,0 +1,95 @@
+// Load forwarding (cpu codegen): `store(f(load(a, off, S), load(b, off, S)), off, out)` — the
+// shape tensor-to-tile gives every elementwise pl.assign — need not copy the windows of a
+// and b into scratch first: when a loaded tile is used only by the elementwise expression of
+// the next store of the same window (same offsets, same tile shape, tensors of the same
+// shape) and the window is contiguous in memory, the store's loop reads the tensor directly.
+// Element i of the window is read just before element i of the output is written, as in
+// the staged code, so the result is bit-identical (also when `out` aliases `a`); the loaded
+// values are stored in the tile's own type (no conversion: float32 and integer dtypes only).
+import type { Expr, Func, Stmt, TensorType, TileType } from "../../ir/index.js";
+import { forEachExpr, numel } from "../../ir/index.js";
+
+export interface ForwardedLoad {
+  /** The tensor variable read (a kernel parameter or alias of one). */
+  readonly tensor: Expr;
+  /** Offsets of the window (IR scalar expressions), one per tensor axis. */
+  readonly offsets: readonly Expr[];
+  /** Element strides of the tensor. */
+  readonly strides: readonly number[];
+}
+
+const SAME_TYPE = new Set(["float32", "int8", "int16", "int32", "int64", "uint8"]);
+
+function sameExpr(a: Expr, b: Expr): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === "var") return a.id === (b as typeof a).id;
+  if (a.kind === "const") return a.value === (b as typeof a).value;
+  if (a.kind === "list") return a.items.length === (b as typeof a).items.length && a.items.every((x, i) => sameExpr(x, (b as typeof a).items[i]));
+  const c = b as typeof a;
+  return a.op === c.op && a.args.length === c.args.length && a.args.every((x, i) => sameExpr(x, c.args[i])) && JSON.stringify(a.attrs) === JSON.stringify(c.attrs);
+}
+
+/** Is a [tile] window of a tensor of `dims` one contiguous run of elements? */
+function contiguous(tile: readonly number[], dims: readonly number[]): boolean {
+  let m = 0; // first axis where the tile is not 1
+  while (m < tile.length && tile[m] === 1) m++;
+  for (let k = m + 1; k < tile.length; k++) if (tile[k] !== dims[k]) return false;
+  return true;
+}
+
+const stridesOf = (dims: readonly number[]) => dims.map((_, k) => dims.slice(k + 1).reduce((a, b) => a * b, 1));
+
+/** Tile variables (by id) whose load the code generator may forward into a store. */
+export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
+  const out = new Map<number, ForwardedLoad>();
+  // uses of every variable in the whole function
+  const uses = new Map<number, number>();
+  forEachExpr(fn.body, (e) => { if (e.kind === "var") uses.set(e.id, (uses.get(e.id) ?? 0) + 1); });
+  const block = (ss: readonly Stmt[]): void => {
+    // candidate loads of this block, waiting for their store
+    let pending: { id: number; load: Extract<Expr, { kind: "call" }> }[] = [];
+    for (const s of ss) {
+      if (s.kind === "for" || s.kind === "while") { pending = []; block(s.body); continue; }
+      if (s.kind === "if") { pending = []; block(s.then); block(s.else); continue; }
+      if (s.kind === "assign" && s.targets.length === 1 && s.value.kind === "call" && s.value.op === "tile.load") {
+        const v = s.targets[0], load = s.value;
+        const tt = v.type as TileType, lt = load.type as TileType;
+        const tensor = load.args[0];
+        const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
+        const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
+        if (ten && full && tt.kind === "tile" && tt.dtype === ten.dtype && SAME_TYPE.has(ten.dtype) && load.attrs.pad === undefined &&
+            ten.shape.every((d) => typeof d === "number") && lt.shape.every((d) => typeof d === "number") &&
+            contiguous(lt.shape as number[], ten.shape as number[])) {
+          pending.push({ id: v.id, load });
+        }
+        continue;
+      }
+      if (s.kind === "eval" && s.expr.kind === "call" && s.expr.op === "tile.store") {
+        const st = s.expr;
+        const value = st.args[0], offs = st.args[1], target = st.args[2];
+        const vt = value.kind === "const" ? null : value.type;
+        const tt = target.kind === "var" && target.type.kind === "tensor" ? (target.type as TensorType) : null;
+        // uses of each pending tile inside this store's value
+        const inStore = new Map<number, number>();
+        forEachExpr([s], (e) => { if (e.kind === "var") inStore.set(e.id, (inStore.get(e.id) ?? 0) + 1); });
+        for (const p of pending) {
+          const lt = p.load.type as TileType;
+          const ten = (p.load.args[0] as Extract<Expr, { kind: "var" }>).type as TensorType;
+          if (!vt || vt.kind !== "tile" || !tt || value.kind === "var") continue; // a plain tile copy: nothing to fuse
+          if ((inStore.get(p.id) ?? 0) !== (uses.get(p.id) ?? 0)) continue;      // used elsewhere too
+          if (JSON.stringify(lt.shape) !== JSON.stringify((vt as TileType).shape)) continue;
+          if (JSON.stringify(ten.shape) !== JSON.stringify(tt.shape)) continue;
+          if ((vt as TileType).validShape && numel((vt as TileType).validShape as number[]) !== numel((vt as TileType).shape as number[])) continue;
+          if (!sameExpr(p.load.args[1], offs) || offs.kind !== "list") continue;
+          out.set(p.id, { tensor: p.load.args[0], offsets: offs.items, strides: stridesOf(ten.shape as number[]) });
+        }
+        pending = [];
+        continue;
+      }
+      // anything else (another op, a call) ends the window of the pending loads
+      if (s.kind !== "assign" || s.value.kind === "call" && (s.value.op.startsWith("tile.store") || s.value.op.startsWith("tensor."))) pending = [];
+    }
+  };
+  block(fn.body);
+  return out;
+}
