@@ -239,6 +239,30 @@ describe.each(PLATFORMS)("shape ops on %s", (platform) => {
   });
 });
 
+/** trace = sum of x[i][i] read with a loop-variable index; plus a tensor element read in the kernel. */
+const readKernel = pl.jit(function readKernel(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 8]);
+    let trace = 0.0;
+    for (const i of pl.range(8)) trace = trace + pl.read(x, [i, i]);
+    const corner = pl.read(a, [7, 0]);
+    pl.store(pl.add(pl.mul(pl.full([1, 8], pl.FP32, 1.0), trace), corner), [0, 0], out);
+  });
+  return out;
+});
+
+describe.each(PLATFORMS)("read on %s", (platform) => {
+  it("tile elements at loop-variable indices and a tensor element, as scalars", () => {
+    const A = randn([8, 8], { seed: 34 });
+    const a = A.toArray();
+    const out = zeros([1, 8]);
+    readKernel(A, out, cfg(platform));
+    let trace = 0;
+    for (let i = 0; i < 8; i++) trace += a[i * 8 + i];
+    assertClose(out, T(new Array(8).fill(trace + a[56]), [1, 8]), { rtol: 1e-6, atol: 1e-6 });
+  });
+});
+
 // ------------------------------------------------------------------ createTensor and sub-kernels
 const mmKernel = pl.jit.incore(function mmKernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
   const c = pl.matmul(pl.load(a, [0, 0], [32, 32], { mem: pl.Mem.Mat }), pl.load(b, [0, 0], [32, 32], { mem: pl.Mem.Mat }));
