@@ -8,11 +8,13 @@ const apiMd = fileURLToPath(new URL("../../../shared/API.md", import.meta.url));
 const seedTest = fileURLToPath(new URL("./seed_cpu.test.ts", import.meta.url));
 const quickstart = fileURLToPath(new URL("../../examples/quickstart.ts", import.meta.url));
 
-describe.runIf(existsSync(apiMd))("API.md §1 text", () => {
-  const section = /## 1\. The seed example[\s\S]*?```ts\n([\s\S]*?)```/.exec(readFileSync(apiMd, "utf8"));
-  it("is found in API.md", () => expect(section).not.toBeNull());
+const hasApi = existsSync(apiMd);
+const section = () => /## 1\. The seed example[\s\S]*?```ts\n([\s\S]*?)```/.exec(readFileSync(apiMd, "utf8"));
+
+describe.runIf(hasApi)("API.md §1 text", () => {
+  it("is found in API.md", () => expect(section()).not.toBeNull());
   it("is contained verbatim in the seed test and the quickstart example", () => {
-    const code = section![1];
+    const code = section()![1];
     expect(readFileSync(seedTest, "utf8")).toContain(code);
     expect(readFileSync(quickstart, "utf8")).toContain(code);
   });
