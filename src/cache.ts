@@ -15,7 +15,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { arch, cpus, homedir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
-import { CXX_FLAGS } from "./codegen/build.js";
+import { CXX_FLAGS, cpuFlags } from "./codegen/build.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
@@ -93,17 +93,6 @@ function which(cmd: string): string | null {
     try { if (statSync(p).isFile()) return p; } catch { /* not here */ }
   }
   return null;
-}
-
-/** The CPU feature flags (Linux /proc/cpuinfo; "" elsewhere). */
-function cpuFlags(): string {
-  try {
-    const text = readFileSync("/proc/cpuinfo", "utf8");
-    const m = /^(flags|Features)\s*:\s*(.*)$/m.exec(text);
-    return m ? m[2].trim() : "";
-  } catch {
-    return "";
-  }
 }
 
 /** The disk key of one specialization. */

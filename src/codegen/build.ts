@@ -73,6 +73,19 @@ function whichSync(cmd: string): string | null {
   return null;
 }
 
+let cpuFlagsMemo: string | undefined;
+/** The CPU's feature flags (Linux /proc/cpuinfo; "" elsewhere): -march=native code depends on them. */
+export function cpuFlags(): string {
+  if (cpuFlagsMemo !== undefined) return cpuFlagsMemo;
+  try {
+    const m = /^(flags|Features)\s*:\s*(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"));
+    cpuFlagsMemo = m ? m[2].trim() : "";
+  } catch {
+    cpuFlagsMemo = "";
+  }
+  return cpuFlagsMemo;
+}
+
 /**
  * `--version` of a compiler binary, remembered by the binary's path, size and mtime (so a
  * process does not spawn the compiler just to name it): the memo file, and the version when
@@ -296,7 +309,7 @@ export function compileArtifact(program: Program, opts: CompileArtifactOptions):
   if (platform === "cpu") {
     gen = generateCpp(program);
     tc = toolchain();
-    keyParts.push(sha256(gen.source), tc.command, tc.path ?? "", tc.version, CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "");
+    keyParts.push(sha256(gen.source), tc.command, tc.path ?? "", tc.version, CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
   }
   const key = sha256(keyParts.join("\0"));
   const outputDir = resolve(opts.outputDir ?? join(tmpdir(), "tspto", `${safeName(program.name)}-${key.slice(0, 16)}`));
