@@ -184,7 +184,7 @@ class ProgramBuilder {
       if (type.kind !== "scalar") mismatch();
       folded = mkConst(b.value, typeof b.value === "boolean" ? "bool" : (type as Extract<Type, { kind: "scalar" }>).dtype, spanOf(ks.src, p.node.name));
     }
-    return { name: p.name, node: p.node.name, type, dir: dir ?? (type.kind === "tensor" ? null : "in"), folded };
+    return { name: p.name, node: p.node.name, type, dir: dir ?? (type.kind === "tensor" && ann.kind !== "tensor" ? null : "in"), folded };
   }
 
   /** A call of a sub-kernel: specialize it on the argument types (once per signature). */

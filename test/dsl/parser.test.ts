@@ -11,6 +11,7 @@ import { FIX_SCALE, FIX_SHAPE, FIX_TILE } from "./fixtures/consts.js";
 import { RE_TILE } from "./fixtures/reexport.js";
 import { fixtureCopy } from "./fixtures/kernels.js";
 import { viaAlias, viaRoot } from "./fixtures/aliases.js";
+import { inferDirs } from "./fixtures/plain.js";
 import { defOf, f32, fn, opsOf, parse, stmtKinds, where } from "./helpers.js";
 
 const FILE = fileURLToPath(import.meta.url);
@@ -296,13 +297,13 @@ const twoResults = pl.jit.incore(function twoResults(a: pl.Tensor, b: pl.Tensor)
   return [b, a];
 });
 
-const entryWithSubs = pl.jit(function entryWithSubs(a: pl.Tensor, b: pl.Tensor, c: pl.Tensor, out: pl.Tensor, out2: pl.Tensor) {
+const entryWithSubs = pl.jit(function entryWithSubs(a: pl.Tensor, b: pl.Tensor, c: pl.Tensor, out: pl.Out<pl.Tensor>, out2: pl.Out<pl.Tensor>) {
   addTiles(a, b, out); // MARK:call-addTiles
   addTiles(a, a, out);
   addTiles(c, c, out2);
   const [x, y] = twoResults(a, b);
-  fixtureCopy(x, y);
-  return out;
+  fixtureCopy(y, out2);
+  return [out, x];
 });
 
 describe("sub-kernels", () => {
@@ -334,7 +335,7 @@ describe("sub-kernels", () => {
   it("records attrs, infers directions through callees, and spans into each kernel's file", () => {
     expect(fn(p, "addTiles").attrs).toEqual({ priority: 2, tags: ["x"] });
     expect(fn(p, "addTiles").params.map((q) => q.dir)).toEqual(["in", "in", "out"]);
-    // entry params without annotations: written through addTiles' Out param
+    // entry params: bare pl.Tensor = In, pl.Out = Out
     expect(fn(p).params.map((q) => q.dir)).toEqual(["in", "in", "in", "out", "out"]);
     expect(fn(p, "fixtureCopy").params.map((q) => q.dir)).toEqual(["in", "out"]);
     expect(fn(p, "fixtureCopy").span.file).toMatch(/test\/dsl\/fixtures\/kernels\.ts$/);
@@ -344,25 +345,26 @@ describe("sub-kernels", () => {
 
 // ---------------------------------------------------------------- direction inference
 
-const inferDirs = pl.jit(function inferDirs(a: pl.Tensor, unused: pl.Tensor, acc: pl.Tensor, out: pl.Tensor, viaAlias: pl.Tensor, whole: pl.Tensor) {
+const bareIn = pl.jit(function bareIn(a: pl.Tensor, out: pl.Tensor) {
   pl.at(pl.Level.CORE_GROUP, () => {
-    const t = pl.add(pl.load(a, [0, 0], [TILE, COLS]), pl.load(acc, [0, 0], [TILE, COLS]));
-    pl.store(t, [0, 0], acc);
-    pl.store(t, [0, 0], out);
-    const alias = viaAlias;
-    pl.store(t, [0, 0], alias);
-    pl.assign(whole, pl.exp(a));
+    pl.store(pl.load(a, [0, 0], [TILE, COLS]), [0, 0], out); // MARK:bare-in-store
   });
 });
 
-describe("direction inference", () => {
-  it("stored-to = out, stored-to and read = inout, else in", () => {
+describe("directions", () => {
+  it("plain JavaScript: stored-to = out, stored-to and read = inout, else in", () => {
     const p = parse(inferDirs, T, T, T, T, T, T);
     expect(fn(p).params.map((q) => [q.var.name, q.dir])).toEqual([
       ["a", "in"], ["unused", "in"], ["acc", "inout"], ["out", "out"], ["viaAlias", "out"], ["whole", "out"],
     ]);
     expect(opsOf(fn(p))).toContain("tensor.assign");
     expect(opsOf(fn(p))).toContain("tensor.exp");
+  });
+
+  it("a bare pl.Tensor annotation is In (API.md): writing it is an error that says to annotate pl.Out", () => {
+    const p = parse(bareIn, T, T);
+    expect(fn(p).params.map((q) => q.dir)).toEqual(["in", "in"]);
+    expect(() => bareIn.lower(zeros([ROWS, COLS]), zeros([ROWS, COLS]))).toThrow(/E_WRITE_IN[\s\S]*out[\s\S]*parser\.test\.ts:\d+:\d+[\s\S]*pl\.Out/);
   });
 });
 
