@@ -241,6 +241,16 @@ describe("bad input to ops", () => {
   });
 });
 
+// A sub-kernel whose bare pl.Tensor parameter (= In, API.md) is written.
+const writesIn = pl.jit.incore(function writesIn(a: pl.Tensor, y: pl.Tensor) {
+  const t = pl.load(a, [0, 0], [8, 16]);
+  pl.store(t, [0, 0], y); // MARK:writes-in
+});
+const callsWritesIn = pl.jit(function callsWritesIn(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  writesIn(a, out);
+  return out;
+});
+
 describe("bad multi-kernel programs", () => {
   it("an entry calling an entry", () => {
     expectError(() => outerEntry.lower(T(8, 16), T(8, 16)), {
@@ -265,5 +275,12 @@ describe("bad multi-kernel programs", () => {
     });
     const decl = where(FIXTURE, "function scale(", "x: pl.Tensor");
     expect(e.detail).toContain(`(declared at ${FIXTURE}:${decl.line}:${decl.col})`);
+  });
+
+  it("the same from jit source: a pl.jit.incore kernel writing its bare pl.Tensor parameter", () => {
+    expectError(() => callsWritesIn.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoCompileError, code: "E_WRITE_IN", marker: "MARK:writes-in", token: "pl.store",
+      message: "kernel 'writesIn' writes parameter 'y', which it does not declare Out or InOut", hint: "pl.Out<pl.Tensor>",
+    });
   });
 });
