@@ -14,8 +14,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { arch, cpus, homedir } from "node:os";
-import { delimiter, join, resolve } from "node:path";
-import { CXX_FLAGS, cpuFlags } from "./codegen/build.js";
+import { join, resolve } from "node:path";
+import { CXX_FLAGS, cpuFlags, whichSync } from "./codegen/build.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
@@ -74,7 +74,7 @@ export function toolchainId(): string {
   const parts: string[] = [];
   for (const cmd of cmds) {
     const exe = cmd.split(/\s+/)[0];
-    const path = which(exe);
+    const path = whichSync(exe);
     if (!path) { parts.push(`${cmd}:missing`); continue; }
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
     break;
@@ -85,15 +85,6 @@ export function toolchainId(): string {
   return id;
 }
 
-function which(cmd: string): string | null {
-  if (cmd.includes("/")) return existsSync(cmd) ? resolve(cmd) : null;
-  for (const d of (process.env.PATH ?? "").split(delimiter)) {
-    if (!d) continue;
-    const p = join(d, cmd);
-    try { if (statSync(p).isFile()) return p; } catch { /* not here */ }
-  }
-  return null;
-}
 
 /** The disk key of one specialization. */
 export function diskKey(sourceHash: string, specKey: string): string {

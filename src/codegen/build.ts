@@ -63,7 +63,8 @@ export function abiIncludeDir(): string {
 interface Toolchain { command: string; argv: string[]; path: string | null; version: string }
 const toolchains = new Map<string, Toolchain>();
 
-function whichSync(cmd: string): string | null {
+/** The resolved path of a command on $PATH (or a path), or null. */
+export function whichSync(cmd: string): string | null {
   if (cmd.includes("/")) return existsSync(cmd) ? resolve(cmd) : null;
   for (const d of (process.env.PATH ?? "").split(delimiter)) {
     if (!d) continue;
