@@ -345,6 +345,8 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
             InstanceMethod<&DeviceWrap::Launch>("launch"),
             InstanceMethod<&DeviceWrap::LaunchAsync>("launchAsync"),
             InstanceMethod<&DeviceWrap::Stats>("stats"),
+            InstanceMethod<&DeviceWrap::SetRecording>("setRecording"),
+            InstanceMethod<&DeviceWrap::TakeTrace>("takeTrace"),
             InstanceMethod<&DeviceWrap::Close>("close"),
             InstanceAccessor<&DeviceWrap::Closed>("closed"),
         });
@@ -538,6 +540,92 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
     set("moduleLoads", s.module_loads);
     set("tasksRun", s.tasks_run);
     return o;
+  }
+
+  // setRecording(mask, dumpBytes): TraceFlags of the following launches (1 tasks+edges,
+  // 2 argument snapshots, 4 hardware counters); 0 turns recording off.
+  void SetRecording(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    const double mask = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+    const double dump = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
+    if (!(mask >= 0 && mask <= 7 && mask == std::trunc(mask)) || !(dump >= 0 && dump == std::trunc(dump))) {
+      throw Napi::RangeError::New(env, "setRecording: mask must be an integer in [0, 7] and dumpBytes >= 0, got " +
+                                           Describe(info[0]) + ", " + Describe(info[1]));
+    }
+    core.SetRecording(static_cast<uint32_t>(mask), static_cast<uint64_t>(dump));
+  }
+
+  // takeTrace(): the trace of the last launch that recorded, or null (none since the last
+  // takeTrace). Times are steady_clock ns (as Numbers); addresses are BigInts.
+  Napi::Value TakeTrace(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    DeviceCore& core = Core(env);
+    Napi::Value result = env.Null();
+    core.TakeTrace([&](const DeviceCore::LaunchTrace* tr, const std::deque<TraceTask>& tasks,
+                       const std::vector<TraceEdge>& edges, const std::string& pmu_error) {
+      if (tr == nullptr) return;
+      auto num = [&](double v) { return Napi::Number::New(env, v); };
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("launchStartNs", num(static_cast<double>(tr->start_ns)));
+      o.Set("entryEndNs", num(static_cast<double>(tr->entry_end_ns)));
+      o.Set("launchEndNs", num(static_cast<double>(tr->end_ns)));
+      o.Set("mask", num(tr->mask));
+      o.Set("pmuError", Napi::String::New(env, pmu_error));
+      Napi::Array slots = Napi::Array::New(env, tr->slots.size());
+      for (size_t i = 0; i < tr->slots.size(); ++i) slots.Set(i, Napi::BigInt::New(env, tr->slots[i]));
+      o.Set("argSlots", slots);
+      Napi::Array orch = Napi::Array::New(env, tr->orch_buffers.size());
+      for (size_t i = 0; i < tr->orch_buffers.size(); ++i) {
+        Napi::Object b = Napi::Object::New(env);
+        b.Set("base", Napi::BigInt::New(env, tr->orch_buffers[i].first));
+        b.Set("nbytes", num(static_cast<double>(tr->orch_buffers[i].second)));
+        orch.Set(i, b);
+      }
+      o.Set("orchBuffers", orch);
+      Napi::Array ts = Napi::Array::New(env, tasks.size());
+      uint32_t k = 0;
+      for (const TraceTask& t : tasks) {
+        Napi::Object x = Napi::Object::New(env);
+        x.Set("id", num(t.id));
+        x.Set("kernel", Napi::String::New(env, t.name ? t.name : "?"));
+        x.Set("scope", num(t.scope));
+        x.Set("core", num(t.core));
+        x.Set("submitNs", num(static_cast<double>(t.dispatch_ns)));
+        x.Set("startNs", num(static_cast<double>(t.start_ns)));
+        x.Set("endNs", num(static_cast<double>(t.end_ns)));
+        x.Set("cycles", num(static_cast<double>(t.cycles)));
+        x.Set("instructions", num(static_cast<double>(t.instructions)));
+        Napi::Array acc = Napi::Array::New(env, t.accesses.size());
+        for (size_t i = 0; i < t.accesses.size(); ++i) {
+          const TraceAccess& a = t.accesses[i];
+          Napi::Object y = Napi::Object::New(env);
+          y.Set("base", Napi::BigInt::New(env, static_cast<uint64_t>(a.access.base)));
+          y.Set("nbytes", num(static_cast<double>(a.access.nbytes)));
+          y.Set("mode", num(a.access.mode));
+          if ((tr->mask & kTraceDump) != 0) {
+            y.Set("before", Napi::Buffer<uint8_t>::Copy(env, a.before.data(), a.before.size()));
+            y.Set("after", Napi::Buffer<uint8_t>::Copy(env, a.after.data(), a.after.size()));
+          }
+          acc.Set(i, y);
+        }
+        x.Set("accesses", acc);
+        ts.Set(k++, x);
+      }
+      o.Set("tasks", ts);
+      Napi::Array es = Napi::Array::New(env, edges.size());
+      for (size_t i = 0; i < edges.size(); ++i) {
+        Napi::Object e = Napi::Object::New(env);
+        e.Set("from", num(edges[i].from));
+        e.Set("to", num(edges[i].to));
+        e.Set("fromAccess", num(edges[i].from_access));
+        e.Set("toAccess", num(edges[i].to_access));
+        es.Set(i, e);
+      }
+      o.Set("edges", es);
+      result = o;
+    });
+    return result;
   }
 
   void Close(const Napi::CallbackInfo& info) { core_->Close(); }

@@ -244,7 +244,14 @@ uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchAr
     }
   }
 
-  scheduler_->BeginLaunch();
+  trace_.valid = false;
+  recording_.store(record_mask_ != 0, std::memory_order_relaxed);
+  if (record_mask_ != 0) {
+    trace_.mask = record_mask_;
+    trace_.slots = slots_;
+    trace_.orch_buffers.clear();
+  }
+  scheduler_->BeginLaunch(record_mask_, dump_bytes_);
   const int64_t start = NowNs();
   int rc = 0;
   try {
@@ -261,6 +268,12 @@ uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchAr
   scheduler_->WaitAll();
   const int64_t end = std::max(entry_end, scheduler_->last_task_end_ns());
   launches_.fetch_add(1, std::memory_order_relaxed);
+  if (record_mask_ != 0) {
+    trace_.valid = true;
+    trace_.start_ns = start;
+    trace_.entry_end_ns = entry_end;
+    trace_.end_ns = end;
+  }
 
   const bool failed = failed_.load(std::memory_order_acquire);
   if (failed) {
@@ -353,6 +366,9 @@ int64_t DeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
   }
   std::lock_guard<std::mutex> lock(d->orch_mu_);
   d->orch_buffers_.push_back(addr);
+  if (d->recording_.load(std::memory_order_relaxed)) {
+    d->trace_.orch_buffers.emplace_back(addr, static_cast<uint64_t>(nbytes));
+  }
   return static_cast<int64_t>(addr);
 }
 

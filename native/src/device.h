@@ -97,6 +97,33 @@ class DeviceCore {
 
   DeviceStats Stats();
 
+  // DFX: TraceFlags recorded by the following launches (0 = off) and the byte cap of the
+  // argument snapshots (0 = whole regions).
+  void SetRecording(uint32_t mask, uint64_t dump_bytes) {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    record_mask_ = mask;
+    dump_bytes_ = dump_bytes;
+  }
+  // The trace of the last launch that recorded (valid until the next launch).
+  struct LaunchTrace {
+    bool valid = false;
+    uint32_t mask = 0;
+    int64_t start_ns = 0, entry_end_ns = 0, end_ns = 0;
+    std::vector<int64_t> slots;  // entry argument slots (device addresses of tensors)
+    std::vector<std::pair<uint64_t, uint64_t>> orch_buffers;  // rt->alloc: address, bytes
+  };
+  // Calls fn(trace, tasks, edges, pmu_error) under the launch lock; marks the trace taken.
+  template <typename Fn>
+  void TakeTrace(Fn fn) {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    if (!trace_.valid) {
+      fn(nullptr, scheduler_->trace_tasks(), scheduler_->trace_edges(), scheduler_->pmu_error());
+      return;
+    }
+    trace_.valid = false;
+    fn(&trace_, scheduler_->trace_tasks(), scheduler_->trace_edges(), scheduler_->pmu_error());
+  }
+
  private:
   using EntryFn = int (*)(const TsptoRuntimeApi*, const int64_t*);
   struct Module {
@@ -141,6 +168,11 @@ class DeviceCore {
   // Orchestration buffers (rt->alloc) of the running launch; freed at launch end.
   std::mutex orch_mu_;
   std::vector<uint64_t> orch_buffers_;
+
+  uint32_t record_mask_ = 0;   // launch_mu_
+  uint64_t dump_bytes_ = 0;    // launch_mu_
+  LaunchTrace trace_;          // launch_mu_
+  std::atomic<bool> recording_{false};
 
   std::vector<int64_t> slots_;     // launch_mu_: entry argument slots (reused)
   std::vector<uint64_t> staging_;  // launch_mu_: staging buffers of host arguments

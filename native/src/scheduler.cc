@@ -1,7 +1,14 @@
 #include "scheduler.h"
 
+#include <linux/perf_event.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +68,35 @@ bool Conflicts(const TsptoAccess& a, const TsptoAccess& b) {
   return ((a.mode | b.mode) & TSPTO_ACCESS_WRITE) != 0 && Overlaps(a, b);
 }
 
+// Per-thread hardware counters (user space only), opened on first use by a recording
+// launch with PMU on. fd -1: unavailable (the reason is kept in *error).
+struct ThreadPmu {
+  int cycles = -2, instructions = -2;
+};
+thread_local ThreadPmu tl_pmu;
+
+int OpenCounter(uint64_t config, std::string* error) {
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_HARDWARE;
+  attr.config = config;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd < 0 && error->empty()) {
+    *error = std::string("perf_event_open: ") + std::strerror(errno);
+  }
+  return static_cast<int>(fd);
+}
+
+int64_t ReadCounter(int fd) {
+  if (fd < 0) return -1;
+  uint64_t v = 0;
+  if (read(fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) return -1;
+  return static_cast<int64_t>(v);
+}
+
 }  // namespace
 
 bool Scheduler::OnCoreThread() { return tl_on_core; }
@@ -107,9 +143,15 @@ void Scheduler::Shutdown() {
   scratch_.clear();
 }
 
-void Scheduler::BeginLaunch() {
+void Scheduler::BeginLaunch(uint32_t record, uint64_t dump_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   last_end_ns_ = 0;
+  record_ = record;
+  dump_bytes_ = dump_bytes;
+  if (record != 0 || !trace_tasks_.empty()) {
+    trace_tasks_.clear();
+    trace_edges_.clear();
+  }
 }
 
 int64_t Scheduler::last_task_end_ns() {
@@ -209,9 +251,33 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   }
   t.successors.clear();
   t.heap_bytes = heap_bytes;
+  t.trace = nullptr;
+  if (record_ != 0) {
+    trace_tasks_.emplace_back();
+    TraceTask& tt = trace_tasks_.back();
+    tt.id = static_cast<uint32_t>(trace_tasks_.size() - 1);
+    tt.name = name;
+    tt.scope = scope_id;
+    for (const TsptoAccess& a : t.accesses) tt.accesses.push_back(TraceAccess{a, {}, {}});
+    t.trace = &tt;
+    for (uint32_t p : preds_) {
+      const Task& prod = ring_[p];
+      if (prod.trace == nullptr) continue;
+      // Every conflicting (producer access, consumer access) pair is one edge.
+      for (size_t ci = 0; ci < t.accesses.size(); ++ci) {
+        for (size_t pi = 0; pi < prod.accesses.size(); ++pi) {
+          if (Conflicts(t.accesses[ci], prod.accesses[pi])) {
+            trace_edges_.push_back(TraceEdge{prod.trace->id, tt.id, static_cast<int32_t>(pi),
+                                             static_cast<int32_t>(ci)});
+          }
+        }
+      }
+    }
+  }
   t.pending = static_cast<uint32_t>(preds_.size());
   for (uint32_t p : preds_) ring_[p].successors.push_back(slot);
   deps_used_ += preds_.size();
+  if (t.trace != nullptr) t.trace->dispatch_ns = NowNs();
   heap_used_ += heap_bytes;
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   // Append to the in-flight list.
@@ -329,6 +395,10 @@ void Scheduler::Execute(Task& task, uint32_t core) {
   // their successors and WaitAll are released).
   if (hooks_.failed != nullptr && hooks_.failed->load(std::memory_order_acquire)) return;
   task.args[task.nargs] = static_cast<int64_t>(reinterpret_cast<intptr_t>(scratch_[core]));
+  if (task.trace != nullptr) {
+    RecordExecute(task, core);
+    return;
+  }
   tl_task_name = task.name;
   tl_task_scope = task.scope_id;
   try {
@@ -340,6 +410,54 @@ void Scheduler::Execute(Task& task, uint32_t core) {
   }
   tl_task_name = nullptr;
   tl_task_scope = -1;
+  tasks_run_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Execute with DFX recording: core, times, counters, argument snapshots.
+void Scheduler::RecordExecute(Task& task, uint32_t core) {
+  TraceTask& tt = *task.trace;
+  tt.core = static_cast<int32_t>(core);
+  const bool dump = (record_ & kTraceDump) != 0;
+  const bool pmu = (record_ & kTracePmu) != 0;
+  auto snapshot = [&](bool after) {
+    for (TraceAccess& a : tt.accesses) {
+      const uint64_t n = dump_bytes_ == 0 ? static_cast<uint64_t>(a.access.nbytes)
+                                          : std::min<uint64_t>(dump_bytes_, a.access.nbytes);
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(static_cast<intptr_t>(a.access.base));
+      (after ? a.after : a.before).assign(p, p + n);
+    }
+  };
+  if (dump) snapshot(false);
+  if (pmu && tl_pmu.cycles == -2) {
+    std::string error;
+    tl_pmu.cycles = OpenCounter(PERF_COUNT_HW_CPU_CYCLES, &error);
+    tl_pmu.instructions = OpenCounter(PERF_COUNT_HW_INSTRUCTIONS, &error);
+    if (!error.empty()) {
+      std::lock_guard<std::mutex> lock(pmu_mu_);
+      if (pmu_error_.empty()) pmu_error_ = error;
+    }
+  }
+  const int64_t c0 = pmu ? ReadCounter(tl_pmu.cycles) : -1;
+  const int64_t i0 = pmu ? ReadCounter(tl_pmu.instructions) : -1;
+  tl_task_name = task.name;
+  tl_task_scope = task.scope_id;
+  tt.start_ns = NowNs();
+  try {
+    task.fn(task.args.data());
+  } catch (const std::exception& e) {
+    if (hooks_.fail) hooks_.fail(std::string("kernel threw a C++ exception: ") + e.what());
+  } catch (...) {
+    if (hooks_.fail) hooks_.fail("kernel threw a C++ exception");
+  }
+  tt.end_ns = NowNs();
+  if (pmu) {
+    const int64_t c1 = ReadCounter(tl_pmu.cycles), i1 = ReadCounter(tl_pmu.instructions);
+    tt.cycles = (c0 >= 0 && c1 >= 0) ? c1 - c0 : -1;
+    tt.instructions = (i0 >= 0 && i1 >= 0) ? i1 - i0 : -1;
+  }
+  tl_task_name = nullptr;
+  tl_task_scope = -1;
+  if (dump) snapshot(true);
   tasks_run_.fetch_add(1, std::memory_order_relaxed);
 }
 

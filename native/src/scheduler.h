@@ -48,6 +48,27 @@ struct SchedulerConfig {
 };
 
 // What the scheduler needs from its device.
+// DFX recording of one launch (Scheduler::BeginLaunch with record != 0). Only touched when
+// recording is on: the hot path pays one branch per task.
+struct TraceAccess {
+  TsptoAccess access;
+  std::vector<uint8_t> before, after;  // first dump_bytes bytes of the region (args dump)
+};
+struct TraceTask {
+  uint32_t id = 0;  // submission order within the launch
+  const char* name = nullptr;
+  int32_t scope = 0;
+  int32_t core = -1;
+  int64_t dispatch_ns = 0, start_ns = 0, end_ns = 0;
+  int64_t cycles = -1, instructions = -1;
+  std::vector<TraceAccess> accesses;
+};
+struct TraceEdge {
+  uint32_t from, to;
+  int32_t from_access, to_access;  // indices into the tasks' accesses
+};
+enum TraceFlags : uint32_t { kTraceTasks = 1, kTraceDump = 2, kTracePmu = 4 };
+
 struct SchedulerHooks {
   // Set once a failure has been recorded: queued tasks are then skipped (not executed).
   const std::atomic<bool>* failed = nullptr;
@@ -70,8 +91,16 @@ class Scheduler {
                      int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
   // Blocks until every submitted task has finished. Returns false on a core thread.
   bool WaitAll();
-  // Starts a launch: resets the "last task end" clock.
-  void BeginLaunch();
+  // Starts a launch: resets the "last task end" clock and the trace. `record` is a mask of
+  // TraceFlags (0: nothing recorded); `dump_bytes` caps the bytes of each access copied
+  // before/after a task when kTraceDump is on (0 = whole region).
+  void BeginLaunch(uint32_t record = 0, uint64_t dump_bytes = 0);
+  // The trace of the current/last launch (valid after WaitAll, until the next BeginLaunch).
+  const std::deque<TraceTask>& trace_tasks() const { return trace_tasks_; }
+  const std::vector<TraceEdge>& trace_edges() const { return trace_edges_; }
+  uint32_t recording() const { return record_; }
+  // Why hardware counters are unavailable ("" when they were read).
+  const std::string& pmu_error() const { return pmu_error_; }
   // steady_clock time (ns since epoch of the clock) at which the last task of the current
   // launch finished; 0 when no task finished.
   int64_t last_task_end_ns();
@@ -99,6 +128,7 @@ class Scheduler {
     std::vector<uint32_t> successors;   // slots waiting for this task
     uint32_t pending = 0;               // unfinished predecessors
     uint64_t heap_bytes = 0;
+    TraceTask* trace = nullptr;         // recording only
     // In-flight list (submission order), as slot indices; kNone at the ends.
     uint32_t prev = kNone, next = kNone;
   };
@@ -142,6 +172,14 @@ class Scheduler {
   // orchestration thread can run it itself in WaitAll. Published by the next Submit.
   // Only the orchestration thread reads or writes it.
   uint32_t held_ = kNone;
+
+  uint32_t record_ = 0;
+  uint64_t dump_bytes_ = 0;
+  std::deque<TraceTask> trace_tasks_;  // references stay valid across push_back
+  std::vector<TraceEdge> trace_edges_;
+  std::mutex pmu_mu_;
+  std::string pmu_error_;
+  void RecordExecute(Task& task, uint32_t core);
 
   std::vector<void*> scratch_;  // one per core + one for the orchestration thread (RunHeld), 64-byte aligned
   std::vector<std::thread> threads_;

@@ -31,6 +31,26 @@ export class BenchmarkStats {
   get hostUsMin() { return Math.min(...this.hostWallUs); }
   get hostUsMean() { return mean(this.hostWallUs); }
   get hostUsMax() { return Math.max(...this.hostWallUs); }
+  /**
+   * The mean launch as a tree of what was measured: host wall time (the whole call) split into
+   * the device time (orchestration start -> last task end, timed natively) and the rest on
+   * the host (argument packing, staging copies in and out, the Node-API crossing). Device
+   * phases per task are in the swimlane (RunConfig.enableChipSwimlane), not here. Returns the
+   * text and prints it unless `print` is false.
+   */
+  printTree(print = true): string {
+    const f = (x: number) => `${x.toFixed(2)} us`;
+    const host = this.hostUsMean, dev = this.deviceUsMean;
+    const pct = (x: number) => host > 0 ? ` (${((100 * x) / host).toFixed(1)}%)` : "";
+    const text = [
+      `mean launch of ${this.rounds} rounds (warmup ${this.warmup})`,
+      `└─ host call            ${f(host)}`,
+      `   ├─ device launch     ${f(dev)}${pct(dev)}  orchestration + tasks`,
+      `   └─ host other        ${f(Math.max(0, host - dev))}${pct(Math.max(0, host - dev))}  argument packing, staging copies, Node-API crossing`,
+    ].join("\n");
+    if (print) console.log(text);
+    return text;
+  }
   toString(): string {
     const f = (x: number) => x.toFixed(2);
     return `BenchmarkStats(rounds=${this.rounds}, warmup=${this.warmup})\n` +

@@ -85,6 +85,11 @@ export interface NativeDevice {
   /** The same launch off the JS thread; launches on one device are serialized. */
   launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
   stats(): NativeStats;
+  /** DFX: what the following launches record (mask: 1 tasks+edges, 2 argument snapshots of
+   *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */
+  setRecording(mask: number, dumpBytes: number): void;
+  /** The trace of the last launch that recorded, once; null otherwise. */
+  takeTrace(): import("./dfx.js").NativeTrace | null;
   /** Idempotent: joins threads, unloads modules, frees all memory. */
   close(): void;
   readonly closed: boolean;

@@ -12,6 +12,9 @@ import { loadNative, ArgKind, type NativeDevice } from "./native.js";
 import { interpret } from "./interp.js";
 import { callerSpan } from "./caller.js";
 import type { CompiledMeta } from "../codegen/index.js";
+import { recordingOf, writeDfx } from "./dfx.js";
+
+let interpDfxWarned = false;
 
 export interface WorkerStats {
   launches: number;
@@ -108,10 +111,16 @@ export class ChipWorker implements Disposable {
   #finalStats: WorkerStats | null = null;
   /** Device time of the last launch (ns). */
   lastDeviceNs = 0;
+  /** Recording mask set on the device (DFX), and the worker config's own. */
+  #devMask = 0;
+  #devDump = 0;
+  #cfgRec = { mask: 0, dumpBytes: 0 };
+  #cores = 1;
 
   constructor(config: RunConfig = new RunConfig()) {
     if (!(config instanceof RunConfig)) throw new TypeError(`ChipWorker: config must be a RunConfig, got ${typeof config}`);
     this.config = config;
+    this.#cfgRec = recordingOf(config);
     this.init();
   }
 
@@ -126,8 +135,9 @@ export class ChipWorker implements Disposable {
       throw rtErr("E_PLATFORM", "platform 'cuda' is not available in this build (no CUDA device or runtime found)", "use platform 'cpu' or 'interp'");
     }
     const Native = loadNative();
+    this.#cores = coreThreadCount();
     this.#device = new Native.Device({
-      deviceId: this.config.deviceId, coreThreads: coreThreadCount(), schedThreads: this.config.aicpuThreadNum,
+      deviceId: this.config.deviceId, coreThreads: this.#cores, schedThreads: this.config.aicpuThreadNum,
       scratchBytes: DEFAULT_SCRATCH_CAPACITY, memoryBytes: DEFAULT_MEMORY_BYTES,
       ringTaskWindow: this.config.ringTaskWindowFor(0), ringHeap: this.config.ringHeapFor(0), ringDepPool: this.config.ringDepPoolFor(0),
     });
@@ -343,7 +353,9 @@ export class ChipWorker implements Disposable {
         reg.kinds[i] = p.scalarKind;
       }
     }
+    if (this.#cfgRec.mask !== 0) return this.#launchRecorded(reg, this.config, args as unknown[]);
     if (reg.moduleId >= 0) {
+      if (this.#devMask !== 0) this.#setRecording(0, 0);
       this.lastDeviceNs = this.#device!.launch(reg.moduleId, reg.args, reg.kinds);
     } else {
       this.lastDeviceNs = this.#interpLaunch(reg);
@@ -351,9 +363,49 @@ export class ChipWorker implements Disposable {
     return this.#result(reg, args as unknown[]);
   }
 
+  #setRecording(mask: number, dumpBytes: number): void {
+    if (mask === this.#devMask && dumpBytes === this.#devDump) return;
+    this.#device!.setRecording(mask, dumpBytes);
+    this.#devMask = mask;
+    this.#devDump = dumpBytes;
+  }
+
+  /** The RunConfig a launch runs under: the trailing one, else the worker's. */
+  #recordingFor(cfg: RunConfig | undefined): { cfg: RunConfig; mask: number; dumpBytes: number } {
+    if (!cfg) return { cfg: this.config, ...this.#cfgRec };
+    return { cfg, ...recordingOf(cfg) };
+  }
+
+  /** A launch with DFX recording on (cpu: native trace -> files; interp: nothing, said once). */
+  #launchRecorded(reg: Registration, cfg: RunConfig, args: unknown[]): unknown {
+    const rec = recordingOf(cfg);
+    if (reg.moduleId < 0) {
+      this.#warnInterpDfx();
+      this.lastDeviceNs = this.#interpLaunch(reg);
+      return this.#result(reg, args);
+    }
+    this.#setRecording(rec.mask, rec.dumpBytes);
+    this.lastDeviceNs = this.#device!.launch(reg.moduleId, reg.args, reg.kinds);
+    this.#writeTrace(reg, cfg);
+    return this.#result(reg, args);
+  }
+
+  #writeTrace(reg: Registration, cfg: RunConfig): void {
+    const trace = this.#device!.takeTrace();
+    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId);
+  }
+
+  #warnInterpDfx(): void {
+    if (interpDfxWarned) return;
+    interpDfxWarned = true;
+    process.emitWarning("DFX outputs (enableChipSwimlane, enableDepGen, enablePmu, enableDumpArgs, enableScopeStats) are recorded on the cpu platform only; the interp platform writes no dfx_outputs", { code: "TSPTO_DFX_INTERP" });
+  }
+
   #launch(reg: Registration, args: unknown[]): unknown {
-    this.#pack(reg, args);
+    const rec = this.#recordingFor(this.#pack(reg, args));
+    if (rec.mask !== 0) return this.#launchRecorded(reg, rec.cfg, args);
     if (reg.moduleId >= 0) {
+      if (this.#devMask !== 0) this.#setRecording(0, 0);
       this.lastDeviceNs = this.#device!.launch(reg.moduleId, reg.args, reg.kinds);
     } else {
       this.lastDeviceNs = this.#interpLaunch(reg);
@@ -362,11 +414,15 @@ export class ChipWorker implements Disposable {
   }
 
   async #launchAsync(reg: Registration, args: unknown[]): Promise<unknown> {
-    this.#pack(reg, args);
+    const rec = this.#recordingFor(this.#pack(reg, args));
     if (reg.moduleId >= 0) {
       const a = [...reg.args], k = reg.kinds.slice();
+      // Launches of one device run in order: the mask set now applies to this launch.
+      this.#setRecording(rec.mask, rec.dumpBytes);
       this.lastDeviceNs = await this.#device!.launchAsync(reg.moduleId, a, k);
+      if (rec.mask !== 0) this.#writeTrace(reg, rec.cfg);
     } else {
+      if (rec.mask !== 0) this.#warnInterpDfx();
       this.lastDeviceNs = this.#interpLaunch(reg);
     }
     return this.#result(reg, args);

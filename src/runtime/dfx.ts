@@ -1,0 +1,213 @@
+// DFX ("design for X") outputs of the cpu platform: after a launch that recorded (RunConfig
+// enableChipSwimlane / enableDepGen / enablePmu / enableDumpArgs / enableScopeStats), the
+// native trace (tasks, edges, argument snapshots, counters) is written under
+// <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
+// describes the latest launch that recorded it and is written atomically (temp + rename).
+// The interp platform records nothing (see ChipWorker: it says so once).
+import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { RunConfig } from "./config.js";
+import type { CompiledMeta } from "../codegen/index.js";
+import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
+
+export const DFX_DIR = "dfx_outputs";
+
+/** Native TraceFlags (native/src/scheduler.h). */
+export const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
+/** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
+export const DUMP_L1_BYTES = 128;
+
+export interface NativeTraceAccess { base: bigint; nbytes: number; mode: number; before?: Uint8Array; after?: Uint8Array }
+export interface NativeTraceTask {
+  id: number; kernel: string; scope: number; core: number;
+  submitNs: number; startNs: number; endNs: number; cycles: number; instructions: number;
+  accesses: NativeTraceAccess[];
+}
+export interface NativeTrace {
+  launchStartNs: number; entryEndNs: number; launchEndNs: number; mask: number; pmuError: string;
+  argSlots: bigint[]; orchBuffers: { base: bigint; nbytes: number }[];
+  tasks: NativeTraceTask[];
+  edges: { from: number; to: number; fromAccess: number; toAccess: number }[];
+}
+
+/** The recording mask and snapshot byte cap a RunConfig asks for (0: record nothing). */
+export function recordingOf(cfg: RunConfig): { mask: number; dumpBytes: number } {
+  let mask = 0;
+  if (cfg.enableChipSwimlane > 0 || cfg.enableDepGen || cfg.enableScopeStats || cfg.enablePmu > 0 || cfg.enableDumpArgs > 0) mask |= TRACE_TASKS;
+  if (cfg.enableDumpArgs > 0) mask |= TRACE_DUMP;
+  if (cfg.enablePmu > 0) mask |= TRACE_PMU;
+  return { mask, dumpBytes: cfg.enableDumpArgs === 1 ? DUMP_L1_BYTES : 0 };
+}
+
+function writeAtomic(path: string, data: string | Uint8Array): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, data);
+  renameSync(tmp, path);
+}
+
+interface Region { name: string; base: bigint; nbytes: number; dtype: DType | null }
+
+/** Names the tensor an access lies in: a launch argument (by param name) or tmp<n> (orchestration buffer). */
+function regionsOf(meta: CompiledMeta, trace: NativeTrace): Region[] {
+  const regions: Region[] = [];
+  meta.params.forEach((p, i) => {
+    if (p.kind !== "tensor" || i >= trace.argSlots.length) return;
+    const n = (p.shape ?? []).reduce((a, b) => a * b, 1) * dtypeBytes(p.dtype);
+    regions.push({ name: p.name, base: trace.argSlots[i], nbytes: n, dtype: p.dtype });
+  });
+  trace.orchBuffers.forEach((b, i) => regions.push({ name: `tmp${i}`, base: b.base, nbytes: b.nbytes, dtype: null }));
+  return regions;
+}
+
+function locate(regions: Region[], a: NativeTraceAccess): { name: string; offset: number; dtype: DType | null } {
+  for (const r of regions) {
+    if (a.base >= r.base && a.base < r.base + BigInt(r.nbytes)) return { name: r.name, offset: Number(a.base - r.base), dtype: r.dtype };
+  }
+  return { name: `0x${a.base.toString(16)}`, offset: 0, dtype: null };
+}
+
+const MODE = ["", "read", "write", "readwrite"];
+
+/** Writes the DFX files `cfg` asks for from one launch's trace. Returns the directory. */
+export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, trace: NativeTrace, coreCount: number, deviceId: number): string {
+  const dir = join(outputDir, DFX_DIR);
+  mkdirSync(dir, { recursive: true });
+  const t0 = trace.launchStartNs;
+  const us = (ns: number) => (ns - t0) / 1000;
+  const regions = regionsOf(meta, trace);
+  const tasks = trace.tasks;
+
+  if (cfg.enableChipSwimlane > 0) {
+    const level = cfg.enableChipSwimlane;
+    const ev: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
+    const usedCores = new Set(tasks.map((t) => t.core));
+    for (let c = 0; c < coreCount; c++) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: { name: `core ${c}` } });
+    // Tasks the orchestration thread ran itself (the launch's only task in flight) have core == coreCount.
+    if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
+    const orchTid = coreCount + 1;
+    if (level >= 3) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
+    for (const t of tasks) {
+      ev.push({ ph: "X", name: t.kernel, cat: "task", pid: deviceId, tid: t.core, ts: us(t.startNs), dur: (t.endNs - t.startNs) / 1000,
+        args: { task: t.id, core: t.core, scope: t.scope } });
+      if (level >= 2) {
+        ev.push({ ph: "i", name: `submit ${t.kernel}`, cat: "dispatch", s: "t", pid: deviceId, tid: orchTid, ts: us(t.submitNs), args: { task: t.id } });
+        ev.push({ ph: "i", name: `finish ${t.kernel}`, cat: "finish", s: "t", pid: deviceId, tid: t.core, ts: us(t.endNs), args: { task: t.id } });
+      }
+    }
+    if (level >= 3) {
+      ev.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
+      ev.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
+    }
+    writeAtomic(join(dir, "swimlane.json"), JSON.stringify({ traceEvents: ev, displayTimeUnit: "ns", launchUs: (trace.launchEndNs - t0) / 1000 }));
+  }
+
+  if (cfg.enableDepGen) {
+    const deps = {
+      tasks: tasks.map((t) => ({ id: t.id, kernel: t.kernel, scope: t.scope, core: t.core })),
+      edges: trace.edges.map((e) => {
+        const a = tasks[e.to]?.accesses[e.toAccess];
+        return { from: e.from, to: e.to, tensor: a ? locate(regions, a).name : "?" };
+      }),
+    };
+    writeAtomic(join(dir, "deps.json"), JSON.stringify(deps, null, 1));
+  }
+
+  if (cfg.enablePmu > 0) {
+    const lines: string[] = [];
+    const have = tasks.some((t) => t.cycles >= 0);
+    if (!have) lines.push(`# counters unavailable: ${trace.pmuError || "perf_event_open gave no counts"}`);
+    lines.push("task,kernel,core,scope,start_ns,wall_ns,cycles,instructions");
+    const cell = (v: number) => (v >= 0 ? String(v) : "");
+    for (const t of tasks) lines.push([t.id, t.kernel, t.core, t.scope, t.startNs - t0, t.endNs - t.startNs, cell(t.cycles), cell(t.instructions)].join(","));
+    writeAtomic(join(dir, "pmu.csv"), lines.join("\n") + "\n");
+  }
+
+  if (cfg.enableDumpArgs > 0) {
+    const full = cfg.enableDumpArgs >= 2;
+    const adir = join(dir, "args_dump");
+    rmSync(adir, { recursive: true, force: true });
+    mkdirSync(adir, { recursive: true });
+    const index = tasks.map((t) => ({
+      task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
+      args: t.accesses.map((a, k) => {
+        const loc = locate(regions, a);
+        const dtype: DType = loc.dtype ?? "float32";
+        const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
+        for (const when of ["before", "after"] as const) {
+          const bytes = a[when] ?? new Uint8Array(0);
+          if (full) {
+            const file = `task${t.id}_arg${k}_${when}.bin`;
+            writeFileSync(join(adir, file), bytes);
+            entry[`${when}File`] = file;
+          }
+          entry[when] = firstValues(bytes, dtype, 16);
+        }
+        return entry;
+      }),
+    }));
+    writeAtomic(join(adir, "index.json"), JSON.stringify({ level: cfg.enableDumpArgs, tasks: index }, null, 1));
+  }
+
+  if (cfg.enableScopeStats) {
+    const by = new Map<number, { count: number; total: number; kernels: Set<string> }>();
+    for (const t of tasks) {
+      const s = by.get(t.scope) ?? { count: 0, total: 0, kernels: new Set<string>() };
+      s.count++; s.total += t.endNs - t.startNs; s.kernels.add(t.kernel);
+      by.set(t.scope, s);
+    }
+    const lines = [...by.entries()].sort((a, b) => a[0] - b[0]).map(([scope, s]) =>
+      JSON.stringify({ scope, tasks: s.count, totalNs: s.total, meanNs: s.total / s.count, kernels: [...s.kernels] }));
+    writeAtomic(join(dir, "scope_stats.jsonl"), lines.join("\n") + (lines.length ? "\n" : ""));
+  }
+  return dir;
+}
+
+function firstValues(bytes: Uint8Array, dtype: DType, n: number): (number | string)[] {
+  const w = dtypeBytes(dtype);
+  const count = Math.min(n, Math.floor(bytes.byteLength / w));
+  if (count === 0) return [];
+  const copy = new Uint8Array(bytes.subarray(0, count * w)); // a copy (a Buffer's slice is a view)
+  if (dtype === "float16" || dtype === "bfloat16") {
+    const u = new Uint16Array(copy.buffer);
+    return [...u].map((h) => dtype === "bfloat16" ? new Float32Array(new Uint32Array([h << 16]).buffer)[0] : halfToFloat(h));
+  }
+  const Ctor = typedArrayFor(dtype) as unknown as new (b: ArrayBufferLike) => ArrayLike<number | bigint>;
+  return Array.from(new Ctor(copy.buffer), (v) => (typeof v === "bigint" ? v.toString() : Number(v)));
+}
+
+function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  if (e === 0) return s * 2 ** -14 * (f / 1024);
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * 2 ** (e - 15) * (1 + f / 1024);
+}
+
+export interface ArgsDumpEntry {
+  tensor: string; offset: number; nbytes: number; mode: string; dtype: DType;
+  before: (number | string)[]; after: (number | string)[];
+  /** Level 2 only: full contents. */
+  beforeBytes?: Uint8Array; afterBytes?: Uint8Array;
+}
+export interface ArgsDumpTask { task: number; kernel: string; scope: number; core: number; args: ArgsDumpEntry[] }
+
+/** Reads an args_dump directory (dfx_outputs/args_dump, or an artifact/dfx_outputs dir) back. */
+export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[] } {
+  let d = dir;
+  if (!existsSync(join(d, "index.json"))) {
+    for (const c of [join(dir, "args_dump"), join(dir, DFX_DIR, "args_dump")]) if (existsSync(join(c, "index.json"))) d = c;
+  }
+  const raw = JSON.parse(readFileSync(join(d, "index.json"), "utf8")) as { level: number; tasks: (ArgsDumpTask & { args: (ArgsDumpEntry & { beforeFile?: string; afterFile?: string })[] })[] };
+  for (const t of raw.tasks) {
+    for (const a of t.args) {
+      if (a.beforeFile) a.beforeBytes = new Uint8Array(readFileSync(join(d, a.beforeFile)));
+      if (a.afterFile) a.afterBytes = new Uint8Array(readFileSync(join(d, a.afterFile)));
+    }
+  }
+  return { level: raw.level, tasks: raw.tasks };
+}
+
+/** Files of a dfx_outputs directory (for messages). */
+export function listDfx(outputDir: string): string[] {
+  const dir = join(outputDir, DFX_DIR);
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
