@@ -236,7 +236,7 @@ interface UnaryCpp {
   i64?(a: string): string;
 }
 const UNARY_CPP: Record<string, UnaryCpp> = {
-  exp: { f: (a) => `std::exp(${a})` },
+  exp: { f: (a, F) => (F === "float" ? `tspto_expf(${a})` : `std::exp(${a})`) },
   log: { f: (a) => `std::log(${a})` },
   sqrt: { f: (a) => `std::sqrt(${a})` },
   // the reference rounds sqrt to fp32 before dividing
@@ -526,7 +526,27 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
       const fin = (acc: string): string => (kind !== "sum" ? acc : isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`);
       const elem = ctx.elements(call.args[0]);
       const o = destPtr(ctx, dest);
-      if (axis === "row") {
+      if (axis === "row" && kind !== "sum" && isFloat(d)) {
+        // float row max / min on ordered integer keys (bits ^ (sign ? 0x7fffffff : 0): -0 < +0),
+        // with NaN tracked apart: integer max / min and or vectorize, the NaN-aware select does
+        // not. Exact, as tspto_fmax / tspto_fmin: NaN if any element is NaN; max(-0, 0) = 0.
+        const r = ctx.fresh("r"), j = ctx.fresh("j"), kx = ctx.fresh("key"), nn = ctx.fresh("nan"), x = ctx.fresh("x"), b = ctx.fresh("b");
+        const better = kind === "max" ? ">" : "<";
+        const step = (q: string, idx: string): string =>
+          `{ const float ${x} = ${elem(idx)}; const int32_t ${b} = (int32_t)tspto_f2u(${x}); const int32_t ${b}k = ${b} ^ ((${b} >> 31) & 0x7fffffff); ${kx}[${q}] = ${b}k ${better} ${kx}[${q}] ? ${b}k : ${kx}[${q}]; ${nn}[${q}] |= (int32_t)(${x} != ${x}); }`;
+        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+        ctx.line(`int32_t ${kx}[16], ${nn}[16];`);
+        ctx.line(`for (int q = 0; q < 16; ++q) { ${kx}[q] = ${kind === "max" ? "INT32_MIN" : "INT32_MAX"}; ${nn}[q] = 0; }`);
+        ctx.line(`int64_t ${j} = 0;`);
+        ctx.open(`for (; ${j} + 16 <= ${n}; ${j} += 16) {`);
+        ctx.line(`for (int q = 0; q < 16; ++q) ${step("q", `${r} * ${n} + ${j} + q`)}`);
+        ctx.close();
+        ctx.line(`for (; ${j} < ${n}; ++${j}) ${step(`${j} & 15`, `${r} * ${n} + ${j}`)}`);
+        ctx.line(`int32_t ${b}best = ${kx}[0], ${b}nan = ${nn}[0];`);
+        ctx.line(`for (int q = 1; q < 16; ++q) { ${b}best = ${kx}[q] ${better} ${b}best ? ${kx}[q] : ${b}best; ${b}nan |= ${nn}[q]; }`);
+        ctx.line(`${o}[${r}] = ${b}nan ? std::numeric_limits<float>::quiet_NaN() : tspto_u2f((uint32_t)(${b}best ^ ((${b}best >> 31) & 0x7fffffff)));`);
+        ctx.close();
+      } else if (axis === "row") {
         const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
         ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
         ctx.line(`${A} ${l}[8];`);
@@ -591,20 +611,82 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
   const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
   const ec = accArg ? ctx.elements(accArg) : null;
   const o = destPtr(ctx, dest);
+  if (isFloat(at.dtype)) {
+    // Register blocking: an [MR, NR] block of the output is held in registers (tspto_v16f
+    // values, 16 floats each) across the whole k loop; each k step loads NR contiguous elements
+    // of a row of b and multiplies them with MR broadcast elements of a. Every output element
+    // still accumulates in fp32 in k order (acc + a*b, no fused multiply-add), so the results
+    // are bit-identical to the plain i-k-j loop. Remainder rows use a smaller block, remainder
+    // columns a 16-wide block and then scalar code; operands that are not plain arrays (fused
+    // element expressions) use the scalar block code throughout.
+    const MR = 6, NR = 32;
+    const mFull = m - (m % MR), nFull = n - (n % NR);
+    const block = (rows: number, cols: number, i0: string, j0: string): void => {
+      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), r = ctx.fresh("r"), c = ctx.fresh("c"), aik = ctx.fresh("aik");
+      ctx.open("{");
+      ctx.line(`float ${acc}[${rows}][${cols}];`);
+      ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${ec ? ec(`(${i0} + ${r}) * ${n} + ${j0} + ${c}`) : "0.0f"};`);
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+      ctx.open(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) {`);
+      ctx.line(`const float ${aik} = ${ea(`(${i0} + ${r}) * ${k} + ${kk}`)};`);
+      ctx.line(`for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${acc}[${r}][${c}] + ${aik} * ${eb(`${kk} * ${n} + ${j0} + ${c}`)};`);
+      ctx.close();
+      ctx.close();
+      ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${o}[(${i0} + ${r}) * ${n} + ${j0} + ${c}] = ${acc}[${r}][${c}];`);
+      ctx.close();
+    };
+    // the operands' element expressions as plain arrays (name[index]): vector loads of b rows
+    const arr = (f: ((i: string) => string) | null): string | null => {
+      if (!f) return null;
+      const mm = /^([A-Za-z_]\w*)\[@IDX@\]$/.exec(f("@IDX@"));
+      return mm ? mm[1] : null;
+    };
+    const A = arr(ea), Bp = arr(eb), C = arr(ec);
+    const vec = A !== null && Bp !== null && (ec === null || C !== null);
+    // rows x (16 nv) block in tspto_v16f accumulators (vector registers): mul then add, as the scalar code
+    const vblock = (rows: number, nv: number, i0: string, j0: string): void => {
+      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), bv = ctx.fresh("b"), av = ctx.fresh("a");
+      const name = (r: number, v: number) => `${acc}_${r}_${v}`;
+      ctx.open("{");
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) {
+          ctx.line(`tspto_v16f ${name(r, v)} = ${C ? `tspto_ld16(&${C}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}])` : "tspto_v16f{}"};`);
+        }
+      }
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+      for (let v = 0; v < nv; v++) ctx.line(`const tspto_v16f ${bv}${v} = tspto_ld16(&${Bp}[${kk} * ${n} + ${j0} + ${16 * v}]);`);
+      for (let r = 0; r < rows; r++) {
+        ctx.line(`{ const float ${av} = ${A}[(${i0} + ${r}) * ${k} + ${kk}]; ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = ${name(r, v)} + ${av} * ${bv}${v};`).join(" ")} }`);
+      }
+      ctx.close();
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) ctx.line(`tspto_st16(&${o}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}], ${name(r, v)});`);
+      }
+      ctx.close();
+    };
+    const rowBand = (rows: number, i0: string): void => {
+      if (nFull > 0) {
+        const j0 = ctx.fresh("j");
+        ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}; ${j0} += ${NR}) {`);
+        if (vec) vblock(rows, NR / 16, i0, j0); else block(rows, NR, i0, j0);
+        ctx.close();
+      }
+      let j1 = nFull;
+      if (vec && n - j1 >= 16) { vblock(rows, 1, i0, String(j1)); j1 += 16; }
+      if (n > j1) block(rows, n - j1, i0, String(j1));
+    };
+    if (mFull > 0) {
+      const i0 = ctx.fresh("i");
+      ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
+      rowBand(MR, i0);
+      ctx.close();
+    }
+    if (m % MR) rowBand(m % MR, String(mFull));
+    return;
+  }
   const i = ctx.fresh("i"), kk = ctx.fresh("k"), j = ctx.fresh("j");
   ctx.open(`for (int64_t ${i} = 0; ${i} < ${m}; ++${i}) {`);
-  if (isFloat(at.dtype)) {
-    // i-k-j: the output row is the accumulator; the inner loop is contiguous in b and out.
-    const row = ctx.fresh("row"), aik = ctx.fresh("aik");
-    ctx.line(`float* __restrict ${row} = ${o} + ${i} * ${n};`);
-    ctx.line("#pragma GCC ivdep");
-    ctx.line(`for (int64_t ${j} = 0; ${j} < ${n}; ++${j}) ${row}[${j}] = ${ec ? ec(`${i} * ${n} + ${j}`) : "0.0f"};`);
-    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
-    ctx.line(`const float ${aik} = ${ea(`${i} * ${k} + ${kk}`)};`);
-    ctx.line("#pragma GCC ivdep");
-    ctx.line(`for (int64_t ${j} = 0; ${j} < ${n}; ++${j}) ${row}[${j}] = ${row}[${j}] + ${aik} * ${eb(`${kk} * ${n} + ${j}`)};`);
-    ctx.close();
-  } else {
+  {
     // integers: int64 accumulators, 256 columns at a time, saturated to int32 at the end
     const B = 256;
     const j0 = ctx.fresh("j"), jn = ctx.fresh("jn"), acc = ctx.fresh("acc"), aik = ctx.fresh("aik");

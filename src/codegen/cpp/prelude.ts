@@ -66,6 +66,39 @@ static inline float tspto_d2f_odd(double d) {
 static inline float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
 
+// ------------------------------------------------------------------ exp
+// fp32 exp without calls or branches, so the compiler vectorizes the loops that use it (libm's
+// expf is a call without -ffast-math). Cephes expf: x = n ln2 + r (ln2 in two parts),
+// |r| <= ln2/2, a degree-7 polynomial, 2^n from exponent bits in two factors (no overflow of
+// the scale; one rounding into the subnormals). Within 1 ulp of the correctly rounded exp over
+// all floats (test/codegen/exp_accuracy.test.ts); inf -> inf, -inf -> 0, NaN -> NaN.
+static inline float tspto_expf(float x) {
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float t = xc * 1.44269504088896341f + 12582912.0f;          // round(x / ln2) in the low bits
+  const float fn = t - 12582912.0f;
+  const int32_t n = (int32_t)(tspto_f2u(t) - 0x4b400000u);
+  float r = xc - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  const float r2 = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r2 + r + 1.0f;
+  const int32_t n1 = n >> 1, n2 = n - n1;
+  const float y = p * tspto_u2f((uint32_t)(n1 + 127) << 23) * tspto_u2f((uint32_t)(n2 + 127) << 23);
+  return x != x ? x + x : y;
+}
+
+// ------------------------------------------------------------------ matmul
+// 16 floats as one value (GCC / clang vector extension): the register-blocked float matmul
+// holds its output block in these; on targets without 512-bit vectors the compiler splits them.
+typedef float tspto_v16f __attribute__((vector_size(64)));
+static inline tspto_v16f tspto_ld16(const float* p) { tspto_v16f v; std::memcpy(&v, p, 64); return v; }
+static inline void tspto_st16(float* p, tspto_v16f v) { std::memcpy(p, &v, 64); }
+
 // ------------------------------------------------------------------ integers
 static inline int8_t tspto_sat_i8(int64_t v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
 static inline int16_t tspto_sat_i16(int64_t v) { return (int16_t)(v < -32768 ? -32768 : v > 32767 ? 32767 : v); }
