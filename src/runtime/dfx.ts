@@ -104,10 +104,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   if (cfg.enableDepGen) {
     const deps = {
       tasks: tasks.map((t) => ({ id: t.id, kernel: t.kernel, scope: t.scope, core: t.core })),
-      edges: trace.edges.map((e) => {
-        const a = tasks[e.to]?.accesses[e.toAccess];
-        return { from: e.from, to: e.to, tensor: a ? locate(regions, a).name : "?" };
-      }),
+      edges: derivedEdges(tasks).map((e) => ({ from: e.from, to: e.to, tensor: locate(regions, e.access).name })),
     };
     writeAtomic(join(dir, "deps.json"), JSON.stringify(deps, null, 1));
   }
@@ -210,4 +207,32 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
 export function listDfx(outputDir: string): string[] {
   const dir = join(outputDir, DFX_DIR);
   return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+/**
+ * The launch's dependency graph from the recorded accesses, independent of timing (the
+ * scheduler itself only links a task to earlier tasks still unfinished when it is
+ * submitted): task j depends on an earlier task i when an access of each overlaps and one
+ * writes. Scanning back from j, a write that covers j's access is the newest producer of that
+ * region; older tasks are ordered before it already, so the scan stops there.
+ */
+export function derivedEdges(tasks: readonly NativeTraceTask[]): { from: number; to: number; access: NativeTraceAccess }[] {
+  const out: { from: number; to: number; access: NativeTraceAccess }[] = [];
+  const seen = new Set<string>();
+  const W = 2;
+  for (let j = 0; j < tasks.length; j++) {
+    for (const aj of tasks[j].accesses) {
+      const lo = aj.base, hi = aj.base + BigInt(aj.nbytes);
+      scan: for (let i = j - 1; i >= 0; i--) {
+        for (const ai of tasks[i].accesses) {
+          const alo = ai.base, ahi = ai.base + BigInt(ai.nbytes);
+          if (ahi <= lo || hi <= alo || !((ai.mode | aj.mode) & W)) continue;
+          const key = `${tasks[i].id}>${tasks[j].id}`;
+          if (!seen.has(key)) { seen.add(key); out.push({ from: tasks[i].id, to: tasks[j].id, access: aj }); }
+          if (ai.mode & W && alo <= lo && hi <= ahi) break scan;
+        }
+      }
+    }
+  }
+  return out;
 }

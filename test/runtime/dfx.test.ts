@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { ir, pl, ChipWorker, RunConfig, randn, zeros, assertClose, type HostTensor } from "tspto";
-import { readArgsDump } from "../../src/runtime/dfx.js";
+import { readArgsDump, derivedEdges } from "../../src/runtime/dfx.js";
 import { BenchmarkStats } from "../../src/runtime/benchmark.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -76,12 +76,9 @@ describe("DFX outputs (cpu)", () => {
 
     const deps = JSON.parse(readFileSync(join(dfx, "deps.json"), "utf8"));
     expect(deps.tasks).toHaveLength(BANDS);
-    // The edges the scheduler derived: only with tasks still unfinished at submission, so a
-    // task that already ran has none; every one is carried by c (a is only read).
-    for (const e of deps.edges) {
-      expect(e.from).toBeLessThan(e.to);
-      expect(e.tensor).toBe("c");
-    }
+    // The graph from the recorded accesses, independent of timing: every task writes c (its
+    // accesses name the whole tensor), so each depends on the one before; a is only read.
+    expect(deps.edges).toEqual([{ from: 0, to: 1, tensor: "c" }, { from: 1, to: 2, tensor: "c" }, { from: 2, to: 3, tensor: "c" }]);
 
     const pmu = readFileSync(join(dfx, "pmu.csv"), "utf8").trim().split("\n").filter((l) => !l.startsWith("#"));
     expect(pmu[0]).toBe("task,kernel,core,scope,start_ns,wall_ns,cycles,instructions");
@@ -176,5 +173,23 @@ describe("BenchmarkStats.printTree", () => {
     expect(text).toContain("host call            40.00 us");
     expect(text).toContain("device launch     15.00 us (37.5%)");
     expect(text).toContain("host other        25.00 us (62.5%)");
+  });
+});
+
+describe("deps.json edges from recorded accesses", () => {
+  const R = 1, W = 2;
+  const task = (id: number, ...acc: [number, number, number][]) =>
+    ({ id, kernel: "k", scope: 0, core: 0, submitNs: 0, startNs: 0, endNs: 0, cycles: -1, instructions: -1,
+      accesses: acc.map(([base, nbytes, mode]) => ({ base: BigInt(base), nbytes, mode })) });
+  it("disjoint band writes are independent; a reader of the whole depends on every band; WAR and WAW are edges", () => {
+    const tasks = [
+      task(0, [0, 100, R], [1000, 50, W]),     // band 0 of out
+      task(1, [0, 100, R], [1050, 50, W]),     // band 1 of out
+      task(2, [1000, 100, R], [2000, 100, W]), // reads both bands
+      task(3, [1000, 100, W]),                 // overwrites out: WAR on 2, WAW on 0 and 1 (covered by nothing newer)
+      task(4, [1000, 100, R]),                 // reads out: only the newest covering writer, 3
+    ];
+    const edges = derivedEdges(tasks).map((e) => `${e.from}->${e.to}`).sort();
+    expect(edges).toEqual(["0->2", "0->3", "1->2", "1->3", "2->3", "3->4"]);
   });
 });
