@@ -10,3 +10,4 @@ export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } 
 export type { DType } from "./ir/index.js";
 export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
 export type { JitFunction } from "./jit.js";
+export { readArgsDump } from "./runtime/dfx.js";
