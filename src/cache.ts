@@ -21,8 +21,13 @@ import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
 const ENTRY_FORMAT = "tspto-jit-cache-1";
 
-/** Is logging topic `t` on ($TSPTO_LOG: comma-separated topics, or "all")? */
-export function logOn(t: "recompiles" | "phases"): boolean {
+/**
+ * Is logging topic `t` on ($TSPTO_LOG: comma-separated topics, or "all")? Topics:
+ * `recompiles` (one line per compile naming what changed), `compile` (one line per compile
+ * phase with its time, and progress on a TTY while the C++ compiler runs), `phases` (the
+ * phases on one line).
+ */
+export function logOn(t: "recompiles" | "phases" | "compile"): boolean {
   const v = process.env.TSPTO_LOG;
   if (!v) return false;
   return v.split(",").some((x) => { const s = x.trim(); return s === t || s === "all"; });

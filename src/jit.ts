@@ -215,13 +215,21 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const t0 = performance.now();
     const lowered = lowerFrom(bindings, platform, phases);
     const t1 = performance.now();
+    const progress = logOn("compile") && process.stderr.isTTY && platform === "cpu";
+    if (progress) process.stderr.write(`tspto: compile ${def.name}: building C++ ...\r`);
     const c = compile(lowered, { platform, ...(outputDir ? { outputDir } : {}) });
-    if (logOn("phases")) {
+    if (progress) process.stderr.write("\x1b[2K");
+    if (logOn("phases") || logOn("compile")) {
       const total = performance.now() - t0;
       let cxx = 0;
       try { cxx = Number(JSON.parse(readFileSync(join(c.outputDir, "build", "stamp.json"), "utf8")).compileMs) || 0; } catch { /* interp, or reused */ }
       const codegen = performance.now() - t1 - cxx;
-      log(`compiled ${def.name} in ${total.toFixed(1)} ms: parse ${phases.parse.toFixed(1)} ms, passes ${phases.passes.toFixed(1)} ms, codegen+artifact ${codegen.toFixed(1)} ms, c++ ${cxx.toFixed(1)} ms`);
+      if (logOn("compile")) {
+        for (const [phase, ms] of [["parse", phases.parse], ["passes", phases.passes], ["codegen+artifact", codegen], ["c++", cxx], ["total", total]] as const) {
+          log(`compile ${def.name}: ${phase} ${ms.toFixed(1)} ms`);
+        }
+      }
+      if (logOn("phases")) log(`compiled ${def.name} in ${total.toFixed(1)} ms: parse ${phases.parse.toFixed(1)} ms, passes ${phases.passes.toFixed(1)} ms, codegen+artifact ${codegen.toFixed(1)} ms, c++ ${cxx.toFixed(1)} ms`);
     }
     return c;
   };

@@ -20,12 +20,21 @@ const dirs: string[] = [];
 const fresh = (tag: string) => { const d = mkdtempSync(join(tmpdir(), `tspto-cache-${tag}-`)); dirs.push(d); return d; };
 afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 
-async function child(cacheDir: string): Promise<{ out: string; err: string }> {
+async function child(cacheDir: string, log = "recompiles"): Promise<{ out: string; err: string }> {
   const { stdout, stderr } = await run(TSX, [FIXTURE], {
-    cwd: ROOT, env: { ...process.env, TSPTO_CACHE_DIR: cacheDir, TSPTO_LOG: "recompiles", TSPTO_ROUNDTRIP: "", TSPTO_VERIFY: "" },
+    cwd: ROOT, env: { ...process.env, TSPTO_CACHE_DIR: cacheDir, TSPTO_LOG: log, TSPTO_ROUNDTRIP: "", TSPTO_VERIFY: "" },
   });
   return { out: stdout, err: stderr };
 }
+
+describe("TSPTO_LOG=compile", () => {
+  it("prints one line per compile phase with its time", async () => {
+    const { err } = await child("off", "compile");
+    const lines = err.split("\n").filter((l) => l.startsWith("tspto: compile cachedAdd:"));
+    expect(lines.map((l) => l.replace(/ [\d.]+ ms$/, ""))).toEqual(
+      ["parse", "passes", "codegen+artifact", "c++", "total"].map((p) => `tspto: compile cachedAdd: ${p}`));
+  });
+});
 
 describe("disk cache across processes", () => {
   it("the second process against the same fresh cache directory compiles nothing", async () => {
