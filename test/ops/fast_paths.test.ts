@@ -17,6 +17,20 @@ const rowMaxMin = pl.jit(function rowMaxMin(a: pl.Tensor, out: pl.Out<pl.Tensor>
   return out;
 });
 
+// a scratch tile that is also read (stored) keeps its zero fill; one only passed as a
+// reduction's tmp is not filled (generate.ts / forward.ts unreadScratchTiles)
+const tmpRead = pl.jit(function tmpRead(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [R, N]);
+    const tmp = pl.createTile([R, N], pl.FP32);
+    const only = pl.createTile([R, N], pl.FP32);
+    pl.store(pl.rowSum(pl.exp(x), tmp), [0, 0], out);
+    pl.store(pl.rowMax(x, only), [0, 1], out);
+    pl.store(tmp, [0, 2], out);
+  });
+  return out;
+});
+
 const MM = 13, KK = 7, NN = 53; // 2 row blocks of 6 + 1; columns 32 + 16 + 5
 const mmAcc = pl.jit(function mmAcc(a: pl.Tensor, b: pl.Tensor, c0: pl.Tensor, c: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => {
@@ -43,6 +57,15 @@ describe("cpu fast paths agree with interp", () => {
     expect(Object.is(cpu[2], 0)).toBe(true);
     expect(Object.is(cpu[3], -0)).toBe(true);
     expect(Number.isNaN(cpu[4]) && Number.isNaN(cpu[5])).toBe(true);
+  });
+
+  it("a created scratch tile that is read elsewhere is still zero", () => {
+    const A = randn([R, N], { seed: 5 });
+    const run = (p: string) => { const o = randn([R, N + 2], { seed: 6 }); tmpRead(A, o, cfg(p)); return o; };
+    const cpu = run("cpu"), ref = run("interp");
+    assertClose(cpu, ref, { rtol: 1e-5, atol: 1e-6 });
+    const d = cpu.data as Float32Array;
+    for (let r = 0; r < R; r++) for (let c = 2; c < N + 2; c++) expect(d[r * (N + 2) + c]).toBe(0);
   });
 
   it("float matmul + matmulAcc with remainder rows and columns", () => {

@@ -93,3 +93,31 @@ export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
   block(fn.body);
   return out;
 }
+
+/**
+ * Tiles made by tile.create whose contents nothing reads: every use of the variable is as the
+ * scratch operand (`tmp`, argument 1) of a row / column reduction, which the cpu emitters never
+ * read. Their zero fill is skipped (an unobservable store of a whole tile).
+ */
+export function unreadScratchTiles(fn: Func): Set<number> {
+  const created = new Set<number>();
+  const visit = (ss: readonly Stmt[]): void => {
+    for (const s of ss) {
+      if (s.kind === "for" || s.kind === "while") visit(s.body);
+      else if (s.kind === "if") { visit(s.then); visit(s.else); }
+      else if (s.kind === "assign" && s.targets.length === 1 && s.value.kind === "call" && s.value.op === "tile.create") created.add(s.targets[0].id);
+    }
+  };
+  visit(fn.body);
+  if (created.size === 0) return created;
+  const uses = new Map<number, number>(), tmpUses = new Map<number, number>();
+  forEachExpr(fn.body, (e) => {
+    if (e.kind === "var") uses.set(e.id, (uses.get(e.id) ?? 0) + 1);
+    if (e.kind === "call" && REDUCTION_OPS.has(e.op)) {
+      for (const a of e.args.slice(1)) if (a.kind === "var") tmpUses.set(a.id, (tmpUses.get(a.id) ?? 0) + 1);
+    }
+  });
+  for (const id of [...created]) if ((uses.get(id) ?? 0) !== (tmpUses.get(id) ?? 0)) created.delete(id);
+  return created;
+}
+const REDUCTION_OPS = new Set(["rowSum", "rowMax", "rowMin", "colSum", "colMax", "colMin"].map((n) => `tile.${n}`));

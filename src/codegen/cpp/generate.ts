@@ -10,7 +10,7 @@ import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var }
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit } from "./spmd.js";
-import { forwardableLoads, type ForwardedLoad } from "./forward.js";
+import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
@@ -113,6 +113,8 @@ class FnGen implements KernelCtx {
   readonly scratchBytes: number = 0;
   /** Loads read straight from the tensor by the store that uses them (./forward.ts). */
   private readonly forwarded: Map<number, ForwardedLoad>;
+  /** tile.create results only ever passed as a reduction's scratch operand (./forward.ts): no zero fill. */
+  private readonly unread: Set<number>;
 
   constructor(
     private readonly program: Program,
@@ -123,6 +125,7 @@ class FnGen implements KernelCtx {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
+    this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
   }
 
   // ---------------------------------------------------------------- output
@@ -265,6 +268,7 @@ class FnGen implements KernelCtx {
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
         if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+        if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
       case "tensor": {
         const st = staticTensor(t.type, `'${t.name}'`, t.span);
