@@ -146,24 +146,6 @@ template <typename F> static inline F tspto_fmin(F a, F b) {
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
 
 // ------------------------------------------------------------------ run-time checks
-__attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,
-    const char* tensor, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
-  char buf[1024];
-  size_t n = 0;
-  auto put = [&](const char* fmt, auto... xs) {
-    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
-  };
-  int axis = 0;
-  for (int i = 0; i < rank; ++i) if (off[i] < 0 || off[i] > dims[i] - shape[i]) { axis = i; break; }
-  put("%s: %s window [", where, what);
-  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)off[i]);
-  put("] + [");
-  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)shape[i]);
-  put("] is outside tensor '%s' of shape [", tensor);
-  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)dims[i]);
-  put("] (axis %d)", axis);
-  rt->fail(rt->ctx, buf);
-}
 // a window (slice / assemble / read) outside a tile or tensor: "slice window [..] + [..] is outside tile 'x' of shape [..] (axis k)"
 __attribute__((cold, noinline)) static void tspto_bounds_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,
     const char* kind, const char* name, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
@@ -182,6 +164,11 @@ __attribute__((cold, noinline)) static void tspto_bounds_fail(const TsptoRuntime
   for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)dims[i]);
   put("] (axis %d)", axis);
   rt->fail(rt->ctx, buf);
+}
+// a load/store window outside a tensor: "load window [..] + [..] is outside tensor 'a' of shape [..] (axis k)"
+__attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,
+    const char* tensor, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
+  tspto_bounds_fail(rt, where, what, "tensor", tensor, rank, off, shape, dims);
 }
 __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntimeApi* rt, const char* kernel, int64_t need) {
   char buf[256];
