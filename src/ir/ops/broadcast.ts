@@ -6,8 +6,8 @@
 // Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
 // dtype).
 import { registerOp, type InferCtx } from "../registry.js";
-import { tileT, typeStr, type TileType } from "../types.js";
-import { mkTile, toDType, type TileValue } from "../values.js";
+import { tileT, typeStr, type TileType, type Type } from "../types.js";
+import { mkTile, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D } from "./common.js";
 
@@ -26,6 +26,18 @@ function inferExpand(ctx: InferCtx, name: string, axis: "row" | "col"): TileType
   return tileT(t.shape, t.dtype, t.mem, t.validShape);
 }
 
+/** Reference semantics of a broadcast: out[r][c] = f(t[r][c], v[row ? r : c]). */
+function expandEval(axis: "row" | "col", f: (x: number, y: number, dtype: TileType["dtype"]) => number) {
+  return ([tv, vv]: readonly Value[], _attrs: unknown, _env: unknown, call: { readonly type: Type }): Value => {
+    const t = tv as TileValue, v = vv as TileValue;
+    const type = call.type as TileType;
+    const [m, n] = t.shape;
+    const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null);
+    for (let r = 0; r < m; r++) for (let c = 0; c < n; c++) out.data[r * n + c] = f(t.data[r * n + c], v.data[axis === "row" ? r : c], type.dtype);
+    return out;
+  };
+}
+
 for (const axis of ["row", "col"] as const) {
   for (const [suffix, bin] of Object.entries(EXPAND_OPS)) {
     const name = `${axis}Expand${suffix}`;
@@ -37,16 +49,7 @@ for (const axis of ["row", "col"] as const) {
         : `${name}(t[M,N], v[1,N]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast down each column`,
       params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
       infer: (ctx) => inferExpand(ctx, name, axis),
-      evaluate([tv, vv], _attrs, _env, call) {
-        const t = tv as TileValue, v = vv as TileValue;
-        const type = call.type as TileType;
-        const [m, n] = t.shape;
-        const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null);
-        for (let r = 0; r < m; r++) {
-          for (let c = 0; c < n; c++) out.data[r * n + c] = toDType(fn(t.data[r * n + c], v.data[axis === "row" ? r : c], type.dtype), type.dtype);
-        }
-        return out;
-      },
+      evaluate: expandEval(axis, (x, y, d) => toDType(fn(x, y, d), d)),
     });
   }
   const name = `${axis}Expand`;
@@ -55,13 +58,6 @@ for (const axis of ["row", "col"] as const) {
     doc: `${name}(target[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): v broadcast to the target's shape (target values unused)`,
     params: [{ name: "target", kind: "value" }, { name: "v", kind: "value" }],
     infer: (ctx) => inferExpand(ctx, name, axis),
-    evaluate([tv, vv], _attrs, _env, call) {
-      const t = tv as TileValue, v = vv as TileValue;
-      const type = call.type as TileType;
-      const [m, n] = t.shape;
-      const out = mkTile(type.shape, type.dtype, type.mem, type.validShape as number[] | null);
-      for (let r = 0; r < m; r++) for (let c = 0; c < n; c++) out.data[r * n + c] = v.data[axis === "row" ? r : c];
-      return out;
-    },
+    evaluate: expandEval(axis, (_x, y) => y),
   });
 }
