@@ -2,7 +2,7 @@
 import type { Attrs, Expr } from "../nodes.js";
 import type { InferCtx } from "../registry.js";
 import type { DType, Dim, TensorType, TileType, Type } from "../types.js";
-import { isDType, shapeStr, typeStr } from "../types.js";
+import { isDType, numel, shapeStr, typeStr } from "../types.js";
 import type { TensorValue, TileValue, Value } from "../values.js";
 
 export const ints = (a: unknown): number[] => (Array.isArray(a) ? a.map(Number) : []);
@@ -132,5 +132,27 @@ export function dtypeHighest(d: DType): number {
     case "int64": return 9223372036854775807;
     case "uint8": return 255;
     case "bool": return 1;
+  }
+}
+
+/** Visit every index of a window of `shape` (row-major, any rank); `fn` gets the index (reused array). */
+export function forWindow(shape: readonly number[], fn: (k: number[]) => void): void {
+  const n = numel(shape);
+  const idx = new Array<number>(shape.length).fill(0);
+  for (let e = 0; e < n; e++) {
+    fn(idx);
+    for (let ax = shape.length - 1; ax >= 0; ax--) { if (++idx[ax] < shape[ax]) break; idx[ax] = 0; }
+  }
+}
+/** Flat offset of `idx` (+ `off`) under `strides`. */
+export const dot = (idx: readonly number[], strides: readonly number[], off?: readonly number[]) =>
+  idx.reduce((s, v, ax) => s + (v + (off ? off[ax] : 0)) * strides[ax], 0);
+
+/** A window [offsets, offsets + shape) must lie inside `outer`; else fail with the axis. */
+export function runtimeCheck(what: string, kind: string, offsets: readonly number[], shape: readonly number[], outer: readonly number[], fail: (m: string) => never): void {
+  for (let ax = 0; ax < shape.length; ax++) {
+    if (offsets[ax] < 0 || offsets[ax] + shape[ax] > outer[ax]) {
+      fail(`${what} window [${offsets.join(", ")}] + [${shape.join(", ")}] is outside ${kind} of shape [${outer.join(", ")}] (axis ${ax})`);
+    }
   }
 }

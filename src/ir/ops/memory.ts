@@ -2,21 +2,7 @@
 import { registerOp } from "../registry.js";
 import { tileT, typeStr, MEMS, numel, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
-import { argName, checkWindow, constItems, expectDType, expectKind, expectShape, ints } from "./common.js";
-
-function strides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length).fill(1);
-  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
-  return s;
-}
-
-function runtimeWindowCheck(what: string, t: TensorValue, offsets: readonly number[], shape: readonly number[], fail: (m: string) => never): void {
-  for (let ax = 0; ax < shape.length; ax++) {
-    if (offsets[ax] < 0 || offsets[ax] + shape[ax] > t.shape[ax]) {
-      fail(`${what} window [${offsets.join(", ")}] + [${shape.join(", ")}] is outside a tensor of shape [${t.shape.join(", ")}] (axis ${ax})`);
-    }
-  }
-}
+import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, stridesOf } from "./common.js";
 
 registerOp({
   name: "tile.load", pl: "load", level: "tile", pure: true,
@@ -47,19 +33,11 @@ registerOp({
     const shape = type.shape;
     const valid = type.validShape as number[] | null;
     const region = valid ?? shape;
-    runtimeWindowCheck("load", tensor, offsets, region as number[], (m) => env.fail(m, call.span));
+    runtimeCheck("load", "a tensor", offsets, region as number[], tensor.shape, (m) => env.fail(m, call.span));
     const tile = mkTile(shape, type.dtype, type.mem, valid);
-    const ts = strides(tensor.shape);
-    const rs = strides(shape);
-    // copy region row by row (region may be smaller than the tile)
-    const idx = new Array<number>(region.length).fill(0);
-    const n = numel(region as number[]);
-    for (let k = 0; k < n; k++) {
-      let ti = 0, wi = 0;
-      for (let ax = 0; ax < region.length; ax++) { ti += (offsets[ax] + idx[ax]) * ts[ax]; wi += idx[ax] * rs[ax]; }
-      tile.data[wi] = readElem(tensor, ti);
-      for (let ax = region.length - 1; ax >= 0; ax--) { if (++idx[ax] < (region[ax] as number)) break; idx[ax] = 0; }
-    }
+    const ts = stridesOf(tensor.shape), rs = stridesOf(shape);
+    // the valid region only (it may be smaller than the tile; the rest stays pad)
+    forWindow(region as number[], (k) => { tile.data[dot(k, rs)] = readElem(tensor, dot(k, ts, offsets)); });
     return tile;
   },
 });
@@ -86,16 +64,9 @@ registerOp({
   evaluate([t, offs, o], _attrs, env, call) {
     const tile = t as TileValue, out = o as TensorValue, offsets = offs as number[];
     const region = (tile.validShape ?? tile.shape) as number[];
-    runtimeWindowCheck("store", out, offsets, region, (m) => env.fail(m, call.span));
-    const ts = strides(out.shape), rs = strides(tile.shape);
-    const idx = new Array<number>(region.length).fill(0);
-    const n = numel(region);
-    for (let k = 0; k < n; k++) {
-      let ti = 0, wi = 0;
-      for (let ax = 0; ax < region.length; ax++) { ti += (offsets[ax] + idx[ax]) * ts[ax]; wi += idx[ax] * rs[ax]; }
-      writeElem(out, ti, tile.data[wi]);
-      for (let ax = region.length - 1; ax >= 0; ax--) { if (++idx[ax] < region[ax]) break; idx[ax] = 0; }
-    }
+    runtimeCheck("store", "a tensor", offsets, region, out.shape, (m) => env.fail(m, call.span));
+    const ts = stridesOf(out.shape), rs = stridesOf(tile.shape);
+    forWindow(region, (k) => { writeElem(out, dot(k, ts, offsets), tile.data[dot(k, rs)]); });
     return out;
   },
 });

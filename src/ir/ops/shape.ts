@@ -5,30 +5,10 @@ import { numel, scalarT, shapeStr, tensorT, tileT, typeStr, type DType, type Ten
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import {
-  argName, checkTileWindow, checkWindow, constItems, dtypeHighest, dtypeLowest, expect2D, expectDType, expectKind, expectShape, expectTile, ints, stridesOf,
+  argName, checkTileWindow, checkWindow, constItems, dtypeHighest, dtypeLowest, expect2D, expectDType, expectKind, expectShape, expectTile, ints, stridesOf, forWindow, dot, runtimeCheck,
 } from "./common.js";
 
 const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
-
-/** Copy the window `src[off : off + shape]` (row-major, any rank) through get/put. */
-function forWindow(shape: readonly number[], fn: (k: number[]) => void): void {
-  const n = numel(shape);
-  const idx = new Array<number>(shape.length).fill(0);
-  for (let e = 0; e < n; e++) {
-    fn(idx);
-    for (let ax = shape.length - 1; ax >= 0; ax--) { if (++idx[ax] < shape[ax]) break; idx[ax] = 0; }
-  }
-}
-const dot = (idx: readonly number[], strides: readonly number[], off?: readonly number[]) =>
-  idx.reduce((s, v, ax) => s + (v + (off ? off[ax] : 0)) * strides[ax], 0);
-
-function runtimeCheck(what: string, kind: string, offsets: readonly number[], shape: readonly number[], outer: readonly number[], fail: (m: string) => never): void {
-  for (let ax = 0; ax < shape.length; ax++) {
-    if (offsets[ax] < 0 || offsets[ax] + shape[ax] > outer[ax]) {
-      fail(`${what} window [${offsets.join(", ")}] + [${shape.join(", ")}] is outside ${kind} of shape [${outer.join(", ")}] (axis ${ax})`);
-    }
-  }
-}
 
 // ------------------------------------------------------------------ reshape
 registerOp({
