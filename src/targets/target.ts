@@ -1,0 +1,127 @@
+// The Target and Device interfaces: everything that differs per platform lives behind them.
+//
+// A Target (one folder under src/targets/<name>/, registered in src/targets/index.ts) owns
+//  - the facts about its device that the passes need (DeviceDescription: scratch capacity,
+//    cores, compile options such as the floating-point contraction mode),
+//  - how a lowered ir.Program becomes an artifact directory (emit + build, written through
+//    src/artifact), and
+//  - how a device is opened for a ChipWorker (a Device).
+// The runtime (src/runtime) knows no platform by name: it asks the registry for the Target
+// of `RunConfig.platform`, opens its Device and talks to it only through this interface.
+import type { Program } from "../ir/index.js";
+import type { ArtifactDump, CompiledMeta } from "../artifact/index.js";
+
+/** What the passes need to know about a target's device. */
+export interface DeviceDescription {
+  /** Per-core on-chip scratch capacity in bytes (PlanMemory and TensorToTile check against it). */
+  readonly scratchBytes: number;
+}
+
+/** Argument kinds of Device.launch (the `kinds` array). */
+export const ArgKind = {
+  HostIn: 0,
+  HostOut: 1,
+  HostInOut: 2,
+  Device: 3,
+  Int: 4,
+  Float: 5,
+  Bool: 6,
+} as const;
+export type ArgKind = (typeof ArgKind)[keyof typeof ArgKind];
+
+/** Counters of one device. */
+export interface DeviceStats {
+  /** Launches whose entry ran (successful or failed). */
+  launches: number;
+  /** Bytes copied host → device: explicit h2d plus In/InOut launch arguments. */
+  h2dBytes: number;
+  /** Bytes copied device → host: explicit d2h plus Out/InOut launch arguments. */
+  d2hBytes: number;
+  /** Device bytes held by live allocations (device tensors, launch staging, orchestration buffers). */
+  bytesInUse: number;
+  liveAllocations: number;
+  /** Usable device bytes. */
+  capacity: number;
+  /** Modules currently loaded. */
+  modulesLoaded: number;
+  /** load() calls that succeeded, cumulative. */
+  moduleLoads: number;
+  /** Kernel tasks executed. */
+  tasksRun: number;
+}
+
+/** Options a worker opens a device with (from its RunConfig and the target's description). */
+export interface DeviceOptions {
+  deviceId: number;
+  /** Core threads (≥ 1) of a simulated chip. */
+  coreThreads: number;
+  /** Scheduler threads (aicpuThreadNum). */
+  schedThreads: number;
+  scratchBytes: number;
+  /** Reserved device memory in bytes. */
+  memoryBytes: number;
+  ringTaskWindow: number;
+  ringHeap: number;
+  ringDepPool: number;
+}
+
+/** A built artifact as a device loads it: its directory and validated metadata. */
+export interface ArtifactRef {
+  readonly outputDir: string;
+  readonly meta: CompiledMeta;
+}
+
+/** One open device. Memory addresses are bigints; every failure is a TsptoError. */
+export interface Device {
+  /** Address of a new zero-filled, 64-byte-aligned allocation. */
+  alloc(nbytes: number): bigint;
+  /** Releases an allocation; `addr` must be the start of a live allocation. */
+  free(addr: bigint): void;
+  /** True when `addr` is the start of a live allocation. */
+  isLive(addr: bigint): boolean;
+  /** Host → device (counted in stats). */
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
+  /** Device → host (counted in stats). */
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
+  /** Device → device (not a host transfer). */
+  d2d(dst: bigint, src: bigint, nbytes: number): void;
+  /** Loads a built artifact of this device's target; returns a module id. */
+  load(artifact: ArtifactRef): number;
+  unload(module: number): void;
+  /** One launch; returns the device time in ns. `args[i]` is a host view, a device address or a scalar as `kinds[i]` says. */
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number;
+  /** The same launch off the JS thread; launches on one device run in order. */
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number>;
+  stats(): DeviceStats;
+  /** DFX recording: false when this device records nothing (the worker says so once). */
+  readonly records: boolean;
+  setRecording(mask: number, dumpBytes: number): void;
+  takeTrace(): unknown | null;
+  /** Idempotent: releases every allocation and module. */
+  close(): void;
+  readonly closed: boolean;
+}
+
+export interface BuildOptions {
+  /** Where to write the artifact (default: under the user's private cache directory). */
+  outputDir?: string;
+  packageVersion: string;
+  dumps?: readonly ArtifactDump[];
+  /** Compile options that change the output (part of the artifact key). */
+  options?: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface Target {
+  /** The platform name (RunConfig.platform, CompiledProgram.platform). */
+  readonly name: string;
+  /** One line for error messages and docs. */
+  readonly summary: string;
+  /** Device facts the passes need. */
+  readonly description: DeviceDescription;
+  /** Lowered program → artifact directory (reused when complete with the same key). */
+  build(lowered: Program, opts: BuildOptions): ArtifactRef;
+  /** Parts of the disk-cache key that depend on the machine (toolchain, CPU/GPU features). */
+  cacheKeyParts(): readonly string[];
+  /** Opens a device; throws a TsptoError when this machine has none (e.g. no GPU). */
+  openDevice(opts: DeviceOptions): Device;
+}
