@@ -97,6 +97,7 @@ function signatureOf(meta: CompiledMeta): ParamSig[] {
 const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
 
 /** Set by ChipWorker's static block (it reaches the private registration methods). */
+let deviceOfWorker: (w: ChipWorker) => unknown;
 let trustedLaunch: (w: ChipWorker, compiled: CompiledProgram) => (args: readonly unknown[]) => unknown;
 
 export class ChipWorker implements Disposable {
@@ -329,6 +330,7 @@ export class ChipWorker implements Disposable {
   }
 
   static {
+    deviceOfWorker = (w) => w.#dev();
     trustedLaunch = (w, compiled) => {
       const reg = w.#register(compiled);
       return (args) => w.#launchTrusted(reg, args);
@@ -532,6 +534,13 @@ function mismatch(reg: Registration, p: ParamSig, i: number, shape: readonly num
  */
 export function trustedLauncher(w: ChipWorker, compiled: CompiledProgram): (args: readonly unknown[]) => unknown {
   return trustedLaunch(w, compiled);
+}
+/**
+ * @internal For src/distributed: the open device object of `w` (throws if `w` is closed), so
+ * collectives can hand device ranges to native MPI in place (checked by the arena there).
+ */
+export function deviceOf(w: ChipWorker): unknown {
+  return deviceOfWorker(w);
 }
 // ------------------------------------------------------------------ default workers
 const defaultWorkers = new Map<string, ChipWorker>();
