@@ -594,6 +594,23 @@ void SetExitCode(const Napi::CallbackInfo& info) {
   if (code != 0) w.skip_finalize = true;
 }
 
+// lostPeer(): the message naming a peer rank on this host whose process is gone, or null
+// (for a SIGTERM that arrives while JS runs, outside any collective).
+Napi::Value LostPeerJs(const Napi::CallbackInfo& info) {
+  World& w = W();
+  std::lock_guard<std::mutex> lock(w.mu);
+  for (int i = 0; i < 25 && w.state == State::kInitialized; i++) {
+    if (int r = LostPeer(w); r >= 0) {
+      Napi::Object o = Napi::Object::New(info.Env());
+      o.Set("rank", r);
+      o.Set("message", LostMessage(w, r, "the run"));
+      return o;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return info.Env().Null();
+}
+
 // MPI_Abort(COMM_WORLD, code): ends every rank of the job.
 void Abort(const Napi::CallbackInfo& info) {
   World& w = W();
@@ -618,6 +635,7 @@ Napi::Object MpiBinding(Napi::Env env) {
   o.Set("finalize", Napi::Function::New<Finalize>(env, "finalize"));
   o.Set("setExitCode", Napi::Function::New<SetExitCode>(env, "setExitCode"));
   o.Set("abort", Napi::Function::New<Abort>(env, "abort"));
+  o.Set("lostPeer", Napi::Function::New<LostPeerJs>(env, "lostPeer"));
   // At env teardown (the main thread's): finalize a world still open, unless the process
   // fails (SetExitCode) or the world is broken.
   env.AddCleanupHook([] {

@@ -31,6 +31,7 @@ interface NativeMpi {
   finalize(): void;
   setExitCode(code: number): void;
   abort(code: number): never;
+  lostPeer(): { rank: number; message: string } | null;
 }
 
 /** Reduction operators of the collectives. */
@@ -138,6 +139,27 @@ export function nativeMpi(): NativeMpi {
 /** Why MPI cannot be used on this machine, or null when libmpi loads. */
 export function mpiUnavailableReason(): string | null {
   return nativeMpi().load();
+}
+
+let sigtermHooked = false;
+
+/**
+ * mpirun ends the job with SIGTERM when a rank dies. Inside a collective the native wait
+ * reports the lost rank; this handler does the same while JavaScript runs between them,
+ * then exits as SIGTERM would.
+ */
+export function reportLostRankOnSigterm(rank: number): void {
+  if (sigtermHooked) return;
+  sigtermHooked = true;
+  process.on("SIGTERM", () => {
+    const lost = nativeMpi().lostPeer();
+    const e = lost
+      ? new RankLostError(lost.message, lost.rank, LOST_HINT)
+      : new RankLostError(`rank ${rank} was terminated (SIGTERM): mpirun is ending the job, most likely because a rank on another host was lost (mpirun's own message names it)`, undefined, LOST_HINT);
+    process.stderr.write(`${e.message}\n`);
+    nativeMpi().setExitCode(143);
+    process.exit(143);
+  });
 }
 
 /** Calls a native collective, converting its errors. */

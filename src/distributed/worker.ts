@@ -15,7 +15,7 @@ import { loadNative } from "../runtime/native.js";
 import { callerSpan } from "../runtime/caller.js";
 import { hostname } from "node:os";
 import { dtypeBytes, isDType, typedArrayFor, type DType } from "../runtime/dtype.js";
-import { callMpi, launchEnv, moveTypeOf, nativeMpi, REDUCE_OPS, reduceTypeOf, type MpiBuffer, type ReduceOp } from "./mpi.js";
+import { callMpi, launchEnv, reportLostRankOnSigterm, moveTypeOf, nativeMpi, REDUCE_OPS, reduceTypeOf, type MpiBuffer, type ReduceOp } from "./mpi.js";
 import { axisFromStacked, bytesOf, chunkGeometry, prod, reduceInto, stackedFromAxis } from "./layout.js";
 
 const err = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, callerSpan(), hint);
@@ -137,13 +137,14 @@ export class DistributedWorker implements Disposable {
       rank = info.rank;
       size = info.size;
       hosts = info.hosts;
-      library = info.version ? `${info.library} (${info.version.split("\n")[0].trim()})` : info.library;
+      library = info.version ? `${info.library}, ${info.version.split(",")[0].trim()}` : info.library;
       callMpi(() => mpi.setTimeout(timeoutS));
       if (!exitHooked) {
         exitHooked = true;
         // A failing process must not wait in MPI_Finalize for ranks that wait for it.
         process.on("exit", (code) => mpi.setExitCode(code));
       }
+      reportLostRankOnSigterm(rank);
       // Every rank must have the same number of devices.
       const mine = new Int32Array([devices]);
       const all = new Int32Array(size);
