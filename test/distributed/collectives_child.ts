@@ -1,11 +1,12 @@
 // Run by test/distributed/mpi.test.ts under mpirun (node --import tsx): every collective on
 // seeded random data, checked against a single-process reference that this rank computes
 // itself from every rank's seeds. Prints "ok <check>" per check; a failed check throws
-// (non-zero exit). argv: devices per rank.
+// (non-zero exit). argv: devices per rank, then "required" (under mpirun) or "off" (one
+// process, its devices only).
 import { DistributedWorker, HostTensor, randn, type DType } from "tspto";
 
 const devices = Number(process.argv[2] ?? 1);
-const dw = new DistributedWorker({ devices, mpi: "required" });
+const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off" });
 const N = dw.worldDevices, P = dw.size, k = dw.devices;
 const ok = (name: string) => console.log(`ok rank=${dw.rank} ${name}`);
 

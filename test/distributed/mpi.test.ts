@@ -1,0 +1,98 @@
+// The distributed runtime across processes: collectives under mpirun with 2 and 4 ranks (and
+// 2 devices per rank), the data/tensor-parallel example, a rank lost mid-run, and the error
+// when MPI is needed but missing. Tests that need Open MPI skip, saying so, where `mpirun` is
+// not installed (the missing-MPI error is checked everywhere).
+import { describe, it, expect } from "vitest";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const child = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
+const hasMpirun = spawnSync("mpirun", ["--version"], { encoding: "utf8" }).status === 0;
+if (!hasMpirun) {
+  console.warn("SKIPPED: distributed tests over MPI (no `mpirun` on this machine: apt-get install openmpi-bin libopenmpi-dev)");
+}
+
+// Environment of a child: the test runner's, without variables of an enclosing MPI job.
+const childEnv = (extra: Record<string, string> = {}) => {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
+  for (const k of Object.keys(env)) if (k.startsWith("OMPI_") || k.startsWith("PMIX_")) delete env[k];
+  return { ...env, ...extra };
+};
+
+/** mpirun -np <ranks> node --import tsx <script> <args>; a hang is ended by the timeout (then status is null). */
+function mpirun(ranks: number, script: string, args: string[], timeoutMs = 180_000) {
+  const r = spawnSync("mpirun", ["--allow-run-as-root", "--oversubscribe", "-np", String(ranks), "node", "--import", "tsx", script, ...args], {
+    cwd: root, encoding: "utf8", timeout: timeoutMs, env: childEnv(), killSignal: "SIGKILL",
+  });
+  return { status: r.status, signal: r.signal, out: `${r.stdout}\n${r.stderr}` };
+}
+
+const CHECKS = ["allReduce sharded (4 ops x 6 dtypes)", "allReduce DeviceTensor", "broadcast DeviceTensor", "allGather DeviceTensor",
+  "reduceScatter DeviceTensor", "allGather sharded axis 1", "reduceScatter sharded axis 1", "scatter/gather", "broadcast sharded", "barrier", "closed"];
+
+function expectAllChecks(out: string, ranks: number) {
+  for (let r = 0; r < ranks; r++) for (const c of CHECKS) expect(out, `rank ${r}: ${c}`).toContain(`ok rank=${r} ${c}`);
+}
+
+describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
+  for (const [ranks, devices] of [[2, 1], [4, 1], [2, 2]] as const) {
+    it(`${ranks} ranks x ${devices} device(s): every collective matches the single-process reference (integers bit-identical)`, () => {
+      const r = mpirun(ranks, child("collectives_child.ts"), [String(devices)]);
+      expect(r.status, r.out).toBe(0);
+      expectAllChecks(r.out, ranks);
+    });
+  }
+
+  it("examples/distributed/data_parallel.ts with 4 ranks matches one process doing it all", () => {
+    const r = mpirun(4, "examples/distributed/data_parallel.ts", []);
+    expect(r.status, r.out).toBe(0);
+    expect(r.out).toContain("rank 0 of 4");
+    expect(r.out).toMatch(/data parallel: .* on all 4 devices match one process/);
+    expect(r.out).toMatch(/tensor parallel: .* from 4 column shards \(allGather\) matches one process/);
+  });
+
+  for (const mode of ["kill", "throw", "idle"] as const) {
+    const how = { kill: "is killed (SIGKILL) while the others wait in allReduce", throw: "exits with an uncaught error while the others wait in allReduce",
+      idle: "is killed while the others sleep between collectives" }[mode];
+    it(`a rank that ${how}: the others fail naming rank 1, no hang`, () => {
+      const r = mpirun(3, child("lost_rank_child.ts"), [mode], 90_000);
+      expect(r.signal, `the job hung (killed by the test's timeout):\n${r.out}`).toBeNull();
+      expect(r.status, r.out).not.toBe(0);
+      for (const survivor of [0, 2]) {
+        const line = mode === "idle"
+          ? new RegExp(`\\[E_RANK_LOST\\] MPI rank 1 \\(pid \\d+ on host .*\\) was lost during the run: its process exited; rank ${survivor} stops here`)
+          : new RegExp(`rank ${survivor}: caught E_RANK_LOST lostRank=1 MPI rank 1 \\(pid \\d+ on host .*\\) was lost during allReduce`);
+        expect(r.out, r.out).toMatch(line);
+      }
+      expect(r.out).not.toContain("completed (unexpected)");
+    });
+  }
+});
+
+describe("MPI missing", () => {
+  it("a process started by mpirun without a loadable libmpi fails with E_MPI_MISSING naming what to install", () => {
+    const script = `import { DistributedWorker } from "tspto";
+try { new DistributedWorker(); console.log("constructed"); } catch (e) { console.log("CODE=" + e.code); console.log(e.message); }`;
+    const r = spawnSync("node", ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: root, encoding: "utf8", timeout: 60_000,
+      env: childEnv({ OMPI_COMM_WORLD_SIZE: "2", OMPI_COMM_WORLD_RANK: "0", TSPTO_LIBMPI: "/nonexistent/libmpi.so.40" }),
+    });
+    const out = `${r.stdout}\n${r.stderr}\n${String(r.error ?? "")}`;
+    expect(out).toContain("CODE=E_MPI_MISSING");
+    expect(out).toContain("libmpi could not be loaded (/nonexistent/libmpi.so.40:");
+    expect(out).toContain("apt-get install openmpi-bin libopenmpi-dev");
+  });
+
+  it("a library that is not Open MPI is refused by name", () => {
+    const script = `import { DistributedWorker } from "tspto";
+try { new DistributedWorker(); } catch (e) { console.log("CODE=" + e.code); console.log(e.message); }`;
+    const r = spawnSync("node", ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: root, encoding: "utf8", timeout: 60_000,
+      env: childEnv({ OMPI_COMM_WORLD_SIZE: "2", TSPTO_LIBMPI: "libm.so.6" }),
+    });
+    const out = `${r.stdout}\n${r.stderr}\n${String(r.error ?? "")}`;
+    expect(out).toContain("CODE=E_MPI_MISSING");
+    expect(out).toContain("the MPI library 'libm.so.6' is not Open MPI");
+  });
+});
