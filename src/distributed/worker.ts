@@ -7,7 +7,7 @@
 // Device numbering: the world has N = size * devices devices; device g = rank * devices + d
 // is local device d of rank g / devices. Every rank must use the same `devices`.
 import { TsptoRuntimeError } from "../ir/index.js";
-import { ChipWorker, deviceOf } from "../runtime/worker.js";
+import { ChipWorker, deviceOf, setDfxSubdir } from "../runtime/worker.js";
 import { RunConfig } from "../runtime/config.js";
 import { DeviceTensor } from "../runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "../runtime/host.js";
@@ -162,7 +162,11 @@ export class DistributedWorker implements Disposable {
     this.mpiLibrary = library;
     const workers: ChipWorker[] = [];
     try {
-      for (let d = 0; d < devices; d++) workers.push(new ChipWorker(config.with({ deviceId: config.deviceId + d })));
+      for (let d = 0; d < devices; d++) {
+        const w = new ChipWorker(config.with({ deviceId: config.deviceId + d }));
+        setDfxSubdir(w, `rank_${rank}/device_${d}`);
+        workers.push(w);
+      }
     } catch (e) {
       for (const w of workers) w.close();
       throw e;

@@ -98,6 +98,7 @@ const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
 
 /** Set by ChipWorker's static block (it reaches the private registration methods). */
 let deviceOfWorker: (w: ChipWorker) => unknown;
+let setDfxSubdirOf: (w: ChipWorker, subdir: string) => void;
 let trustedLaunch: (w: ChipWorker, compiled: CompiledProgram) => (args: readonly unknown[]) => unknown;
 
 export class ChipWorker implements Disposable {
@@ -117,6 +118,8 @@ export class ChipWorker implements Disposable {
   #devDump = 0;
   #cfgRec = { mask: 0, dumpBytes: 0 };
   #cores = 1;
+  /** Where under dfx_outputs/ this worker's DFX files go ("" = dfx_outputs/ itself). */
+  #dfxSubdir = "";
 
   constructor(config: RunConfig = new RunConfig()) {
     if (!(config instanceof RunConfig)) throw new TypeError(`ChipWorker: config must be a RunConfig, got ${typeof config}`);
@@ -331,6 +334,7 @@ export class ChipWorker implements Disposable {
 
   static {
     deviceOfWorker = (w) => w.#dev();
+    setDfxSubdirOf = (w, sub) => { w.#dfxSubdir = sub; };
     trustedLaunch = (w, compiled) => {
       const reg = w.#register(compiled);
       return (args) => w.#launchTrusted(reg, args);
@@ -394,7 +398,7 @@ export class ChipWorker implements Disposable {
 
   #writeTrace(reg: Registration, cfg: RunConfig): void {
     const trace = this.#device!.takeTrace();
-    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId);
+    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId, this.#dfxSubdir);
   }
 
   #warnInterpDfx(): void {
@@ -541,6 +545,10 @@ export function trustedLauncher(w: ChipWorker, compiled: CompiledProgram): (args
  */
 export function deviceOf(w: ChipWorker): unknown {
   return deviceOfWorker(w);
+}
+/** @internal For src/distributed: this worker's DFX files go to dfx_outputs/<subdir>/ (rank_<r>/device_<d>). */
+export function setDfxSubdir(w: ChipWorker, subdir: string): void {
+  setDfxSubdirOf(w, subdir);
 }
 // ------------------------------------------------------------------ default workers
 const defaultWorkers = new Map<string, ChipWorker>();

@@ -96,3 +96,31 @@ try { new DistributedWorker(); } catch (e) { console.log("CODE=" + e.code); cons
     expect(out).toContain("the MPI library 'libm.so.6' is not Open MPI");
   });
 });
+
+describe.skipIf(!hasMpirun)("DFX across ranks", () => {
+  it("each rank writes dfx_outputs/rank_<r>/device_<d>/; tspto inspect --trace merges them into one timeline", async () => {
+    const { mkdtempSync, existsSync, readFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { renderTrace } = await import("../../src/tools/cli.js");
+    const dir = join(mkdtempSync(join(tmpdir(), "tspto-dfx-ranks-")), "artifact");
+    try {
+      const r = mpirun(2, child("dfx_child.ts"), [dir]);
+      expect(r.status, r.out).toBe(0);
+      for (const rank of [0, 1]) expect(existsSync(join(dir, "dfx_outputs", `rank_${rank}`, "device_0", "swimlane.json"))).toBe(true);
+      const page = renderTrace(dir);
+      expect(page).toBe(join(dir, "dfx_outputs", "swimlane.html"));
+      const merged = JSON.parse(readFileSync(join(dir, "dfx_outputs", "swimlane_ranks.json"), "utf8")) as { traceEvents: { ph: string; name: string; pid: number; args: { name?: string } }[] };
+      const procs = merged.traceEvents.filter((e) => e.ph === "M" && e.name === "process_name").map((e) => e.args.name);
+      expect(procs).toEqual(["rank 0 / device 0", "rank 1 / device 0"]);
+      const tasksOf = (pid: number) => merged.traceEvents.filter((e) => e.ph === "X" && e.pid === pid && e.name.startsWith("scale"));
+      expect(tasksOf(0).length).toBeGreaterThan(0);
+      expect(tasksOf(1).length).toBeGreaterThan(0);
+      const html = readFileSync(page, "utf8");
+      expect(html).toContain("rank 0 / device 0 / core 0");
+      expect(html).toContain("rank 1 / device 0 / core 0");
+    } finally {
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  });
+});
