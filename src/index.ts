@@ -11,4 +11,4 @@ export type { DType } from "./ir/index.js";
 export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
-export { DistributedWorker, ShardedTensor, RankLostError, type DistributedOptions, type ReduceOp } from "./distributed/index.js";
+export { DistributedWorker, ShardedTensor, DistributedBenchmark, RankLostError, type DistributedOptions, type ReduceOp } from "./distributed/index.js";

@@ -15,7 +15,8 @@ import { loadNative } from "../runtime/native.js";
 import { callerSpan } from "../runtime/caller.js";
 import { hostname } from "node:os";
 import { dtypeBytes, isDType, typedArrayFor, type DType } from "../runtime/dtype.js";
-import { callMpi, launchEnv, reportLostRankOnSigterm, moveTypeOf, nativeMpi, REDUCE_OPS, reduceTypeOf, type MpiBuffer, type ReduceOp } from "./mpi.js";
+import { benchmark, type BenchmarkStats } from "../runtime/benchmark.js";
+import { callMpi, MpiType, launchEnv, reportLostRankOnSigterm, moveTypeOf, nativeMpi, REDUCE_OPS, reduceTypeOf, type MpiBuffer, type ReduceOp } from "./mpi.js";
 import { axisFromStacked, bytesOf, chunkGeometry, prod, reduceInto, stackedFromAxis } from "./layout.js";
 
 const err = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, callerSpan(), hint);
@@ -68,6 +69,20 @@ export class ShardedTensor {
   }
   toString(): string {
     return `ShardedTensor(shape=${shapeStr(this.shape)}, dtype=${this.dtype}, axis=${this.axis}, shards=${this.numShards} of ${shapeStr(this.shardShape)}${this.live ? "" : ", freed"})`;
+  }
+}
+
+/** Per-rank, per-device medians of `DistributedWorker.benchmark` (the same table on every rank). */
+export class DistributedBenchmark {
+  constructor(
+    /** One row per device of the world, in (rank, device) order. */
+    readonly rows: readonly { rank: number; device: number; deviceUsMedian: number; hostUsMedian: number }[],
+    /** This process's full statistics, one per local device. */
+    readonly local: readonly BenchmarkStats[],
+  ) {}
+  toString(): string {
+    const f = (x: number) => x.toFixed(2).padStart(12);
+    return ["rank  device   device us    host us  (medians)", ...this.rows.map((r) => `${String(r.rank).padStart(4)}  ${String(r.device).padStart(6)}${f(r.deviceUsMedian)}${f(r.hostUsMedian)}`)].join("\n");
   }
 }
 
@@ -312,6 +327,32 @@ export class DistributedWorker implements Disposable {
   #argsPerDevice(args: unknown[]): unknown[][] {
     for (const a of args) if (a instanceof ShardedTensor) this.#live(a, "run");
     return this.workers.map((_, d) => args.map((a) => (a instanceof ShardedTensor ? a.shards[d] : a)));
+  }
+
+  /**
+   * `benchmark` on every device with its shard (a barrier first, then each local device in
+   * turn), and every rank's and device's medians gathered to every rank: per-rank device and
+   * host times of the same program.
+   */
+  benchmark(compiled: Parameters<ChipWorker["run"]>[0], args: readonly unknown[], opts: { rounds?: number; warmup?: number } = {}): DistributedBenchmark {
+    this.#check("benchmark");
+    const per = this.#argsPerDevice([...args]);
+    this.barrier();
+    const local = this.workers.map((w, d) => benchmark(compiled, per[d], { ...opts, worker: w }));
+    const mine = new Float64Array(local.flatMap((b) => [b.deviceUsMedian, b.hostUsMedian]));
+    let all = mine;
+    if (this.size > 1) {
+      all = new Float64Array(mine.length * this.size);
+      callMpi(() => nativeMpi().allgather(mine, all, mine.length, MpiType.float64));
+    }
+    const rows: { rank: number; device: number; deviceUsMedian: number; hostUsMedian: number }[] = [];
+    for (let r = 0; r < this.size; r++) {
+      for (let d = 0; d < this.devices; d++) {
+        const i = (r * this.devices + d) * 2;
+        rows.push({ rank: r, device: d, deviceUsMedian: all[i], hostUsMedian: all[i + 1] });
+      }
+    }
+    return new DistributedBenchmark(rows, local);
   }
 
   // ------------------------------------------------------------------ collectives

@@ -23,4 +23,7 @@ const y = dw.allocSharded([R * n, C], "float32");
 dw.run(compiled, x, y);
 dw.barrier();
 console.log(`rank ${dw.rank}: launched with the swimlane on`);
+const b = dw.benchmark(compiled, [x, y], { rounds: 5, warmup: 1 });
+if (dw.rank === 0) console.log(`benchmark:\n${b}`);
+console.log(`rank ${dw.rank}: benchmark rows ${b.rows.map((r) => `${r.rank}/${r.device}:${r.deviceUsMedian > 0 && r.hostUsMedian >= r.deviceUsMedian ? "ok" : "bad"}`).join(" ")}`);
 dw.close();

@@ -50,6 +50,19 @@ describe("DistributedWorker in one process", () => {
     });
   }
 
+  it("benchmark runs on every device and reports each device's median device and host times", () => {
+    const w = open({ devices: 2, mpi: "off" });
+    const xs = w.allocSharded([2 * R, C], "float32", { init: randn([2 * R, C], { seed: 1 }) });
+    const ys = w.allocSharded([2 * R, C], "float32");
+    const before = w.workers.map((c) => c.stats.launches);
+    const b = w.benchmark(axpy.compile(zeros([R, C]), zeros([R, C])), [xs, ys], { rounds: 4, warmup: 1 });
+    expect(w.workers.map((c, d) => c.stats.launches - before[d])).toEqual([5, 5]);
+    expect(b.rows.map((r) => [r.rank, r.device])).toEqual([[0, 0], [0, 1]]);
+    expect(b.rows.every((r) => r.deviceUsMedian > 0 && r.hostUsMedian >= r.deviceUsMedian)).toBe(true);
+    expect(b.local.map((s) => s.rounds)).toEqual([4, 4]);
+    expect(String(b)).toMatch(/^rank\s+device\s+device us\s+host us/);
+  });
+
   it("shards along a later axis: gather and scatter are inverses, columns land on their devices", () => {
     const w = open({ devices: 2, mpi: "off" });
     const whole = new HostTensor(Int32Array.from({ length: 3 * 8 }, (_, i) => i * 7 - 40), [3, 8], "int32");

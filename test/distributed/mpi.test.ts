@@ -98,7 +98,7 @@ try { new DistributedWorker(); } catch (e) { console.log("CODE=" + e.code); cons
 });
 
 describe.skipIf(!hasMpirun)("DFX across ranks", () => {
-  it("each rank writes dfx_outputs/rank_<r>/device_<d>/; tspto inspect --trace merges them into one timeline", async () => {
+  it("each rank writes dfx_outputs/rank_<r>/device_<d>/; tspto inspect --trace merges them into one timeline; benchmark reports per-rank times", async () => {
     const { mkdtempSync, existsSync, readFileSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
@@ -107,6 +107,9 @@ describe.skipIf(!hasMpirun)("DFX across ranks", () => {
     try {
       const r = mpirun(2, child("dfx_child.ts"), [dir]);
       expect(r.status, r.out).toBe(0);
+      // DistributedWorker.benchmark: every rank gets every rank's device and host medians (host >= device).
+      for (const rank of [0, 1]) expect(r.out).toContain(`rank ${rank}: benchmark rows 0/0:ok 1/0:ok`);
+      expect(r.out).toMatch(/rank\s+device\s+device us\s+host us/);
       for (const rank of [0, 1]) expect(existsSync(join(dir, "dfx_outputs", `rank_${rank}`, "device_0", "swimlane.json"))).toBe(true);
       const page = renderTrace(dir);
       expect(page).toBe(join(dir, "dfx_outputs", "swimlane.html"));
