@@ -3,7 +3,7 @@
 //
 //   npx tsx examples/distributed/data_parallel.ts                     # one process, $TSPTO_DEVICES devices (default 2)
 //   mpirun -np 4 node --import tsx examples/distributed/data_parallel.ts   # 4 ranks (add --allow-run-as-root as root, --oversubscribe on few cores)
-//   mpirun -H a,b -np 4 node --import tsx examples/distributed/data_parallel.ts  # the same over hosts a and b
+//   mpirun -H a:2,b:2 -np 4 node --import tsx examples/distributed/data_parallel.ts  # the same over hosts a and b (README)
 //
 // 1. Data parallel linear layer, y = x @ w with loss 0.5 * |y - t|^2: every device holds a
 //    replica of w and a shard of the batch (BS rows); it runs the forward matmul kernel, the
