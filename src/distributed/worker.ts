@@ -26,7 +26,7 @@ const INT_MAX = 2 ** 31 - 1;
 export interface DistributedOptions {
   /** Local devices of this process (cpu: simulated chips sharing the machine's cores). Default: $TSPTO_DEVICES, else 1. */
   devices?: number;
-  /** The RunConfig of every local ChipWorker (platform, DFX, rings); device d gets deviceId = config.deviceId + d. */
+  /** The RunConfig of every local ChipWorker (platform, DFX, rings); local device d gets deviceId = config.deviceId + localRank * devices + d. */
   config?: RunConfig;
   /**
    * "auto" (default): join the MPI world when started by mpirun; "required": fail unless
@@ -177,8 +177,10 @@ export class DistributedWorker implements Disposable {
     this.mpiLibrary = library;
     const workers: ChipWorker[] = [];
     try {
+      // Ranks on one host take consecutive device ids (a GPU each, once the cuda target exists).
+      const firstId = config.deviceId + (env?.localRank ?? 0) * devices;
       for (let d = 0; d < devices; d++) {
-        const w = new ChipWorker(config.with({ deviceId: config.deviceId + d }));
+        const w = new ChipWorker(config.with({ deviceId: firstId + d }));
         setDfxSubdir(w, `rank_${rank}/device_${d}`);
         workers.push(w);
       }
@@ -506,8 +508,11 @@ export class DistributedWorker implements Disposable {
 
   /** [native device, address] buffers of tensors of one worker, or null when its device is not the native one. */
   #nativeBuffers(w: ChipWorker, ts: DeviceTensor[]): MpiBuffer[] | null {
-    const dev = deviceOf(w);
-    if (!(dev instanceof (loadNative().Device as unknown as new (...a: never[]) => object))) return null;
+    const NativeDevice = loadNative().Device as unknown as new (...a: never[]) => object;
+    let dev = deviceOf(w);
+    // A target's Device may wrap the native one (src/targets/cpu): look one level in.
+    if (!(dev instanceof NativeDevice) && typeof dev === "object" && dev !== null) dev = (dev as { native?: unknown }).native;
+    if (!(dev instanceof NativeDevice)) return null;
     return ts.map((t) => [dev, t.dataPtr] as const);
   }
 

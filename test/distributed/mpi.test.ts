@@ -70,6 +70,23 @@ describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
   }
 });
 
+describe.skipIf(!hasMpirun)("MPI world checks", () => {
+  it("a rank that is alive but never joins: the others fail after their timeout (TSPTO_MPI_TIMEOUT) instead of hanging", () => {
+    const r = mpirun(3, child("lost_rank_child.ts"), ["stall"], 90_000);
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    expect(r.status, r.out).not.toBe(0);
+    for (const survivor of [0, 2]) {
+      expect(r.out).toContain(`rank ${survivor}: caught E_MPI_TIMEOUT lostRank=undefined allReduce did not complete within 2 s (TSPTO_MPI_TIMEOUT): a rank did not join it`);
+    }
+  });
+
+  it("ranks with different numbers of devices are refused, naming both", () => {
+    const r = mpirun(2, child("lost_rank_child.ts"), ["mismatch"], 90_000);
+    expect(r.status, r.out).not.toBe(0);
+    expect(r.out).toContain("rank 0: constructor failed: E_DEVICES DistributedWorker: rank 1 has 2 devices, rank 0 has 1");
+  });
+});
+
 describe("MPI missing", () => {
   it("a process started by mpirun without a loadable libmpi fails with E_MPI_MISSING naming what to install", () => {
     const script = `import { DistributedWorker } from "tspto";
