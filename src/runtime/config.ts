@@ -17,7 +17,7 @@ export type Platform = "cpu" | "interp" | (string & {});
 export type RingSize = number | readonly [number, number, number, number] | readonly number[];
 
 export interface RunConfigOptions {
-  /** "cpu" (default), "interp" or "cuda". */
+  /** A registered platform (src/targets): "cpu" (default) or "interp". */
   platform?: Platform;
   /** Device ordinal, integer >= 0 (default 0). */
   deviceId?: number;
