@@ -71,7 +71,9 @@ for (const platform of ["cpu", "interp"] as const) {
       w.copyFrom(back, resident, R * C * 4);
       assertClose(back, B, { rtol: 0, atol: 0 });
       // a shrunk resizable buffer (an In argument)
-      const rb = new ArrayBuffer(R * C * 4, { maxByteLength: R * C * 4 });
+      // (resizable ArrayBuffers are ES2024: typed loosely for the ES2022 lib)
+      const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer & { resize(n: number): void };
+      const rb = new Resizable(R * C * 4, { maxByteLength: R * C * 4 });
       const a2 = new HostTensor(new Float32Array(rb), [R, C], "float32");
       rb.resize(16);
       expect(caught(() => w.run(compiled, a2, B, zeros([R, C]))).message).toContain("argument 'a' (#1) of 'launchPathAdd': its host buffer has 0 bytes");
