@@ -192,3 +192,39 @@ describe("targets and artifacts", () => {
     mkdirSync(join(dir, "x"), { recursive: true });
   });
 });
+
+describe("runtime errors are TsptoErrors with codes", () => {
+  it("a ChipWorker needs a RunConfig; benchmark checks rounds and warmup; allocTensor shows bigints", async () => {
+    const { benchmark } = await import("tspto");
+    const e1 = caught(() => new ChipWorker({ platform: "cpu" } as unknown as RunConfig));
+    expect(e1.code).toBe("E_ARG");
+    expect(e1.message).toContain("ChipWorker: config must be a RunConfig, got Object");
+    const c = ir.compile(add.lower(A, B, zeros([R, C])), { platform: "interp" });
+    expect(caught(() => benchmark(c, [A, B, zeros([R, C])], { rounds: 0 })).message).toContain("benchmark: rounds must be an integer >= 1, got 0");
+    expect(caught(() => benchmark(c, [A, B, zeros([R, C])], { warmup: -1 })).message).toContain("benchmark: warmup must be an integer >= 0, got -1");
+    const w = worker("interp");
+    const e2 = caught(() => w.allocTensor([2, 4n] as unknown as number[]));
+    expect(e2.code).toBe("E_SHAPE");
+    expect(e2.message).toContain('allocTensor: shape must be a non-empty list of positive integers, got [2,"4n"]');
+  });
+
+  it("a dynamic scalar rejects values its dtype cannot hold before the device sees them", () => {
+    const scale = pl.jit(function launchPathScale(a: pl.Tensor, out: pl.Out<pl.Tensor>, k: pl.Scalar<pl.INT32>) {
+      pl.at(pl.Level.CORE_GROUP, () => {
+        pl.store(pl.mul(pl.load(a, [0, 0], [R, C]), k), [0, 0], out);
+      });
+      return out;
+    });
+    const ai = new HostTensor(Int32Array.from({ length: R * C }, (_, i) => (i * 7919) % 1000 - 500), [R, C], "int32");
+    const out = new HostTensor(new Int32Array(R * C), [R, C], "int32");
+    const cpl = ir.compile(scale.lower(ai, out, 3), { platform: "cpu" });
+    const w = worker("cpu");
+    w.run(cpl, ai, out, -3);
+    expect([...out.data]).toEqual([...ai.data].map((x) => (x * -3) | 0));
+    for (const bad of [1.5, Number.NaN, true, 2 ** 31]) {
+      const e = caught(() => w.run(cpl, ai, out, bad));
+      expect(e.code).toBe("E_ARG");
+      expect(e.message).toContain("argument 'k' (#3) of 'launchPathScale' must be a int32 scalar");
+    }
+  });
+});
