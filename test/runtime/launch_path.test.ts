@@ -220,7 +220,7 @@ describe("runtime errors are TsptoErrors with codes", () => {
     const cpl = ir.compile(scale.lower(ai, out, 3), { platform: "cpu" });
     const w = worker("cpu");
     w.run(cpl, ai, out, -3);
-    expect([...out.data]).toEqual([...ai.data].map((x) => (x * -3) | 0));
+    expect([...out.data]).toEqual([...(ai.data as Int32Array)].map((x) => (x * -3) | 0));
     for (const bad of [1.5, Number.NaN, true, 2 ** 31]) {
       const e = caught(() => w.run(cpl, ai, out, bad));
       expect(e.code).toBe("E_ARG");
