@@ -228,3 +228,25 @@ describe("runtime errors are TsptoErrors with codes", () => {
     }
   });
 });
+
+describe("closing under async launches", () => {
+  it("close() and unregister() with launches queued: every launch completes or fails with E_CLOSED, never an unknown module", async () => {
+    const compiled = ir.compile(add.lower(A, B, zeros([R, C])), { platform: "cpu" });
+    for (let round = 0; round < 5; round++) {
+      const w = new ChipWorker(new RunConfig({ platform: "cpu" }));
+      const h = w.register(compiled);
+      const outs = Array.from({ length: 300 }, () => zeros([R, C]));
+      const pending = outs.map((o, i) => (i % 2 ? h.callAsync(A, B, o) : w.runAsync(compiled, A, B, o)));
+      if (round % 2) h.unregister(); else w.close();
+      const results = await Promise.allSettled(pending);
+      for (const [i, r] of results.entries()) {
+        if (r.status === "fulfilled") assertClose(outs[i], A.add(B), { rtol: 1e-6, atol: 1e-6 });
+        else {
+          expect(r.reason).toBeInstanceOf(TsptoError);
+          expect((r.reason as TsptoError).code).toBe("E_CLOSED");
+        }
+      }
+      w.close();
+    }
+  });
+});
