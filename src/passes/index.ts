@@ -24,3 +24,4 @@ export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered 
 export function lowerProgram(p: Program, opts: PipelineOptions = {}): PipelineResult {
   return new PassManager(opts.passes ?? DEFAULT_PASSES).run(p, opts);
 }
+export { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward_loads.js";
