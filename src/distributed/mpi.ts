@@ -2,7 +2,7 @@
 // the typed interface of the addon's `mpi` binding (native/src/mpi.cc), which loads Open
 // MPI's libmpi at run time. Native errors become TsptoRuntimeErrors with stable codes.
 import { TsptoRuntimeError } from "../ir/index.js";
-import { loadNative } from "../runtime/native.js";
+import { loadNative } from "../targets/native.js";
 import { callerSpan } from "../runtime/caller.js";
 import type { DType } from "../runtime/dtype.js";
 

@@ -11,7 +11,7 @@ import { ChipWorker, deviceOf, setDfxSubdir } from "../runtime/worker.js";
 import { RunConfig } from "../runtime/config.js";
 import { DeviceTensor } from "../runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "../runtime/host.js";
-import { loadNative } from "../runtime/native.js";
+import { loadNative } from "../targets/native.js";
 import { callerSpan } from "../runtime/caller.js";
 import { hostname } from "node:os";
 import { dtypeBytes, isDType, typedArrayFor, type DType } from "../runtime/dtype.js";
@@ -336,7 +336,7 @@ export class DistributedWorker implements Disposable {
    * turn), and every rank's and device's medians gathered to every rank: per-rank device and
    * host times of the same program.
    */
-  benchmark(compiled: Parameters<ChipWorker["run"]>[0], args: readonly unknown[], opts: { rounds?: number; warmup?: number } = {}): DistributedBenchmark {
+  benchmark(compiled: Parameters<typeof benchmark>[0], args: readonly unknown[], opts: { rounds?: number; warmup?: number } = {}): DistributedBenchmark {
     this.#check("benchmark");
     const per = this.#argsPerDevice([...args]);
     this.barrier();
@@ -508,10 +508,10 @@ export class DistributedWorker implements Disposable {
 
   /** [native device, address] buffers of tensors of one worker, or null when its device is not the native one. */
   #nativeBuffers(w: ChipWorker, ts: DeviceTensor[]): MpiBuffer[] | null {
+    // The cpu target's Device wraps the native one (CpuDevice.native); other devices (interp:
+    // TypeScript memory) go through host copies.
     const NativeDevice = loadNative().Device as unknown as new (...a: never[]) => object;
-    let dev = deviceOf(w);
-    // A target's Device may wrap the native one (src/targets/cpu): look one level in.
-    if (!(dev instanceof NativeDevice) && typeof dev === "object" && dev !== null) dev = (dev as { native?: unknown }).native;
+    const dev = (deviceOf(w) as { native?: unknown }).native;
     if (!(dev instanceof NativeDevice)) return null;
     return ts.map((t) => [dev, t.dataPtr] as const);
   }
