@@ -2,11 +2,13 @@
 // seeded random data, checked against a single-process reference that this rank computes
 // itself from every rank's seeds. Prints "ok <check>" per check; a failed check throws
 // (non-zero exit). argv: devices per rank, then "required" (under mpirun) or "off" (one
-// process, its devices only).
-import { DistributedWorker, HostTensor, randn, type DType } from "tspto";
+// process, its devices only), then the platform (default cpu; interp devices keep their
+// memory in TypeScript, so MPI goes through host copies instead of device memory in place).
+import { DistributedWorker, HostTensor, RunConfig, randn, type DType } from "tspto";
 
 const devices = Number(process.argv[2] ?? 1);
-const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off" });
+const platform = (process.argv[4] ?? "cpu") as "cpu" | "interp";
+const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off", config: new RunConfig({ platform }) });
 const N = dw.worldDevices, P = dw.size, k = dw.devices;
 const ok = (name: string) => console.log(`ok rank=${dw.rank} ${name}`);
 
@@ -77,7 +79,12 @@ ok("allReduce sharded (4 ops x 6 dtypes)");
   const w = dw.workers[0];
   const parts = Array.from({ length: P }, (_, r) => data([4, 8], "float32", 7 + r));
   const t = w.allocTensor([4, 8], "float32", { init: parts[dw.rank] });
+  const before = w.stats;
   dw.allReduce(t);
+  // cpu: MPI reads and writes the device memory in place (no host copy); interp: through one copy each way.
+  const moved = [w.stats.d2hBytes - before.d2hBytes, w.stats.h2dBytes - before.h2dBytes].join();
+  const wantMoved = platform === "cpu" || P === 1 ? "0,0" : "128,128";
+  if (moved !== wantMoved) throw new Error(`allReduce DeviceTensor on ${platform} moved ${moved} bytes (d2h,h2d), expected ${wantMoved}`);
   const got = new Float32Array(32); w.copyFrom(got, t, 128);
   close(new HostTensor(got, [4, 8], "float32"), reduceRef(parts, "sum") as ArrayLike<number>, "allReduce DeviceTensor");
   ok("allReduce DeviceTensor");

@@ -64,6 +64,12 @@ describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
     });
   }
 
+  it("2 ranks x 1 interp device (memory in TypeScript: MPI through host copies): every collective matches the reference", async () => {
+    const r = await mpirun(2, child("collectives_child.ts"), ["1", "required", "interp"]);
+    expect(r.status, r.out).toBe(0);
+    expectAllChecks(r.out, 2);
+  });
+
   it("examples/distributed/data_parallel.ts with 4 ranks matches one process doing it all", async () => {
     const r = await mpirun(4, "examples/distributed/data_parallel.ts", []);
     expect(r.status, r.out).toBe(0);
