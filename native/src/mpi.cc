@@ -98,6 +98,7 @@ struct World {
   State state = State::kUnloaded;
   std::string load_error;  // when loading failed
   std::string broken;      // why the world is broken
+  const char* broken_code = "TSPTO_MPI_PEER_LOST";
   std::string library;     // the path that loaded
   Api api{};
   int rank = 0, size = 1;
@@ -260,7 +261,7 @@ void MpiThreadMain(World* w) {
 }
 
 void CheckUsable(World& w, const std::string& op) {
-  if (w.state == State::kBroken) throw MpiError(w.broken, kCodePeerLost);
+  if (w.state == State::kBroken) throw MpiError(w.broken, w.broken_code);
   if (w.state == State::kFinalized) {
     throw MpiError(op + ": MPI was finalized (DistributedWorker.close()); MPI cannot be started again in this process", kCodeState);
   }
@@ -329,6 +330,7 @@ void RunOnMpiThread(World& w, const std::string& op, std::function<int()> job, b
         m << op << " did not complete within " << w.timeout_s
           << " s (TSPTO_MPI_TIMEOUT): a rank did not join it (it is stuck, or was lost on another host)";
         w.broken = m.str();
+        w.broken_code = kCodeTimeout;
         w.skip_finalize = true;
         if (w.thread.joinable()) w.thread.detach();
         throw MpiError(w.broken, kCodeTimeout);
@@ -425,7 +427,16 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     w.thread = std::thread(MpiThreadMain, &w);
     Api& a = w.api;
     int provided = 0;
+    // A failed init leaves the world broken (MPI cannot be initialized twice in a process).
+    auto init_failed = [&](const std::string& why) {
+      w.state = State::kBroken;
+      w.broken = why;
+      w.broken_code = kCodeMpi;
+      w.skip_finalize = true;
+      if (w.thread.joinable()) w.thread.detach();
+    };
     Guarded(env, [&] {
+      try {
       RunOnMpiThread(w, "MPI_Init_thread", [&] {
         int rc = a.Init_thread(nullptr, nullptr, kThreadFunneled, &provided);
         if (rc != 0) return rc;
@@ -435,6 +446,10 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
         if (rc != 0) return rc;
         return a.Comm_size(a.comm_world, &w.size);
       }, false);
+      } catch (const MpiError& e) {
+        init_failed(e.what());
+        throw;
+      }
     });
     w.state = State::kInitialized;
     // Exchange pids and host names: the watch needs them.
@@ -447,9 +462,14 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     gethostname(mine.host, sizeof mine.host - 1);
     std::vector<Rec> all(static_cast<size_t>(w.size));
     Guarded(env, [&] {
-      RunOnMpiThread(w, "MPI_Allgather (init)", [&] {
-        return a.Allgather(&mine, sizeof(Rec), a.types[0], all.data(), sizeof(Rec), a.types[0], a.comm_world);
-      }, false);
+      try {
+        RunOnMpiThread(w, "MPI_Allgather (init)", [&] {
+          return a.Allgather(&mine, sizeof(Rec), a.types[0], all.data(), sizeof(Rec), a.types[0], a.comm_world);
+        }, false);
+      } catch (const MpiError& e) {
+        init_failed(e.what());
+        throw;
+      }
     });
     w.my_host = mine.host;
     w.peers.clear();
