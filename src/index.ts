@@ -1,7 +1,7 @@
 // tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
 export * as pl from "./language.js";
 export * as ir from "./ir_api.js";
-export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
+export { ChipWorker, type ChipWorkerOptions, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
 export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";

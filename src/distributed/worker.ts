@@ -7,7 +7,7 @@
 // Device numbering: the world has N = size * devices devices; device g = rank * devices + d
 // is local device d of rank g / devices. Every rank must use the same `devices`.
 import { TsptoRuntimeError } from "../ir/index.js";
-import { ChipWorker, deviceOf, setDfxSubdir } from "../runtime/worker.js";
+import { ChipWorker } from "../runtime/worker.js";
 import { RunConfig } from "../runtime/config.js";
 import { DeviceTensor } from "../runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "../runtime/host.js";
@@ -180,8 +180,7 @@ export class DistributedWorker implements Disposable {
       // Ranks on one host take consecutive device ids (a GPU each, once the cuda target exists).
       const firstId = config.deviceId + (env?.localRank ?? 0) * devices;
       for (let d = 0; d < devices; d++) {
-        const w = new ChipWorker(config.with({ deviceId: firstId + d }));
-        setDfxSubdir(w, `rank_${rank}/device_${d}`);
+        const w = new ChipWorker(config.with({ deviceId: firstId + d }), { dfxSubdir: `rank_${rank}/device_${d}` });
         workers.push(w);
       }
     } catch (e) {
@@ -511,7 +510,7 @@ export class DistributedWorker implements Disposable {
     // The cpu target's Device wraps the native one (CpuDevice.native); other devices (interp:
     // TypeScript memory) go through host copies.
     const NativeDevice = loadNative().Device as unknown as new (...a: never[]) => object;
-    const dev = (deviceOf(w) as { native?: unknown }).native;
+    const dev = (w.device as { native?: unknown }).native;
     if (!(dev instanceof NativeDevice)) return null;
     return ts.map((t) => [dev, t.dataPtr] as const);
   }

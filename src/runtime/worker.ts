@@ -67,9 +67,11 @@ export interface RegistrationHandle {
 }
 
 let nextWorkerId = 1;
-/** Set by ChipWorker's static block (it reaches the private fields). */
-let deviceOfWorker: (w: ChipWorker) => Device;
-let setDfxSubdirOf: (w: ChipWorker, subdir: string) => void;
+/** Options of a ChipWorker beyond its RunConfig (what layers above the runtime set). */
+export interface ChipWorkerOptions {
+  /** Where under dfx_outputs/ this worker's DFX files go (e.g. rank_0/device_1; default: dfx_outputs/ itself). */
+  readonly dfxSubdir?: string;
+}
 
 export class ChipWorker implements Disposable {
   readonly config: RunConfig;
@@ -93,16 +95,12 @@ export class ChipWorker implements Disposable {
   readonly #cfgRec: { mask: number; dumpBytes: number };
   #cores = 1;
   /** Where under dfx_outputs/ this worker's DFX files go ("" = dfx_outputs/ itself). */
-  #dfxSubdir = "";
+  readonly #dfxSubdir: string;
 
-  static {
-    deviceOfWorker = (w) => w.#dev();
-    setDfxSubdirOf = (w, sub) => { w.#dfxSubdir = sub; };
-  }
-
-  constructor(config: RunConfig = new RunConfig()) {
+  constructor(config: RunConfig = new RunConfig(), opts: ChipWorkerOptions = {}) {
     if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })");
     this.config = config;
+    this.#dfxSubdir = opts.dfxSubdir ?? "";
     this.target = getTarget(config.platform);
     this.#cfgRec = recordingOf(config);
     this.init();
@@ -123,6 +121,11 @@ export class ChipWorker implements Disposable {
     });
     this.#everInit = true;
     return this;
+  }
+
+  /** The open Device (for layers above the runtime, e.g. collectives handing device ranges to MPI); throws once closed. */
+  get device(): Device {
+    return this.#dev();
   }
 
   #dev(): Device {
@@ -412,19 +415,6 @@ export class ChipWorker implements Disposable {
 }
 
 const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
-
-/**
- * @internal For src/distributed: the open device of `w` (throws if `w` is closed), so that
- * collectives can hand device ranges to native MPI in place (CpuDevice.native).
- */
-export function deviceOf(w: ChipWorker): Device {
-  return deviceOfWorker(w);
-}
-
-/** @internal For src/distributed: this worker's DFX files go to dfx_outputs/<subdir>/ (rank_<r>/device_<d>). */
-export function setDfxSubdir(w: ChipWorker, subdir: string): void {
-  setDfxSubdirOf(w, subdir);
-}
 
 // ------------------------------------------------------------------ default workers
 const defaultWorkers = new Map<string, ChipWorker>();
