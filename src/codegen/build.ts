@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { arch, cpus, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "../package_root.js";
 import type { Program } from "../ir/index.js";
 import { TsptoCompileError } from "../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END, generateCpp, kernelSymbols, type GeneratedCpp } from "./cpp/generate.js";
@@ -46,17 +46,11 @@ const safeName = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, "_").slice
 const rand = (): string => randomBytes(4).toString("hex");
 
 // ------------------------------------------------------------------ toolchain
-/** native/include, found relative to this source file (src/codegen or a built copy of it). */
+/** native/include of the tspto package (src/package_root.ts finds it from src/, dist/ or a bundle). */
 export function abiIncludeDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const cand = join(dir, "native", "include");
-    if (existsSync(join(cand, "tspto_abi.h"))) return cand;
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  throw new TsptoCompileError("E_CXX", `cannot find native/include/tspto_abi.h above ${dirname(fileURLToPath(import.meta.url))}`, undefined,
+  const cand = join(packageRoot(), "native", "include");
+  if (existsSync(join(cand, "tspto_abi.h"))) return cand;
+  throw new TsptoCompileError("E_CXX", `cannot find native/include/tspto_abi.h in ${packageRoot()}`, undefined,
     "the tspto package is incomplete: native/include must ship with it");
 }
 

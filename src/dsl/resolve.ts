@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, resolve as resolvePath } from "node:path";
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { DTYPE_CONST, MEMS, type DType } from "../ir/types.js";
 import { findKernelDefs, kernelDefOf, kernelDefsIn, type KernelDef, type KernelKind } from "./kernel.js";
 import {

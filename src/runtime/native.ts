@@ -3,6 +3,8 @@
 // table of dlopen'd program libraries and a persistent task scheduler. The rest of
 // src/runtime talks to the device only through the interfaces below.
 import { createRequire } from "node:module";
+import { join } from "node:path";
+import { packageRoot } from "../package_root.js";
 
 /** Counters of one device. */
 export interface NativeStats {
@@ -101,33 +103,37 @@ export interface NativeAddon {
   abiVersion: number;
 }
 
-/** Path of the built addon, relative to this file. */
-export const NATIVE_ADDON_PATH = "../../native/build/Release/tspto_native.node";
+/** Path of the built addon, relative to the package root (src/package_root.ts). */
+export const NATIVE_ADDON_PATH = "native/build/Release/tspto_native.node";
 
 let cached: NativeAddon | undefined;
 
 /** Loads the addon once per module instance (each worker_thread loads its own). */
 export function loadNative(): NativeAddon {
   if (cached !== undefined) return cached;
-  const require = createRequire(import.meta.url);
+  const path = join(packageRoot(), NATIVE_ADDON_PATH);
   let addon: NativeAddon;
   try {
-    addon = require(NATIVE_ADDON_PATH) as NativeAddon;
+    addon = createRequire(path)(path) as NativeAddon;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "MODULE_NOT_FOUND") {
-      throw new Error(
-        `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/runtime): ` +
-          "run `npm install` (or `npx node-gyp rebuild --directory native`) to build it",
-        { cause: err },
-      );
+      throw new Error(`tspto native addon not found (${path}): ${rebuildHint()}`, { cause: err });
     }
-    throw new Error(
-      `tspto native addon failed to load: ${e?.message ?? String(err)}; ` +
-        "rebuild it with `npx node-gyp rebuild --directory native`",
-      { cause: err },
-    );
+    throw new Error(`tspto native addon failed to load: ${e?.message ?? String(err)}; ${rebuildHint()}`, { cause: err });
   }
   cached = addon;
   return addon;
+}
+
+/**
+ * The command that builds the addon where tspto is: `npm rebuild tspto` in an application
+ * (npm 11 skips a dependency's install script until it is approved), `npm install` in a
+ * checkout of tspto itself.
+ */
+export function rebuildHint(): string {
+  const inApp = /[\\/]node_modules[\\/]/.test(packageRoot());
+  return inApp
+    ? "build it with `npm rebuild tspto` in your project (npm 11 runs tspto's install script only once approved: `npm install-scripts approve tspto`); it needs a C++17 compiler, make and python3"
+    : "build it with `npm install` (or `npm run build:native`) in the tspto checkout; it needs a C++17 compiler, make and python3";
 }
