@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 // The `pl` namespace kernels are written against:
 //   import { pl } from "tspto";            or   import * as pl from "tspto/language";
 //

@@ -344,13 +344,24 @@ function findJitFunction(src: SourceText, def: KernelDef): KernelFnNode | null {
   return named[0]?.fn ?? null;
 }
 
-/** The static method `name` decorated with @pl.jit nearest to the site line (the decorator helper's frame points at or near it). */
+/**
+ * The static method `name` decorated with @pl.jit nearest to the site line (the decorator
+ * helper's frame points at or near it); in emitted JavaScript, the static method `name`.
+ */
 function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): ts.MethodDeclaration | null {
   const cands: ts.MethodDeclaration[] = [];
   forEachNode(src.sf, (n) => {
     if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && n.name.text === name &&
       (ts.getDecorators(n) ?? []).some(isJitDecorator)) cands.push(n);
   });
+  // JavaScript emitted with the decorators lowered (tsc, esbuild: `__esDecorate` /
+  // `__decorateElement` calls after the class) keeps the method without its decorator.
+  if (!cands.length) {
+    forEachNode(src.sf, (n) => {
+      if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && n.name.text === name &&
+        (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.StaticKeyword)) cands.push(n);
+    });
+  }
   if (!cands.length) return null;
   const range = (m: ts.MethodDeclaration) => ({ from: lineCol(src, m.getStart(src.sf)).line, to: lineCol(src, m.getEnd()).line });
   const dist = (m: ts.MethodDeclaration) => {
