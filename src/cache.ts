@@ -12,58 +12,18 @@
 // entry whose metadata does not validate or whose library does not match its recorded hash
 // is removed and rebuilt.
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { arch, cpus, homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { arch, cpus } from "node:os";
+import { join } from "node:path";
 import { CXX_FLAGS, cpuFlags, whichSync } from "./codegen/build.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
 const ENTRY_FORMAT = "tspto-jit-cache-1";
 
-/**
- * Is logging topic `t` on ($TSPTO_LOG: comma-separated topics, or "all")? Topics:
- * `recompiles` (one line per compile naming what changed), `compile` (one line per compile
- * phase with its time, and progress on a TTY while the C++ compiler runs), `phases` (the
- * phases on one line).
- */
-export function logOn(t: "recompiles" | "phases" | "compile"): boolean {
-  const v = process.env.TSPTO_LOG;
-  if (!v) return false;
-  return v.split(",").some((x) => { const s = x.trim(); return s === t || s === "all"; });
-}
-export function log(line: string): void {
-  process.stderr.write(`tspto: ${line}\n`);
-}
-
-let resolved: { env: string; dir: string | null } | undefined;
-
-/** The cache directory (created, 0700), or null when disabled or unusable. */
-export function cacheDir(): string | null {
-  const env = `${process.env.TSPTO_CACHE_DIR ?? ""}\0${process.env.XDG_CACHE_HOME ?? ""}`;
-  if (resolved && resolved.env === env) return resolved.dir;
-  let dir: string | null = null;
-  const set = process.env.TSPTO_CACHE_DIR;
-  if (set === "off" || set === "0" || set === "false") dir = null;
-  else {
-    const base = set ? resolve(set) : join(process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"), "tspto");
-    try {
-      mkdirSync(base, { recursive: true, mode: 0o700 });
-      const st = statSync(base);
-      const uid = process.getuid?.();
-      if (uid !== undefined && st.uid !== uid) {
-        log(`disk cache disabled: ${base} belongs to another user (uid ${st.uid})`);
-      } else {
-        if ((st.mode & 0o077) !== 0) chmodSync(base, 0o700);
-        dir = base;
-      }
-    } catch (e) {
-      log(`disk cache disabled: cannot create ${base} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
-  }
-  resolved = { env, dir };
-  return dir;
-}
+// The directory and the log switches live in ./cache_dir.ts (imports nothing of tspto), so
+// that the front end's memo (src/dsl/memo.ts) can share the directory.
+export { cacheDir, log, logOn } from "./cache_dir.js";
 
 let toolchainMemo: { env: string; id: string } | undefined;
 

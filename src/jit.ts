@@ -22,10 +22,15 @@ import { defaultWorker, trustedLauncher, type ChipWorker } from "./runtime/worke
 import { callerSpan } from "./runtime/caller.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
+import type { JitCallable } from "./jit_types.js";
 import { join } from "node:path";
 
-export interface JitFunction<F extends (...args: never[]) => unknown = (...args: never[]) => unknown> {
-  (...args: [...Parameters<F>, RunConfig?] | unknown[]): unknown;
+/**
+ * What pl.jit returns. Called with one argument per kernel parameter (src/jit_types.ts maps
+ * each to what a caller may pass), optionally followed by a RunConfig.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface JitFunction<F extends (...args: never[]) => unknown = (...args: any[]) => any> extends JitCallable<F> {
   /** Specialize + compile (cached); same key -> the identical CompiledProgram. */
   compile(...sampleArgs: unknown[]): CompiledProgram;
   /** Specialize + run the passes; returns the lowered program (no artifacts, no cache). */

@@ -5,7 +5,9 @@ export {
   allKernelDefs, captureSite, defineKernel, findKernelDefs, isKernelDef, kernelDefOf, kernelDefsIn,
   type KernelDef, type KernelKind, type KernelOptions, type KernelSite,
 } from "./kernel.js";
-export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
+export { parseKernel, type ParamBinding, type ParamInfo } from "./parser.js";
+// paramInfo and sourceHash as the jit layer uses them: from the memo of an earlier parse when the sources are unchanged
+export { paramInfo, sourceHash } from "./memo.js";
 export { parseProgramText, roundTrip } from "./text.js";
-export { sourceHash, type ConstVal } from "./resolve.js";
+export { type ConstVal } from "./resolve.js";
 export { locateKernel, loadSourceFile, type KernelSource, type SourceText } from "./source.js";

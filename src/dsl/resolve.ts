@@ -503,7 +503,21 @@ function freeNames(node: ts.Node): string[] {
  * The jit cache key holds it, so editing a kernel, a constant it folds or a sub-kernel
  * invalidates cached programs, while editing unrelated code does not.
  */
+let onHashed: ((def: KernelDef) => void) | null = null;
+
+/** Runs `f`, calling `each` with every kernel whose source hash it takes (src/dsl/memo.ts). */
+export function trackHashedDefs<T>(f: () => T, each: (def: KernelDef) => void): T {
+  const outer = onHashed;
+  onHashed = (d) => { each(d); outer?.(d); };
+  try {
+    return f();
+  } finally {
+    onHashed = outer;
+  }
+}
+
 export function sourceHash(def: KernelDef, visiting: Set<KernelDef> = new Set()): string {
+  onHashed?.(def);
   const ks = locateKernel(def);
   const memo = hashes.get(def);
   if (memo && memo.key === ks.src.hash && visiting.size === 0) return memo.hash;

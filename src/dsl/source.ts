@@ -58,9 +58,25 @@ export function sourceFromText(text: string, file: string): SourceText {
 // ---------------------------------------------------------------- files
 
 const fileCache = new Map<string, { mtimeMs: number; size: number; src: SourceText } | null>();
+let reads: Set<string> | null = null;
+
+/** Runs `f`, returning every file loadSourceFile was asked for meanwhile (src/dsl/memo.ts). */
+export function trackSourceReads(f: () => void): string[] {
+  const outer = reads;
+  const mine = new Set<string>();
+  reads = mine;
+  try {
+    f();
+  } finally {
+    reads = outer;
+    if (outer) for (const x of mine) outer.add(x);
+  }
+  return [...mine];
+}
 
 /** The parsed `.ts` file at `file`, or null when it cannot be read. Re-parsed when its text changes. */
 export function loadSourceFile(file: string): SourceText | null {
+  reads?.add(file);
   let st: { mtimeMs: number; size: number };
   try {
     st = statSync(file);
