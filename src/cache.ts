@@ -8,53 +8,55 @@
 // (TSPTO_CACHE_DIR=off disables it). The directory is created private to the user (0700); a
 // directory that other users can write to is not used (a cached library is code that gets
 // loaded). Entries are artifact directories, written under a temporary name and renamed
-// into place (src/codegen/build.ts), so concurrent processes never see half an entry. An
+// into place (src/artifact/write.ts), so concurrent processes never see half an entry. An
 // entry whose metadata does not validate or whose library does not match its recorded hash
 // is removed and rebuilt.
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { arch, cpus } from "node:os";
+import { readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CXX_FLAGS, cpuFlags, whichSync } from "./codegen/build.js";
+import { META_FILE, PROGRAM_FILE, ensurePrivateDir, sha256, userCacheRoot } from "./artifact/index.js";
+import type { Target } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
 const ENTRY_FORMAT = "tspto-jit-cache-1";
 
-// The directory and the log switches live in ./cache_dir.ts (imports nothing of tspto), so
-// that the front end's memo (src/dsl/memo.ts) can share the directory.
-export { cacheDir, log, logOn } from "./cache_dir.js";
-
-let toolchainMemo: { env: string; id: string } | undefined;
-
 /**
- * Identity of the C++ toolchain and target without running it: $CXX, the resolved compiler
- * binary (path, size, mtime), the build flags, the architecture and the CPU model and
- * features (-march=native depends on them).
+ * Is logging topic `t` on ($TSPTO_LOG: comma-separated topics, or "all")? Topics:
+ * `recompiles` (one line per compile naming what changed), `compile` (one line per compile
+ * phase with its time, and progress on a TTY while the C++ compiler runs), `phases` (the
+ * phases on one line).
  */
-export function toolchainId(): string {
-  const env = process.env.CXX ?? "";
-  if (toolchainMemo && toolchainMemo.env === env) return toolchainMemo.id;
-  const cmds = env.trim() ? [env.trim()] : ["c++", "g++", "clang++"];
-  const parts: string[] = [];
-  for (const cmd of cmds) {
-    const exe = cmd.split(/\s+/)[0];
-    const path = whichSync(exe);
-    if (!path) { parts.push(`${cmd}:missing`); continue; }
-    try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
-    break;
-  }
-  parts.push(CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
-  const id = parts.join("\n");
-  toolchainMemo = { env, id };
-  return id;
+export function logOn(t: "recompiles" | "phases" | "compile"): boolean {
+  const v = process.env.TSPTO_LOG;
+  if (!v) return false;
+  return v.split(",").some((x) => { const s = x.trim(); return s === t || s === "all"; });
+}
+export function log(line: string): void {
+  process.stderr.write(`tspto: ${line}\n`);
 }
 
+let resolved: { env: string; dir: string | null } | undefined;
 
-/** The disk key of one specialization. */
-export function diskKey(sourceHash: string, specKey: string): string {
+/** The cache directory (created, 0700), or null when disabled or unusable. */
+export function cacheDir(): string | null {
+  const env = `${process.env.TSPTO_CACHE_DIR ?? ""}\0${process.env.XDG_CACHE_HOME ?? ""}`;
+  if (resolved && resolved.env === env) return resolved.dir;
+  const base = userCacheRoot();
+  let dir: string | null = null;
+  if (base) {
+    const why = ensurePrivateDir(base);
+    if (why) log(`disk cache disabled: ${why}`);
+    else dir = base;
+  }
+  resolved = { env, dir };
+  return dir;
+}
+
+/** The disk key of one specialization on `target` (its machine-dependent parts included). */
+export function diskKey(target: Target, sourceHash: string, specKey: string): string {
   return createHash("sha256")
-    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, toolchainId(), sourceHash, specKey].join("\0"))
+    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, target.name, ...target.cacheKeyParts(), sourceHash, specKey].join("\0"))
     .digest("hex");
 }
 
@@ -66,7 +68,10 @@ export type Lookup = { kind: "hit"; compiled: CompiledProgram } | { kind: "miss"
 
 /** Loads an entry, checking its metadata and its library's hash (before anything dlopens it). */
 export function lookup(dir: string, platform: string): Lookup {
-  if (!existsSync(join(dir, "compiled_meta.json"))) return { kind: "miss" };
+  let st;
+  try { st = statSync(dir); } catch { return { kind: "miss" }; }
+  if (!st.isDirectory()) return { kind: "corrupt", why: "the entry path is not a directory" };
+  try { statSync(join(dir, META_FILE)); } catch { return { kind: "miss" }; }
   let c: CompiledProgram;
   try {
     c = CompiledProgram.fromDir(dir, { platform });
@@ -77,11 +82,9 @@ export function lookup(dir: string, platform: string): Lookup {
   if (meta.library) {
     let bytes: Buffer;
     try { bytes = readFileSync(join(dir, meta.library)); } catch { return { kind: "corrupt", why: "the program library is missing" }; }
-    if (!meta.libraryHash || createHash("sha256").update(bytes).digest("hex") !== meta.libraryHash) {
-      return { kind: "corrupt", why: "the program library does not match its recorded hash" };
-    }
-  } else if (!existsSync(join(dir, "program.json"))) {
-    return { kind: "corrupt", why: "program.json is missing" };
+    if (sha256(bytes) !== meta.libraryHash) return { kind: "corrupt", why: "the program library does not match its recorded hash" };
+  } else {
+    try { statSync(join(dir, PROGRAM_FILE)); } catch { return { kind: "corrupt", why: "program.json is missing" }; }
   }
   return { kind: "hit", compiled: c };
 }

@@ -2,7 +2,7 @@
 import { readFileSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
-import { codeFile, packageRoot } from "./package_root.js";
+import { codeFile, packageRoot } from "./ir/package_root.js";
 
 export const PACKAGE_VERSION: string = (() => {
   try {

@@ -8,7 +8,7 @@
 import { isAbsolute, resolve as resolvePath, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Attrs } from "../ir/nodes.js";
-import { isOwnFile } from "../package_root.js";
+import { isOwnFile } from "../ir/package_root.js";
 
 export type KernelKind = "orchestration" | "incore" | "inline";
 

@@ -4,7 +4,7 @@
 // its properties are read from the module, which is required (from tspto's own dependencies)
 // the first time one is read. The namespace below gives the type names the front end uses.
 import type * as TS from "typescript";
-import { packageRequire } from "../package_root.js";
+import { packageRequire } from "../ir/package_root.js";
 
 let loaded: typeof TS | undefined;
 

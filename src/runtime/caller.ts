@@ -2,7 +2,7 @@
 // errors at dispatch name the user's file:line:col. Only used on error paths.
 import { fileURLToPath } from "node:url";
 import type { Span } from "../ir/index.js";
-import { isOwnFile } from "../package_root.js";
+import { isOwnFile } from "../ir/package_root.js";
 
 export function callerSpan(): Span | undefined {
   const stack = new Error().stack ?? "";

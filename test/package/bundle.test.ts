@@ -41,8 +41,8 @@ describe("an esbuild bundle that inlines tspto", () => {
       execFileSync(join(ROOT, "node_modules/.bin/esbuild"), [join(dir, "app.ts"), "--bundle", "--platform=node", "--target=node20",
         `--format=${format}`, `--outfile=${outfile}`, "--log-level=error"], { cwd: ROOT });
       const bundle = readFileSync(outfile, "utf8");
-      expect(bundle).toMatch(/language_exports\.at\(/);           // the renamed namespace is what gets parsed
-      expect(bundle).not.toMatch(/@language_exports\.jit/);       // decorators lowered
+      expect(bundle).toMatch(/language_exports\d*\.at\(/);           // the renamed namespace is what gets parsed
+      expect(bundle).not.toMatch(/@language_exports\d*\.jit/);       // decorators lowered
       const out = execFileSync(process.execPath, [outfile], { cwd: dir, encoding: "utf8", timeout: 90_000 });
       expect(out.trim()).toBe("bundle ok");
     }, 120_000);

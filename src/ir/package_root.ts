@@ -1,14 +1,14 @@
 // Where tspto's own files are. The code runs from src/ (tests, tsx), from dist/ (the installed
 // package), or from an application's bundle that inlined tspto (esbuild, vite): paths such as
 // the native addon, native/include and package.json are found from the package root, never
-// from a fixed distance to the running file. This module imports nothing but Node built-ins,
-// so every room may use it.
+// from a fixed distance to the running file. It lives in the ir room, which every room may
+// import, and imports nothing but Node built-ins.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The file this module runs from: src/package_root.ts, dist/package_root.js, or a bundle that inlined it. */
+/** The file this module runs from: src/ir/package_root.ts, dist/ir/package_root.js, or a bundle that inlined it. */
 export function codeFile(): string {
   // `import.meta` is empty in a CommonJS bundle (esbuild --format=cjs); `__filename` is the bundle there.
   const url = (import.meta as { url?: unknown }).url;

@@ -1,7 +1,8 @@
 // The front end's memo: what parsing a kernel told the jit layer before it could look in the
 // disk cache — its parameters (paramInfo) and its source hash (sourceHash, which covers its
 // sub-kernels and the constants it folds) — kept on disk next to the jit's cache entries
-// (<cacheDir>/front/). A new process that calls a cached kernel then parses nothing and never
+// (<cacheDir>/front/). It sits above the front end (src/dsl) and next to the disk cache
+// (src/cache.ts), whose directory it shares. A new process that calls a cached kernel then parses nothing and never
 // loads the TypeScript compiler.
 //
 // An entry is found by what the definition itself says, without parsing: its kind, name,
@@ -12,12 +13,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cacheDir } from "../cache_dir.js";
-import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "../version.js";
-import { kernelDefOf, kernelDefsIn, type KernelDef } from "./kernel.js";
-import { paramInfo as parseParamInfo, type ParamInfo } from "./parser.js";
-import { sourceHash as parseSourceHash, trackHashedDefs } from "./resolve.js";
-import { trackSourceReads } from "./source.js";
+import { cacheDir } from "./cache.js";
+import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
+import {
+  kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, sourceHash as parseSourceHash, trackHashedDefs, trackSourceReads,
+  type KernelDef, type ParamInfo,
+} from "./dsl/index.js";
 
 const FORMAT = "tspto-front-memo-1";
 const sha = (s: string): string => createHash("sha256").update(s).digest("hex");
