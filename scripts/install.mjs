@@ -36,7 +36,7 @@ export function preflight() {
 }
 
 async function precompiledHeader() {
-  const built = join(root, "dist", "codegen", "build.js");
+  const built = join(root, "dist", "targets", "cpu", "index.js");
   if (!existsSync(built)) {
     console.log("tspto: precompiled header deferred (dist/ not built yet; `npm run build` builds it)");
     return;
