@@ -100,6 +100,10 @@ console.log("kernel ok: " + (process.argv[2] ?? "esm"));
     ok("reused the repository's addon build (TSPTO_SMOKE_BUILD_ADDON=1 builds it in the app)", t);
   }
 
+  // the install script's second half, as it runs in an app (dist/ present): the precompiled header
+  expectRun("the install script builds the precompiled header from dist/ (--pch-only)", process.execPath,
+    [join(pkgDir, "scripts", "install.mjs"), "--pch-only"], "tspto: precompiled header ready");
+
   // ------------------------------------------------------------------ kernels from every kind of app
   const imp = run(process.execPath, ["-e", `const t = performance.now(); import("tspto").then(() => console.log((performance.now() - t).toFixed(0)))`]);
   ok(`import "tspto" in a new process: ${imp.out.trim()} ms`);
