@@ -51,6 +51,9 @@ const DEFAULT_MEMORY_BYTES = Number(process.env.TSPTO_DEVICE_MEMORY ?? 16 * 2 **
 export class Registration {
   closed = false;
   handle: RegistrationHandle | undefined;
+  /** Async launches in flight; an unregister waits for them before the module is unloaded. */
+  inflight = 0;
+  unloadPending = false;
   constructor(readonly compiled: ProgramHandle, readonly binder: Binder, readonly module: number) {}
   get name(): string { return this.compiled.meta.name; }
 }
@@ -217,7 +220,16 @@ export class ChipWorker implements Disposable {
     if (reg.closed) return;
     reg.closed = true;
     if (this.#regs.get(reg.compiled) === reg) this.#regs.delete(reg.compiled);
-    if (this.#device && !this.#closed) this.#device.unload(reg.module);
+    if (reg.inflight > 0) reg.unloadPending = true; // unloaded when its last async launch settles
+    else if (this.#device && !this.#closed) this.#device.unload(reg.module);
+  }
+
+  #settled(reg: Registration, held: readonly DeviceTensor[]): void {
+    this.#release(held);
+    if (--reg.inflight === 0 && reg.unloadPending) {
+      reg.unloadPending = false;
+      if (this.#device && !this.#closed) this.#device.unload(reg.module);
+    }
   }
 
   register(compiled: ProgramHandle): RegistrationHandle {
@@ -286,13 +298,16 @@ export class ChipWorker implements Disposable {
     // Launches of one device run in order: the recording mask set now applies to this launch.
     const args = [...packed.args], kinds = packed.kinds.slice(), source = packed.source;
     const held = this.#hold(reg, args);
-    return dev.launchAsync(reg.module, args, kinds).then((ns) => {
-      this.#release(held);
+    reg.inflight++;
+    let p: Promise<number>;
+    try { p = dev.launchAsync(reg.module, args, kinds); } catch (e) { this.#settled(reg, held); throw e; }
+    return p.then((ns) => {
+      this.#settled(reg, held);
       this.lastDeviceNs = ns;
       if (recording) this.#writeTrace(reg, cfg);
       return this.#result(reg, source);
     }, (e: unknown) => {
-      this.#release(held);
+      this.#settled(reg, held);
       throw e;
     });
   }
@@ -360,7 +375,9 @@ export class ChipWorker implements Disposable {
     if (this.#closed) return;
     const before = this.#device ? this.stats : null;
     const registrations = this.#regs.size;
-    for (const reg of [...this.#regs.values()]) this.#unregister(reg);
+    // the device's close releases every module (after the launch that runs now); queued async
+    // launches then fail with E_CLOSED rather than finding their module gone
+    for (const reg of [...this.#regs.values()]) { reg.inflight = Math.max(reg.inflight, 1); this.#unregister(reg); }
     const tensors = this.#tensors.size;
     for (const t of this.#tensors.values()) t.live = false;
     this.#tensors.clear();

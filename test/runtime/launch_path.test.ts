@@ -220,11 +220,33 @@ describe("runtime errors are TsptoErrors with codes", () => {
     const cpl = ir.compile(scale.lower(ai, out, 3), { platform: "cpu" });
     const w = worker("cpu");
     w.run(cpl, ai, out, -3);
-    expect([...out.data]).toEqual([...ai.data].map((x) => (Number(x) * -3) | 0));
+    expect([...out.data]).toEqual([...(ai.data as Int32Array)].map((x) => (x * -3) | 0));
     for (const bad of [1.5, Number.NaN, true, 2 ** 31]) {
       const e = caught(() => w.run(cpl, ai, out, bad));
       expect(e.code).toBe("E_ARG");
       expect(e.message).toContain("argument 'k' (#3) of 'launchPathScale' must be a int32 scalar");
+    }
+  });
+});
+
+describe("closing under async launches", () => {
+  it("close() and unregister() with launches queued: every launch completes or fails with E_CLOSED, never an unknown module", async () => {
+    const compiled = ir.compile(add.lower(A, B, zeros([R, C])), { platform: "cpu" });
+    for (let round = 0; round < 5; round++) {
+      const w = new ChipWorker(new RunConfig({ platform: "cpu" }));
+      const h = w.register(compiled);
+      const outs = Array.from({ length: 300 }, () => zeros([R, C]));
+      const pending = outs.map((o, i) => (i % 2 ? h.callAsync(A, B, o) : w.runAsync(compiled, A, B, o)));
+      if (round % 2) h.unregister(); else w.close();
+      const results = await Promise.allSettled(pending);
+      for (const [i, r] of results.entries()) {
+        if (r.status === "fulfilled") assertClose(outs[i], A.add(B), { rtol: 1e-6, atol: 1e-6 });
+        else {
+          expect(r.reason).toBeInstanceOf(TsptoError);
+          expect((r.reason as TsptoError).code).toBe("E_CLOSED");
+        }
+      }
+      w.close();
     }
   });
 });
