@@ -1,4 +1,4 @@
-// The `tspto` command line (bin/tspto.mjs loads this through tsx).
+// The `tspto` command line (bin/tspto.mjs loads this from dist/, or through tsx in a checkout that has not been built).
 //   tspto inspect <outputDir> [--json] [--trace] [--graph] [--out <file>]
 // Exit codes: 0 ok, 1 an error (missing directory, not an artifact, a malformed DFX file),
 // 2 a usage error.
