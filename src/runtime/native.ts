@@ -16,6 +16,9 @@ export interface NativeStats {
    *  launch staging buffers and orchestration buffers. */
   bytesInUse: number;
   liveAllocations: number;
+  /** Allocations freed while launches in flight held them: their bytes are released (and
+   *  leave bytesInUse) when the last of those launches completes. */
+  pendingFrees: number;
   /** Usable arena bytes (memoryBytes rounded down to a multiple of 64). */
   capacity: number;
   /** Modules currently loaded. */
@@ -58,16 +61,21 @@ export const ArgKind = {
 export type ArgKind = (typeof ArgKind)[keyof typeof ArgKind];
 
 /**
- * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments); some carry
- * `code`: "TSPTO_DEVICE_OOM" (out of memory), "TSPTO_KERNEL_FAILURE" (a launch whose
- * program recorded a failure: message "kernel failure: <message>[ (in task '<k>', scope
- * <n>)]"), "TSPTO_DEVICE_CLOSED".
+ * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments), each with a
+ * `code` (and `argIndex`, 0-based, for a launch argument): "TSPTO_DEVICE_OOM",
+ * "TSPTO_KERNEL_FAILURE" (message "kernel failure: <message>[ (in task '<k>', scope <n>)]"),
+ * "TSPTO_DEVICE_CLOSED", "TSPTO_BAD_ADDRESS", "TSPTO_HOST_VIEW", "TSPTO_BAD_ARGUMENT",
+ * "TSPTO_MODULE". fromNativeError (native_errors.ts) turns them into TsptoErrors.
+ * Launches pin the allocations and the module they use until they complete;
+ * launchAsync stages host inputs when called and copies results back on the JS thread.
  */
 export interface NativeDevice {
   /** Device address of a new zero-filled, 64-byte-aligned allocation. */
   alloc(nbytes: number): bigint;
-  /** Releases an allocation; `addr` must be the start of a live allocation. */
-  free(addr: bigint): void;
+  /** Releases an allocation; `addr` must be the start of a live allocation. The address is
+   *  dead at once; when launches in flight use it the bytes are released after the last of
+   *  them completes (returns true then). */
+  free(addr: bigint): boolean;
   /** True when `addr` is the start of a live allocation. */
   isLive(addr: bigint): boolean;
   /** Copies nbytes from `src` to [addr, addr+nbytes), which must lie in one live allocation. */
@@ -77,8 +85,11 @@ export interface NativeDevice {
   /** Device-side write/read by the interp platform's executor: checked like h2d/d2h, not counted as transfers. */
   writeDevice(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   readDevice(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
-  /** dlopens a program library (checks tspto_abi_version and tspto_entry); returns its id. */
-  loadModule(path: string): number;
+  /** dlopens a program library (checks tspto_abi_version and tspto_entry); returns its id.
+   *  `argBytes[i]`: bytes of entry parameter i's tensor (-1 for scalars). With it, every
+   *  launch checks each host view's live byte length against it (a detached, shrunk or short
+   *  view is a TSPTO_HOST_VIEW error naming the argument) and stages exactly that many bytes. */
+  loadModule(path: string, argBytes?: readonly number[]): number;
   unloadModule(id: number): void;
   /** Runs one launch; returns device time in ns (orchestration start → last task end). */
   launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;

@@ -234,8 +234,9 @@ export class ChipWorker implements Disposable {
       throw rtErr("E_SCRATCH", `program needs ${compiled.meta.scratchBytes} bytes of per-core scratch; this device has ${DEFAULT_SCRATCH_CAPACITY}`);
     }
     const callable = compiled.chipCallable;
-    const moduleId = callable.kind === "library" ? dev.loadModule(callable.path) : -1;
     const sig = signatureOf(compiled.meta);
+    // argBytes: the native launch checks each host view's live length against these and stages only them.
+    const moduleId = callable.kind === "library" ? dev.loadModule(callable.path, sig.map((p) => (p.tensor ? p.nbytes : -1))) : -1;
     const reg: Registration = { compiled, sig, moduleId, args: new Array(sig.length), kinds: new Uint8Array(sig.length), closed: false };
     this.#regs.set(compiled, reg);
     return reg;
