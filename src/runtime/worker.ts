@@ -1,7 +1,7 @@
 // ChipWorker: one open device. Launches compiled programs (explicitly with run/register, or
 // implicitly through the default worker of a platform), owns DeviceTensors, counts transfers.
 import { availableParallelism } from "node:os";
-import { TsptoRuntimeError, type Value, type TensorValue } from "../ir/index.js";
+import { TsptoArgumentError, TsptoConfigError, TsptoRuntimeError, formatValue, type Value, type TensorValue } from "../ir/index.js";
 import { DEFAULT_SCRATCH_CAPACITY } from "../passes/index.js";
 import { RunConfig } from "./config.js";
 import { CompiledProgram, setDefaultDispatch } from "./compiled.js";
@@ -13,6 +13,8 @@ import { interpret } from "./interp.js";
 import { callerSpan } from "./caller.js";
 import type { CompiledMeta } from "../codegen/index.js";
 import { recordingOf, writeDfx } from "./dfx.js";
+import { guardNative, translatingDevice } from "./native_errors.js";
+import { checkHostView, checkScalar } from "./args.js";
 
 let interpDfxWarned = false;
 
@@ -34,7 +36,7 @@ export function coreThreadCount(): number {
   if (env !== undefined && env !== "") {
     const n = Number(env);
     if (!Number.isInteger(n) || n < 1 || n > 1024) {
-      throw new RangeError(`TSPTO_CORE_THREADS must be an integer in [1, 1024], got ${JSON.stringify(env)}`);
+      throw new TsptoConfigError("E_CONFIG", `TSPTO_CORE_THREADS must be an integer in [1, 1024], got ${JSON.stringify(env)}`, undefined, undefined, { argument: "TSPTO_CORE_THREADS" });
     }
     return n;
   }
@@ -118,7 +120,9 @@ export class ChipWorker implements Disposable {
   #cores = 1;
 
   constructor(config: RunConfig = new RunConfig()) {
-    if (!(config instanceof RunConfig)) throw new TypeError(`ChipWorker: config must be a RunConfig, got ${typeof config}`);
+    if (!(config instanceof RunConfig)) {
+      throw new TsptoArgumentError("E_ARG", `ChipWorker: config must be a RunConfig, got ${typeof config}`, callerSpan(), "construct it with new RunConfig({...})", { argument: "config", position: 1 });
+    }
     this.config = config;
     this.#cfgRec = recordingOf(config);
     this.init();
@@ -136,11 +140,13 @@ export class ChipWorker implements Disposable {
     }
     const Native = loadNative();
     this.#cores = coreThreadCount();
-    this.#device = new Native.Device({
+    const opts = {
       deviceId: this.config.deviceId, coreThreads: this.#cores, schedThreads: this.config.aicpuThreadNum,
       scratchBytes: DEFAULT_SCRATCH_CAPACITY, memoryBytes: DEFAULT_MEMORY_BYTES,
       ringTaskWindow: this.config.ringTaskWindowFor(0), ringHeap: this.config.ringHeapFor(0), ringDepPool: this.config.ringDepPoolFor(0),
-    });
+    };
+    // Every native failure reaches the caller as a TsptoError (native_errors.ts).
+    this.#device = translatingDevice(guardNative(() => new Native.Device(opts)));
     this.#everInit = true;
     return this;
   }
@@ -154,7 +160,7 @@ export class ChipWorker implements Disposable {
   allocTensor(shape: readonly number[], dtype: DType = "float32", opts: { init?: unknown } = {}): DeviceTensor {
     const dev = this.#dev();
     if (!Array.isArray(shape) || shape.length === 0 || !shape.every((d) => Number.isInteger(d) && d > 0)) {
-      throw rtErr("E_SHAPE", `allocTensor: shape must be a non-empty list of positive integers, got ${JSON.stringify(shape)}`);
+      throw rtErr("E_SHAPE", `allocTensor: shape must be a non-empty list of positive integers, got ${fmtShape(shape)}`);
     }
     if (!isDType(dtype)) throw rtErr("E_DTYPE", `allocTensor: unknown dtype ${JSON.stringify(dtype)}`, "use float32, float16, bfloat16, int8, int16, int32, int64, uint8 or bool");
     const nbytes = shape.reduce((a, b) => a * b, 1) * dtypeBytes(dtype);
@@ -299,6 +305,7 @@ export class ChipWorker implements Disposable {
         if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
           throw rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${reg.compiled.meta.name}' must be a ${p.dtype} scalar, got ${describe(a)}`);
         }
+        if (p.value === undefined) checkScalar(p.dtype, a, p.name, i); // 1.5 / NaN / true for an int never reach the device
         if (p.value !== undefined && a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
           throw rtErr("E_SPECIALIZED", `argument '${p.name}' (#${i + 1}) of '${reg.compiled.meta.name}' is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
             `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`);
@@ -317,6 +324,7 @@ export class ChipWorker implements Disposable {
       const h = a instanceof HostTensor ? a : asTensorLike(a);
       if (!h) throw rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${reg.compiled.meta.name}' must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`);
       if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw mismatch(reg, p, i, h.shape, h.dtype);
+      checkHostView(h.data, p.nbytes, p.name, i); // detached / shrunk since the tensor was made
       reg.args[i] = h.data;
       reg.kinds[i] = p.hostKind;
     }
@@ -451,6 +459,7 @@ export class ChipWorker implements Disposable {
         writeBack.push({ tv, ptr: a as bigint, nbytes: p.nbytes });
       } else {
         const src = a as ArrayBufferView;
+        checkHostView(src, p.nbytes, p.name, i);
         if (kind !== ArgKind.HostOut) { bytes.set(new Uint8Array(src.buffer, src.byteOffset, p.nbytes)); this.#ts.h2dBytes += p.nbytes; }
         if (kind !== ArgKind.HostIn) writeBack.push({ tv, host: src, nbytes: p.nbytes });
       }
@@ -511,6 +520,11 @@ export class ChipWorker implements Disposable {
   get initialized(): boolean { return this.#everInit && !this.#closed; }
 }
 
+/** JSON-like text of a user's shape that never throws (BigInt entries print as `4n`). */
+function fmtShape(shape: unknown): string {
+  if (!Array.isArray(shape)) return formatValue(shape);
+  return `[${shape.map((d: unknown) => (typeof d === "bigint" ? `${d}n` : typeof d === "number" ? JSON.stringify(d) : formatValue(d))).join(",")}]`;
+}
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;

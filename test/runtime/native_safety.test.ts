@@ -89,7 +89,11 @@ function randomFloats(n: number, seed: number): Float32Array {
 const twice = (x: Float32Array) => x.map((v) => Math.fround(2 * v + 1));
 const kinds = (...k: number[]) => Uint8Array.from(k);
 /** Detaches `buf` (as postMessage/structuredClone with transfer does) and returns the new owner. */
-const detach = (buf: ArrayBuffer): ArrayBuffer => structuredClone(buf, { transfer: [buf] });
+const detach = (buf: ArrayBufferLike): ArrayBuffer => structuredClone(buf as ArrayBuffer, { transfer: [buf as ArrayBuffer] });
+/** A resizable ArrayBuffer (ES2024; typed loosely for the ES2022 lib). */
+type Resizable = ArrayBuffer & { resize(n: number): void };
+const resizable = (n: number, max: number): Resizable =>
+  new (ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => Resizable)(n, { maxByteLength: max });
 
 function thrown(f: () => unknown): Error & { code?: string; argIndex?: number } {
   try {
@@ -148,7 +152,7 @@ describe("launch: host views are checked at their live length", () => {
     expect(() => d.launch(id, [x, new Float32Array(n), n, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int))).toThrow(
       `launch: argument 0 (host In) is a host view of 0 bytes, but the program reads ${NB} bytes`,
     );
-    const rab = new ArrayBuffer(NB, { maxByteLength: NB });
+    const rab = resizable(NB, NB);
     const tracking = new Float32Array(rab); // length-tracking view
     rab.resize(NB / 2);
     expect(() => d.launch(id, [randomFloats(n, 3), tracking, n, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int))).toThrow(
