@@ -12,7 +12,7 @@
 // entry whose metadata does not validate or whose library does not match its recorded hash
 // is removed and rebuilt.
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { arch, cpus, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { CXX_FLAGS, cpuFlags, whichSync } from "./codegen/build.js";
@@ -106,6 +106,14 @@ export type Lookup = { kind: "hit"; compiled: CompiledProgram } | { kind: "miss"
 
 /** Loads an entry, checking its metadata and its library's hash (before anything dlopens it). */
 export function lookup(dir: string, platform: string): Lookup {
+  // An entry path held by something that is not a directory (a regular file, a dangling
+  // link) would make every later build fail with ENOTDIR/EEXIST: corrupt, evicted like the rest.
+  let isDir = false;
+  try { isDir = lstatSync(dir).isDirectory(); } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { kind: "miss" };
+    return { kind: "corrupt", why: `the entry path cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+  }
+  if (!isDir) return { kind: "corrupt", why: "the entry path is not a directory" };
   if (!existsSync(join(dir, "compiled_meta.json"))) return { kind: "miss" };
   let c: CompiledProgram;
   try {
