@@ -20,7 +20,7 @@ import { DeviceTensor } from "./runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "./runtime/host.js";
 import { defaultWorker, trustedLauncher, type ChipWorker } from "./runtime/worker.js";
 import { callerSpan } from "./runtime/caller.js";
-import { checkScalar } from "./runtime/args.js";
+import { checkScalar, isValidScalar } from "./runtime/args.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,7 +45,7 @@ const CACHE_MAX = 256;
 type ArgSig =
   | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly number[] }
   | { readonly t: "value"; readonly name: string; readonly value: number | boolean }
-  | { readonly t: "dynamic"; readonly name: string };
+  | { readonly t: "dynamic"; readonly name: string; readonly dtype: DType };
 
 interface Spec { readonly key: string; readonly platform: string; readonly sig: readonly ArgSig[] }
 
@@ -100,8 +100,8 @@ function matches(sig: readonly ArgSig[], args: readonly unknown[]): boolean {
       for (let k = 0; k < sh.length; k++) if (sh[k] !== s.shape[k]) return false;
     } else if (s.t === "value") {
       if (!Object.is(a, s.value)) return false;
-    } else if (typeof a !== "number" && typeof a !== "boolean") {
-      return false;
+    } else if (!isValidScalar(s.dtype, a)) {
+      return false; // the full path says why (checkScalar)
     }
   }
   return true;
@@ -162,7 +162,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
         if (dyn) checkScalar((p.annotated as { dtype: DType }).dtype, a, p.name, i); // 1.5 / NaN / true for an int
         const type: Type = dyn ? p.annotated! : scalarT(typeof a === "boolean" ? "bool" : Number.isInteger(a) ? "int64" : "float32");
         key += dyn ? `|${p.name}:s` : `|${p.name}=${typeof a === "boolean" ? a : Object.is(a, -0) ? "-0" : a}`;
-        sig.push(dyn ? { t: "dynamic", name: p.name } : { t: "value", name: p.name, value: a });
+        sig.push(dyn ? { t: "dynamic", name: p.name, dtype: (p.annotated as { dtype: DType }).dtype } : { t: "value", name: p.name, value: a });
         return dyn ? { name: p.name, type } : { name: p.name, type, value: a };
       }
       const h = a instanceof HostTensor ? a : asTensorLike(a);

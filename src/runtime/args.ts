@@ -60,6 +60,24 @@ export function checkScalar(dtype: DType, value: unknown, name: string, index: n
   return fail(`a scalar of a known dtype (got dtype ${formatValue(dtype)})`);
 }
 
+/** checkScalar without the error: true when `value` is a valid `dtype` scalar (hot paths). */
+export function isValidScalar(dtype: DType, value: unknown): boolean {
+  if (typeof value === "number") {
+    if (isFloatDType(dtype)) return true;
+    if (dtype === "bool") return value === 0 || value === 1;
+    if (!Number.isInteger(value)) return false;
+    if (dtype === "int64") return Number.isSafeInteger(value);
+    const [lo, hi] = intRange(dtype);
+    return value >= lo && value <= hi;
+  }
+  if (typeof value === "boolean") return dtype === "bool";
+  if (typeof value === "bigint" && isIntDType(dtype)) {
+    const [lo, hi] = rangeOf(dtype);
+    return value >= lo && value <= hi;
+  }
+  return false;
+}
+
 /**
  * Checks that host view `view` (a launch argument's TypedArray) still holds `nbytes` bytes
  * at its live length. `name` / `index` (0-based) name the argument. Throws
@@ -70,8 +88,7 @@ export function checkScalar(dtype: DType, value: unknown, name: string, index: n
 export function checkHostView(view: ArrayBufferView, nbytes: number, name: string, index: number): void {
   const have = view.byteLength; // 0 once the buffer is detached; shrinks with a resizable buffer
   if (have >= nbytes) return;
-  const buf = view.buffer as ArrayBuffer & { detached?: boolean };
-  const why = buf.detached === true ? "its ArrayBuffer is detached (transferred)" : "a shrunk resizable ArrayBuffer, or a view that is too short";
+  const why = isDetached(view.buffer) ? "its ArrayBuffer is detached (transferred)" : "a shrunk resizable ArrayBuffer, or a view that is too short";
   throw new TsptoArgumentError(
     "E_HOST_VIEW",
     `argument '${name}' (#${index + 1}) is a host view of ${have} bytes, but the program uses ${nbytes} bytes (${why})`,
@@ -79,4 +96,17 @@ export function checkHostView(view: ArrayBufferView, nbytes: number, name: strin
     "pass a view that holds the whole tensor; do not transfer, detach or shrink its ArrayBuffer while tspto uses it",
     { argument: name, position: index + 1 },
   );
+}
+
+/** True for a detached (transferred) ArrayBuffer (`.detached` is ES2024; Node 20 lacks it). */
+function isDetached(buf: ArrayBufferLike): boolean {
+  const flag = (buf as { detached?: boolean }).detached;
+  if (typeof flag === "boolean") return flag;
+  if (buf.byteLength !== 0) return false;
+  try {
+    new Uint8Array(buf);
+    return false;
+  } catch {
+    return true;
+  }
 }
