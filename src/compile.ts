@@ -1,6 +1,6 @@
 // ir.compile: lowered (or not yet lowered) ir.Program -> artifact directory -> CompiledProgram.
 // The glue between the rooms: passes (when needed), codegen, runtime handle.
-import type { Program } from "./ir/index.js";
+import { TsptoRuntimeError, type Program } from "./ir/index.js";
 import { isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
 import { compileArtifact } from "./codegen/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
@@ -26,7 +26,8 @@ export function rememberDumps(p: Program, dumps: PassDump[]): void {
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {
   const platform = opts.platform ?? "cpu";
   if (platform !== "cpu" && platform !== "interp") {
-    throw new Error(`ir.compile: platform '${platform}' is not supported by this build (supported: "cpu", "interp")`);
+    throw new TsptoRuntimeError("E_PLATFORM", `ir.compile: platform '${platform}' is not supported by this build (supported: "cpu", "interp")`,
+      undefined, "compile for platform 'cpu' or 'interp'", { argument: "platform" });
   }
   let lowered = program;
   let dumps: PassDump[] | undefined = dumpsOf.get(program);
