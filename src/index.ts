@@ -1,5 +1,5 @@
 // tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
-export * as pl from "./dsl/language.js";
+export * as pl from "./language.js";
 export * as ir from "./ir_api.js";
 export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
@@ -10,7 +10,8 @@ export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } 
 export type { DType } from "./ir/index.js";
 export {
   TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,
-  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError, TsptoArtifactError, TSPTO_ERROR_CLASSES,
+  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError, TSPTO_ERROR_CLASSES,
 } from "./ir/errors.js";
+export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";

@@ -90,14 +90,11 @@ export class TsptoOutOfMemoryError extends TsptoDeviceError {}
 /** A launch whose program recorded a failure at run time (E_KERNEL): a dynamic window out
  *  of bounds, an orchestration buffer that could not be allocated. */
 export class TsptoKernelError extends TsptoDeviceError {}
-/** A build or artifact problem: the C++ compiler failed or timed out, an artifact directory
- *  is incomplete, corrupt or unsafe to use. */
-export class TsptoArtifactError extends TsptoError {}
 
-/** Every TsptoError class, by name (for tools and the API-misuse fuzzer). */
+/** Every TsptoError class of the IR room, by name (TsptoArtifactError lives in src/artifact). */
 export const TSPTO_ERROR_CLASSES = {
   TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,
-  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError, TsptoArtifactError,
+  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError,
 } as const;
 
 /**

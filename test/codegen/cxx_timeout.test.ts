@@ -4,8 +4,8 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { TsptoCompileError, TsptoConfigError } from "../../src/ir/index.js";
-import { compileArtifact } from "../../src/codegen/index.js";
-import { DEFAULT_CXX_TIMEOUT_MS, cxxTimeoutMs } from "../../src/codegen/build.js";
+import { compileArtifact } from "./helpers.js";
+import { DEFAULT_CXX_TIMEOUT_MS, cxxTimeoutMs } from "../../src/targets/cpu/toolchain.js";
 import { cleanup, seedProgram, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);

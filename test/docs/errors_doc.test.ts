@@ -1,10 +1,10 @@
 // docs/errors.md lists every error code: each "E_..." code thrown in src/ and each native code
-// of native/src/errors.h (which src/runtime/native_errors.ts maps).
+// of native/src/errors.h (which src/targets/native_errors.ts maps).
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { NATIVE_ERROR_CODES } from "../../src/runtime/native_errors.js";
+import { NATIVE_ERROR_CODES } from "../../src/targets/native_errors.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const doc = readFileSync(join(root, "docs/errors.md"), "utf8");
@@ -33,6 +33,6 @@ describe("docs/errors.md", () => {
     expect(native.length).toBeGreaterThanOrEqual(7);
     expect(Object.keys(NATIVE_ERROR_CODES).sort()).toEqual(native);
     for (const c of native) expect(doc).toContain(`\`${c}\``);
-    for (const e of Object.values(NATIVE_ERROR_CODES)) expect(doc).toContain(`\`${e.code}\``);
+    for (const e of Object.values(NATIVE_ERROR_CODES)) expect(doc).toContain(`\`${(e as { code: string }).code}\``);
   });
 });

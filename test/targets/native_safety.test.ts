@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ArgKind as K, loadNative, type DeviceOptions, type NativeAddon, type NativeDevice } from "../../src/runtime/native.js";
+import { ArgKind as K, loadNative, type DeviceOptions, type NativeAddon, type NativeDevice } from "../../src/targets/native.js";
 
 const execFileAsync = promisify(execFile);
 const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));

@@ -1,73 +1,26 @@
 // Loader and typed interface of the native runtime addon (native/, built by node-gyp on
-// `npm install`). The addon is the device of the cpu platform: a memory arena, a module
-// table of dlopen'd program libraries and a persistent task scheduler. The rest of
-// src/runtime talks to the device only through the interfaces below.
+// `npm install`). The addon holds the native devices (the cpu platform's simulated chip: a
+// memory arena, a module table of dlopen'd program libraries and a persistent task
+// scheduler). Only the targets use it; the runtime talks to a `Device` (target.ts).
 import { createRequire } from "node:module";
+import { TsptoRuntimeError } from "../ir/index.js";
+import { fromNativeError, type NativeErrorContext } from "./native_errors.js";
+import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
+export { ArgKind, type DeviceOptions } from "./target.js";
 
-/** Counters of one device. */
-export interface NativeStats {
-  /** Launches whose entry ran (successful or failed). */
-  launches: number;
-  /** Bytes copied host → device: explicit h2d plus In/InOut launch arguments. */
-  h2dBytes: number;
-  /** Bytes copied device → host: explicit d2h plus Out/InOut launch arguments. */
-  d2hBytes: number;
-  /** Arena bytes held by live allocations (each rounded up to 64 bytes): device tensors,
-   *  launch staging buffers and orchestration buffers. */
-  bytesInUse: number;
-  liveAllocations: number;
-  /** Allocations freed while launches in flight held them: their bytes are released (and
-   *  leave bytesInUse) when the last of those launches completes. */
-  pendingFrees: number;
-  /** Usable arena bytes (memoryBytes rounded down to a multiple of 64). */
-  capacity: number;
-  /** Modules currently loaded. */
-  modulesLoaded: number;
-  /** loadModule calls that succeeded, cumulative. */
-  moduleLoads: number;
-  /** Kernel tasks executed (tasks skipped after a failure are not counted). */
-  tasksRun: number;
-}
-
-export interface DeviceOptions {
-  deviceId: number;
-  /** Core threads (≥ 1); each owns a scratch arena of scratchBytes. */
-  coreThreads: number;
-  /** Scheduler threads (aicpuThreadNum, ≥ 0). Accepted and validated; dispatch currently
-   *  happens on the submitting and completing threads. */
-  schedThreads: number;
-  /** Per-core scratch capacity in bytes (TsptoRuntimeApi.scratch_bytes). */
-  scratchBytes: number;
-  /** Reserved (virtual) device memory in bytes. */
-  memoryBytes: number;
-  /** Task ring slots; a submit waits while the ring is full. */
-  ringTaskWindow: number;
-  /** Bytes of task arguments + accesses in flight before a submit waits. */
-  ringHeap: number;
-  /** Dependency edges in flight before a submit waits. */
-  ringDepPool: number;
-}
-
-/** Argument kinds of NativeDevice.launch (the `kinds` array). */
-export const ArgKind = {
-  HostIn: 0,
-  HostOut: 1,
-  HostInOut: 2,
-  Device: 3,
-  Int: 4,
-  Float: 5,
-  Bool: 6,
-} as const;
-export type ArgKind = (typeof ArgKind)[keyof typeof ArgKind];
+/** Counters of the native device (DeviceStats, and pendingFrees: allocations freed while
+ *  launches in flight held them; their bytes leave bytesInUse when the last one completes). */
+export type NativeStats = DeviceStats & { pendingFrees: number };
 
 /**
  * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments), each with a
  * `code` (and `argIndex`, 0-based, for a launch argument): "TSPTO_DEVICE_OOM",
  * "TSPTO_KERNEL_FAILURE" (message "kernel failure: <message>[ (in task '<k>', scope <n>)]"),
  * "TSPTO_DEVICE_CLOSED", "TSPTO_BAD_ADDRESS", "TSPTO_HOST_VIEW", "TSPTO_BAD_ARGUMENT",
- * "TSPTO_MODULE". fromNativeError (native_errors.ts) turns them into TsptoErrors.
- * Launches pin the allocations and the module they use until they complete;
- * launchAsync stages host inputs when called and copies results back on the JS thread.
+ * "TSPTO_MODULE". nativeError / fromNativeError (native_errors.ts) turn them into TsptoErrors.
+ * Launches pin the allocations and the module they use until they complete (a free defers);
+ * launchAsync stages host inputs when called and copies results back on the JS thread after
+ * re-checking the views.
  */
 export interface NativeDevice {
   /** Device address of a new zero-filled, 64-byte-aligned allocation. */
@@ -100,7 +53,7 @@ export interface NativeDevice {
    *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */
   setRecording(mask: number, dumpBytes: number): void;
   /** The trace of the last launch that recorded, once; null otherwise. */
-  takeTrace(): import("./dfx.js").NativeTrace | null;
+  takeTrace(): DeviceTrace | null;
   /** Idempotent: joins threads, unloads modules, frees all memory. */
   close(): void;
   readonly closed: boolean;
@@ -112,7 +65,7 @@ export interface NativeAddon {
   abiVersion: number;
 }
 
-/** Path of the built addon, relative to this file. */
+/** Path of the built addon, relative to this file (src/targets). */
 export const NATIVE_ADDON_PATH = "../../native/build/Release/tspto_native.node";
 
 let cached: NativeAddon | undefined;
@@ -127,18 +80,17 @@ export function loadNative(): NativeAddon {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "MODULE_NOT_FOUND") {
-      throw new Error(
-        `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/runtime): ` +
-          "run `npm install` (or `npx node-gyp rebuild --directory native`) to build it",
-        { cause: err },
-      );
+      throw new TsptoRuntimeError("E_NATIVE", `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/targets)`, undefined,
+        "build it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
     }
-    throw new Error(
-      `tspto native addon failed to load: ${e?.message ?? String(err)}; ` +
-        "rebuild it with `npx node-gyp rebuild --directory native`",
-      { cause: err },
-    );
+    throw new TsptoRuntimeError("E_NATIVE", `tspto native addon failed to load: ${e?.message ?? String(err)}`, undefined,
+      "rebuild it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
   }
   cached = addon;
   return addon;
+}
+
+/** A native error as a TsptoError (the table is in native_errors.ts). */
+export function nativeError(err: unknown, context?: NativeErrorContext): Error {
+  return fromNativeError(err, context);
 }

@@ -1,8 +1,8 @@
 // Native (device) errors -> TsptoErrors. The native addon throws plain Errors carrying a
 // stable `code` (native/src/errors.h) and, for a launch argument, `argIndex` (0-based);
 // fromNativeError maps them to the TsptoError subclass and public code of the table below
-// (docs/errors.md lists every public code). The runtime calls it wherever a native call can
-// fail, so no native error reaches the user untranslated.
+// (docs/errors.md lists every public code). The cpu target's Device (targets/cpu/device.ts)
+// calls it wherever a native call can fail, so no native error reaches the user untranslated.
 import {
   TsptoArgumentError,
   TsptoDeviceError,
@@ -11,7 +11,6 @@ import {
   TsptoOutOfMemoryError,
   type Span,
 } from "../ir/index.js";
-import type { NativeDevice } from "./native.js";
 
 type ErrorClass = new (...a: ConstructorParameters<typeof TsptoError>) => TsptoError;
 
@@ -110,36 +109,4 @@ export function guardNative<T>(f: () => T, context?: NativeErrorContext): T {
   } catch (e) {
     throw fromNativeError(e, context);
   }
-}
-
-/**
- * A NativeDevice whose every method throws (or rejects with) TsptoErrors. The methods are
- * plain closures (no Proxy): a launch pays one try/catch.
- */
-export function translatingDevice(d: NativeDevice): NativeDevice {
-  const t = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
-    try {
-      return f(...a);
-    } catch (e) {
-      throw fromNativeError(e);
-    }
-  };
-  return {
-    alloc: t((n) => d.alloc(n)),
-    free: t((a) => d.free(a)),
-    isLive: t((a) => d.isLive(a)),
-    h2d: t((a, s, n) => d.h2d(a, s, n)),
-    d2h: t((h, a, n) => d.d2h(h, a, n)),
-    writeDevice: t((a, s, n) => d.writeDevice(a, s, n)),
-    readDevice: t((h, a, n) => d.readDevice(h, a, n)),
-    loadModule: t((p, b) => d.loadModule(p, b)),
-    unloadModule: t((id) => d.unloadModule(id)),
-    launch: t((m, a, k) => d.launch(m, a, k)),
-    launchAsync: (m, a, k) => d.launchAsync(m, a, k).catch((e: unknown) => { throw fromNativeError(e); }),
-    stats: t(() => d.stats()),
-    setRecording: t((m, b) => d.setRecording(m, b)),
-    takeTrace: t(() => d.takeTrace()),
-    close: t(() => d.close()),
-    get closed() { return d.closed; },
-  };
 }
