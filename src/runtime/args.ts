@@ -21,14 +21,15 @@ function rangeOf(dtype: DType): [bigint, bigint] {
  *    1.5, NaN, Infinity, true, "3" are rejected (no silent truncation or wrap-around).
  *  - float dtypes (float32/float16/bfloat16): any number (NaN and ±Infinity are floats).
  *  - bool: a boolean (or the numbers 0 and 1).
- * `name` is the parameter's name and `index` its 0-based index in the call; the error
- * (TsptoArgumentError, code E_SCALAR) names the parameter and its 1-based position.
+ * `name` is the parameter's name and `index` its 0-based index in the call (`program`, when
+ * given, the program's name); the error (TsptoArgumentError, code E_SCALAR) names the
+ * parameter and its 1-based position.
  */
-export function checkScalar(dtype: DType, value: unknown, name: string, index: number): number | bigint | boolean {
+export function checkScalar(dtype: DType, value: unknown, name: string, index: number, program?: string): number | bigint | boolean {
   const fail = (rule: string): never => {
     throw new TsptoArgumentError(
       "E_SCALAR",
-      `argument '${name}' (#${index + 1}) must be ${rule}, got ${typeof value === "number" || typeof value === "bigint" ? formatValue(value) : `${typeof value} ${formatValue(value)}`}`,
+      `argument '${name}' (#${index + 1})${program ? ` of '${program}'` : ""} must be ${rule}, got ${typeof value === "number" || typeof value === "bigint" ? formatValue(value) : `${typeof value} ${formatValue(value)}`}`,
       undefined,
       "scalar parameters take a value of their declared dtype; convert it explicitly (Math.round, Number(...)) if a conversion is what you want",
       { argument: name, position: index + 1 },
@@ -85,13 +86,13 @@ export function isValidScalar(dtype: DType, value: unknown): boolean {
  * (the last line of defence); this check gives the interp platform and the JS side the same
  * error first.
  */
-export function checkHostView(view: ArrayBufferView, nbytes: number, name: string, index: number): void {
+export function checkHostView(view: ArrayBufferView, nbytes: number, name: string, index: number, program?: string): void {
   const have = view.byteLength; // 0 once the buffer is detached; shrinks with a resizable buffer
   if (have >= nbytes) return;
   const why = isDetached(view.buffer) ? "its ArrayBuffer is detached (transferred)" : "a shrunk resizable ArrayBuffer, or a view that is too short";
   throw new TsptoArgumentError(
     "E_HOST_VIEW",
-    `argument '${name}' (#${index + 1}) is a host view of ${have} bytes, but the program uses ${nbytes} bytes (${why})`,
+    `argument '${name}' (#${index + 1})${program ? ` of '${program}'` : ""} is a host view of ${have} bytes, but the program uses ${nbytes} bytes (${why})`,
     undefined,
     "pass a view that holds the whole tensor; do not transfer, detach or shrink its ArrayBuffer while tspto uses it",
     { argument: name, position: index + 1 },

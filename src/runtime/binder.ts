@@ -157,7 +157,7 @@ export class Binder {
               `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`, where);
           }
         } else if (!this.#scalarOk(p, a)) {
-          checkScalar(p.dtype, a, p.name, i); // throws E_SCALAR naming the rule (1.5, NaN, true, 2**31 for an int32)
+          checkScalar(p.dtype, a, p.name, i, this.name); // throws E_SCALAR naming the rule (1.5, NaN, true, 2**31 for an int32)
         }
         out.args[i] = a;
         out.kinds[i] = p.scalarKind;
@@ -173,7 +173,7 @@ export class Binder {
       const h = a instanceof HostTensor ? a : asTensorLike(a);
       if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`, undefined, where);
       if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw this.#mismatch(p, i, h.shape, h.dtype);
-      checkHostView(h.data, p.nbytes, p.name, i); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
+      checkHostView(h.data, p.nbytes, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
       out.args[i] = h.data;
       out.kinds[i] = p.hostKind;
     }

@@ -63,7 +63,7 @@ for (const platform of ["cpu", "interp"] as const) {
       const e = caught(() => w.run(programs[platform], A, resident, out));
       expect(e).toBeInstanceOf(TsptoArgumentError);
       expect(e.code).toBe("E_HOST_VIEW");
-      expect(e.detail).toBe(`argument 'out' (#3) is a host view of 0 bytes, but the program uses ${N * 4} bytes (its ArrayBuffer is detached (transferred))`);
+      expect(e.detail).toBe(`argument 'out' (#3) of 'safetyAdd' is a host view of 0 bytes, but the program uses ${N * 4} bytes (its ArrayBuffer is detached (transferred))`);
       expect(e.argument).toBe("out");
       expect(e.position).toBe(3);
       const back = zeros([R, C]);
@@ -78,7 +78,7 @@ for (const platform of ["cpu", "interp"] as const) {
       detach(a.data.buffer);
       const e = caught(() => w.run(programs[platform], a, B, zeros([R, C])));
       expect(e.code).toBe("E_HOST_VIEW");
-      expect(e.detail).toContain("argument 'a' (#1) is a host view of 0 bytes");
+      expect(e.detail).toContain("argument 'a' (#1) of 'safetyAdd' is a host view of 0 bytes");
     });
 
     it("the jit fast path checks the live length too", () => {
@@ -172,7 +172,7 @@ describe("one error type", () => {
         const e = caught(() => w.run(compiled, x, bad, zeros([R, C])));
         expect(e).toBeInstanceOf(TsptoArgumentError);
         expect(e.code).toBe("E_SCALAR");
-        expect(e.detail).toBe(`argument 'k' (#2) must be an integer in [-2147483648, 2147483647] (int32 scalar), got ${shown}`);
+        expect(e.detail).toBe(`argument 'k' (#2) of 'safetyScale' must be an integer in [-2147483648, 2147483647] (int32 scalar), got ${shown}`);
         expect(e.position).toBe(2);
       }
       const viaJit = caught(() => scaleKernel(x, 1.5, zeros([R, C]), new RunConfig({ platform })));
