@@ -1074,7 +1074,15 @@ export class FunctionBuilder {
     }
     const firstIdx = params.findIndex((p) => p.kind === "value");
     const first = firstIdx >= 0 && firstIdx < args.length ? this.expr(args[firstIdx]) : undefined;
-    const def = resolvePlOp(name, first && exprType(first))!;
+    // a number first (pl.sub(1.0, x)): the other value operands decide between the tile and tensor op
+    const others = new Map<number, Expr>();
+    if (first && exprType(first).kind === "scalar") {
+      params.forEach((p, i) => {
+        const a = args[i];
+        if (i !== firstIdx && p.kind === "value" && a && !(ts.isIdentifier(a) && a.text === "undefined")) others.set(i, this.expr(a));
+      });
+    }
+    const def = resolvePlOp(name, first && exprType(first), [...others.values()].map(exprType))!;
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
     def.params.forEach((p, i) => {
@@ -1084,7 +1092,7 @@ export class FunctionBuilder {
         return;
       }
       switch (p.kind) {
-        case "value": irArgs.push(i === firstIdx ? first! : this.expr(a)); break;
+        case "value": irArgs.push(i === firstIdx ? first! : others.get(i) ?? this.expr(a)); break;
         case "values": irArgs.push(this.listArg(a, name, p.name)); break;
         case "options": this.optionsArg(a, name, p.options ?? {}, attrs); break;
         default: attrs[p.name] = this.attrArg(a, p.kind, name, p.name);
@@ -1150,6 +1158,9 @@ export class FunctionBuilder {
       case "string":
         if (c?.k === "str") return c.v;
         return this.typeErr(`pl.${op}: '${param}' must be a string literal`, a);
+      case "bool":
+        if (c?.k === "bool") return c.v;
+        return this.typeErr(`pl.${op}: '${param}' must be a constant true or false`, a);
     }
   }
 

@@ -5,13 +5,13 @@
 //   target's shape (the target's values are unused; its shape, memory and validShape are kept).
 // Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
 // dtype).
-import { registerOp, type InferCtx } from "../registry.js";
-import { tileT, typeStr, type TileType, type Type } from "../types.js";
+import { registerOp, type InferCtx, type OpRow } from "../registry.js";
+import { isFloat, tileT, typeStr, type TileType, type Type } from "../types.js";
 import { mkTile, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D } from "./common.js";
 
-export const EXPAND_OPS: Record<string, keyof typeof BINARY> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div" };
+export const EXPAND_OPS: Record<string, keyof typeof BINARY> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div", Max: "maximum", Min: "minimum" };
 
 function inferExpand(ctx: InferCtx, name: string, axis: "row" | "col"): TileType {
   const t = expect2D(ctx, 0, `the first operand of ${name}`);
@@ -38,11 +38,32 @@ function expandEval(axis: "row" | "col", f: (x: number, y: number, dtype: TileTy
   };
 }
 
+const EXPAND_ROWS: Record<"row" | "col", OpRow> = {
+  row: { key: "rowExpandOp", call: "rowExpandAdd rowExpandSub rowExpandMul rowExpandDiv rowExpandMax rowExpandMin rowExpandExpdif (t[M,N], v[M,1])", does: "`t op v`, v broadcast along each row (`Expdif`: `exp(t - v)`)" },
+  col: { key: "colExpandOp", call: "colExpandAdd colExpandSub colExpandMul colExpandDiv colExpandMax colExpandMin colExpandExpdif (t[M,N], v[1,N])", does: "`t op v`, v broadcast down each column (`Expdif`: `exp(t - v)`)" },
+};
+const EXPAND_DECL = ["<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>"];
+/** exp(t - v): the difference rounded to the dtype, then its exponential rounded (the softmax step). */
+export const expdif = (x: number, y: number, d: TileType["dtype"]) => toDType(Math.exp(toDType(x - y, d)), d);
+
 for (const axis of ["row", "col"] as const) {
+  registerOp({
+    name: `tile.${axis}ExpandExpdif`, pl: `${axis}ExpandExpdif`, level: "tile", pure: true, fusable: false,
+    decl: EXPAND_DECL, row: EXPAND_ROWS[axis],
+    doc: `${axis}ExpandExpdif(t[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): exp(t - v), v broadcast ${axis === "row" ? "along each row" : "down each column"} (float dtypes)`,
+    params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
+    infer: (ctx) => {
+      const t = inferExpand(ctx, `${axis}ExpandExpdif`, axis);
+      if (!isFloat(t.dtype)) ctx.fail(`needs a floating-point operand, got ${t.dtype}`, `cast first: pl.cast(x, "float32")`);
+      return t;
+    },
+    evaluate: expandEval(axis, expdif),
+  });
   for (const [suffix, bin] of Object.entries(EXPAND_OPS)) {
     const name = `${axis}Expand${suffix}`;
     const fn = BINARY[bin].fn;
     registerOp({
+      decl: EXPAND_DECL, row: EXPAND_ROWS[axis],
       name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
       doc: axis === "row"
         ? `${name}(t[M,N], v[M,1]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast along each row`
@@ -55,9 +76,26 @@ for (const axis of ["row", "col"] as const) {
   const name = `${axis}Expand`;
   registerOp({
     name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    decl: ["<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>"],
+    row: { key: "expand", call: "rowExpand(target, v[M,1])` / `colExpand(target, v[1,N])", does: "v broadcast to the target's shape (target values unused)" },
     doc: `${name}(target[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): v broadcast to the target's shape (target values unused)`,
     params: [{ name: "target", kind: "value" }, { name: "v", kind: "value" }],
     infer: (ctx) => inferExpand(ctx, name, axis),
     evaluate: expandEval(axis, (_x, y) => y),
   });
 }
+
+// prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope[r], the slope broadcast along each row.
+registerOp({
+  name: "tile.prelu", pl: "prelu", level: "tile", pure: true, fusable: false,
+  decl: EXPAND_DECL.map((d) => d.replace("(t:", "(x:").replace("v:", "slope:")),
+  row: { key: "prelu", call: "prelu(x[M,N], slope[M,1])", does: "parametric relu `x > 0 ? x : x * slope`, the slope broadcast along each row like `rowExpand*` (float dtypes)" },
+  doc: "prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope, the slope broadcast along each row",
+  params: [{ name: "x", kind: "value" }, { name: "slope", kind: "value" }],
+  infer: (ctx) => {
+    const t = inferExpand(ctx, "prelu", "row");
+    if (!isFloat(t.dtype)) ctx.fail(`needs a floating-point operand, got ${t.dtype}`, `cast first: pl.cast(x, "float32")`);
+    return t;
+  },
+  evaluate: expandEval("row", (x, s, d) => toDType(x > 0 ? x : x * s, d)),
+});
