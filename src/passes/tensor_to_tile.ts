@@ -12,7 +12,7 @@
 // shape with a validShape of the remainder (loads read, and stores write, only that region),
 // emitted as a peeled copy of the loop body after the loop.
 import {
-  TsptoCompileError, getOp, inferCall, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mapExpr, INDEX,
+  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mapExpr, INDEX,
   tileElemBytes, type Expr, type Func, type Stmt, type TensorType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
@@ -167,7 +167,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     const toTile = (e: Expr): Expr => {
       for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
       if (e.kind !== "call" || !isTensorOp(e)) return e;
-      const name = `tile.${e.op.slice("tensor.".length)}`;
+      const name = tileOpOf(getOp(e.op));
       const args = e.args.map(toTile);
       return mkCall(name, args, e.attrs, inferCall(getOp(name), args, e.attrs, e.span), e.span);
     };

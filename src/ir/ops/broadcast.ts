@@ -19,7 +19,7 @@ function inferExpand(ctx: InferCtx, name: string, axis: "row" | "col"): TileType
   const [m, n] = t.shape;
   const want = axis === "row" ? [m, 1] : [1, n];
   if (v.shape[0] !== want[0] || v.shape[1] !== want[1]) {
-    ctx.fail(`the vector '${argName(ctx.args[1])}' must have shape [${want.join(", ")}] to broadcast along the ${axis === "row" ? "rows" : "columns"} of ${typeStr(t)}, got ${typeStr(v)}`,
+    ctx.fail(`the vector '${ctx.args[1]?.kind === "var" ? argName(ctx.args[1]) : ctx.op.params[1].name}' must have shape [${want.join(", ")}] to broadcast along the ${axis === "row" ? "rows" : "columns"} of ${typeStr(t)}, got ${typeStr(v)}`,
       axis === "row" ? "row broadcasts take a [M, 1] tile (e.g. a rowSum result); use colExpand* for a [1, N] one" : "column broadcasts take a [1, N] tile; use rowExpand* for a [M, 1] one");
   }
   if (v.dtype !== t.dtype) ctx.fail(`dtypes differ: ${t.dtype} and ${v.dtype}`, `cast one operand first, e.g. pl.cast(v, "${t.dtype}")`);
