@@ -180,7 +180,7 @@ describe("bad input to ops", () => {
     });
     expectError(() => tensorShapeMismatch.lower(T(8, 16), T(16, 8), T(8, 16)), {
       cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:tensor-shapes", token: "pl.add",
-      message: "pl.add: shapes differ: Tensor<[8, 16], float32> and Tensor<[16, 8], float32>",
+      message: "pl.add: shapes do not broadcast: Tensor<[8, 16], float32> and Tensor<[16, 8], float32>", hint: "[M,N] with [1,N] or [M,1]",
     });
   });
 

@@ -743,6 +743,17 @@ for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
   });
 }
 
+// broadcastTo: the dims of 1 of x stretched
+def("tile.broadcastTo", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, dest.type.shape, (idx) => `${o}[${linear(idx, dest.type.shape)}] = ${ex(linear(idx.map((v, ax) => (x.shape[ax] === 1 ? "0" : v)), x.shape))};`);
+  },
+});
+
 // ------------------------------------------------------------------ transpose
 def("tile.transpose", {
   kind: "tile-stmt",

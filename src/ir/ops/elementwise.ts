@@ -3,7 +3,7 @@
 // bfloat16 that is fp32 arithmetic rounded to nearest-even, as SEMANTICS.md says).
 import { registerOp, type InferCtx, type OpDef, type OpParam, type OpRow } from "../registry.js";
 import type { Attrs } from "../nodes.js";
-import { isDType, isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type DType, type TileType, type TensorType, type Type } from "../types.js";
+import { isDType, isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type Dim, type DType, type TileType, type TensorType, type Type } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, roundToDType, type TensorValue, type TileValue, type Value } from "../values.js";
 import { expectDType } from "./common.js";
 
@@ -37,15 +37,37 @@ function withDType(t: Operand, dtype: DType): Type {
   return t.kind === "tile" ? tileT(t.shape, dtype, t.mem, t.validShape) : tensorT(t.shape, dtype);
 }
 
+/** The NumPy broadcast of two shapes of equal rank (null when they do not broadcast). */
+export function broadcastShape(a: readonly Dim[], b: readonly Dim[]): Dim[] | null {
+  if (a.length !== b.length) return null;
+  const out: Dim[] = [];
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i] || b[i] === 1) out.push(a[i]);
+    else if (a[i] === 1) out.push(b[i]);
+    else return null;
+  }
+  return out;
+}
+
 /** Apply fn to every element of the tile/tensor operands (numbers broadcast), producing a new value of `type`. */
 function mapValues(inputs: readonly Value[], type: Type, fn: (xs: number[]) => number): Value {
   const out = type as TileType | TensorType;
   const firstArr = inputs.find((v) => typeof v !== "number" && typeof v !== "boolean") as TileValue | TensorValue;
-  const n = firstArr.data.length;
+  const outShape = out.kind === "tensor" ? (out.shape as number[]) : firstArr.shape;
+  const n = outShape.reduce((x, y) => x * y, 1);
+  const outStrides = outShape.map((_, i) => outShape.slice(i + 1).reduce((x, y) => x * y, 1));
   const read = inputs.map((v) => {
     if (typeof v === "number" || typeof v === "boolean") { const c = Number(v); return () => c; }
     const tv = v as TileValue | TensorValue;
-    return tv.kind === "tile" ? (i: number) => tv.data[i] : (i: number) => readElem(tv, i);
+    const get = tv.kind === "tile" ? (i: number) => tv.data[i] : (i: number) => readElem(tv, i);
+    if (tv.kind === "tile" || tv.shape.every((d, ax) => d === outShape[ax])) return get;
+    // a broadcast tensor operand: dims of 1 read index 0
+    const st = tv.shape.map((_, i) => tv.shape.slice(i + 1).reduce((x, y) => x * y, 1));
+    return (i: number) => {
+      let k = 0;
+      for (let ax = 0; ax < outShape.length; ax++) if (tv.shape[ax] !== 1) k += (Math.floor(i / outStrides[ax]) % outShape[ax]) * st[ax];
+      return get(k);
+    };
   });
   const xs = new Array<number>(inputs.length);
   if (out.kind === "tile") {
@@ -53,8 +75,7 @@ function mapValues(inputs: readonly Value[], type: Type, fn: (xs: number[]) => n
     for (let i = 0; i < n; i++) { for (let k = 0; k < read.length; k++) xs[k] = read[k](i); res.data[i] = toDType(fn(xs), out.dtype); }
     return res;
   }
-  const shape = (firstArr as TensorValue).shape;
-  const res = newTensor(shape, out.dtype);
+  const res = newTensor(outShape, out.dtype);
   for (let i = 0; i < n; i++) { for (let k = 0; k < read.length; k++) xs[k] = read[k](i); writeElem(res, i, toDType(fn(xs), out.dtype)); }
   return res;
 }
@@ -132,6 +153,21 @@ export function inferElementwise(ctx: InferCtx, spec: ElementwiseSpec, level: "t
     ctx.fail(n === 1 ? `the operand must be a ${level}` : `needs a ${level} among its operands (${spec.operands.filter((_, i) => i !== spec.mask).join(", ")}), got only numbers`,
       n > 1 ? `make one operand a ${level}, e.g. pl.full(shape, dtype, value)` : undefined);
   }
+  // tensors broadcast NumPy-style: [M,N] with [1,N], [M,1] (equal ranks, 1 stretches)
+  let shape: readonly Dim[] = lead.shape;
+  if (level === "tensor") {
+    for (let i = 0; i < n; i++) {
+      const t = ctx.argTypes[i];
+      if (t.kind !== "tensor") continue;
+      const b = broadcastShape(shape, t.shape);
+      if (!b) {
+        ctx.fail(`shapes do not broadcast: ${typeStr(lead)} and ${typeStr(t)}`,
+          "tensor operands need equal shapes, or a dimension of 1 that stretches ([M,N] with [1,N] or [M,1]), or a number");
+      }
+      shape = b;
+    }
+    if (!dimsEqual(shape, lead.shape)) lead = tensorT(shape, lead.dtype);
+  }
   const d = lead.dtype;
   if (!inFamily(spec.family, d)) {
     ctx.fail(`needs ${FAMILY_WORD[spec.family]} operand, got ${d}`,
@@ -145,9 +181,9 @@ export function inferElementwise(ctx: InferCtx, spec: ElementwiseSpec, level: "t
       continue;
     }
     const tt = t as Operand;
-    if (!dimsEqual(tt.shape, lead.shape)) {
+    if (level === "tile" && !dimsEqual(tt.shape, lead.shape)) {
       ctx.fail(`shapes differ: ${typeStr(lead)} and ${typeStr(tt)}`,
-        level === "tensor" ? "tensor operands broadcast only [M,N] with [1,N] or [M,1] (and numbers)" : "elementwise ops need equal shapes (or a number as an operand)");
+        "elementwise ops need equal shapes (or a number as an operand)");
     }
     if (i === spec.mask) {
       if (tt.dtype !== "bool") ctx.fail(`the mask '${spec.operands[i]}' must be a bool ${level}, got ${typeStr(tt)}`, "make it with pl.cmp(a, b, mode)");

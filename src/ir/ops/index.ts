@@ -7,6 +7,7 @@ import "./reduce.js";
 import "./broadcast.js";
 import "./shape.js";
 import "./matmul.js";
+import "./tensor_forms.js";
 export { BINARY, UNARY, newTensor, ELEMENTWISE, defineElementwise, type ElementwiseSpec } from "./elementwise.js";
 export { CMP_MODES, type CmpMode } from "./math.js";
 export { REDUCTIONS, REDUCE_LANES, PROD_REDUCTIONS, ARG_REDUCTIONS, type ReduceKind } from "./reduce.js";

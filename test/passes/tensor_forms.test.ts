@@ -1,0 +1,99 @@
+// Tensor-level reductions, matmul and broadcasting inside pl.at, lowered to tiles with partial
+// edge tiles, on cpu and interp, against independent JavaScript formulas.
+import { describe, expect, it } from "vitest";
+import { pl, RunConfig, randn, zeros, tensor, assertClose, TsptoCompileError, TsptoTypeError } from "tspto";
+
+const PLATFORMS = ["cpu", "interp"] as const;
+const cfg = (platform: string) => new RunConfig({ platform });
+const f = Math.fround;
+
+const reduceAll = pl.jit(function reduceAll(x: pl.Tensor, rs: pl.Out<pl.Tensor>, rm: pl.Out<pl.Tensor>, ca: pl.Out<pl.Tensor>, rp: pl.Out<pl.Tensor>, cm: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(rs, pl.rowSum(x));
+    pl.assign(rm, pl.rowMax(pl.mul(x, 2)));
+    pl.assign(ca, pl.colArgmax(x));
+    const p = pl.rowProd(pl.add(pl.mul(x, 0.01), 1));
+    pl.assign(rp, p);
+    pl.assign(cm, pl.colMin(x));
+  });
+  return rs;
+});
+
+const mmTensor = pl.jit(function mmTensor(a: pl.Tensor, b: pl.Tensor, bt: pl.Tensor, c: pl.Out<pl.Tensor>, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(c, pl.matmul(a, b));
+    pl.assign(d, pl.matmul(a, bt, { bTrans: true, outDtype: pl.FP16 }));
+  });
+  return c;
+});
+
+const bcast = pl.jit(function bcast(x: pl.Tensor, row: pl.Tensor, col: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.div(pl.sub(x, row), pl.add(col, 2.0)));
+  });
+  return out;
+});
+
+const nested = pl.jit(function nested(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.sub(x, pl.rowMax(x))); // MARK:nested
+  });
+  return out;
+});
+
+const M = 1009, N = 37; // prime rows: partial row tiles
+describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
+  it("row/col reductions and arg-reductions of tensors and expressions", () => {
+    const X = randn([M, N], { seed: 5 });
+    const x = X.toArray();
+    const rs = zeros([M, 1]), rm = zeros([M, 1]), ca = zeros([1, N], "int32"), rp = zeros([M, 1]), cm = zeros([1, N]);
+    reduceAll(X, rs, rm, ca, rp, cm, cfg(platform));
+    const row = (r: number) => x.slice(r * N, (r + 1) * N);
+    const col = (c: number) => Array.from({ length: M }, (_, r) => x[r * N + c]);
+    assertClose(rs, tensor(Array.from({ length: M }, (_, r) => row(r).reduce((s, v) => s + v, 0)), { shape: [M, 1] }), { rtol: 1e-6, atol: 1e-6 });
+    expect(rm.toArray()).toEqual(Array.from({ length: M }, (_, r) => Math.max(...row(r).map((v) => f(2 * v)))));
+    expect(ca.toArray()).toEqual(Array.from({ length: N }, (_, c) => { const v = col(c); return v.indexOf(Math.max(...v)); }));
+    assertClose(rp, tensor(Array.from({ length: M }, (_, r) => row(r).reduce((p, v) => p * f(f(v * 0.01) + 1), 1)), { shape: [M, 1] }), { rtol: 1e-6 });
+    expect(cm.toArray()).toEqual(Array.from({ length: N }, (_, c) => Math.min(...col(c))));
+  });
+
+  it("matmul of tensors: auto-tiled, K accumulated in tiles (partial tiles on every axis)", () => {
+    const m = 131, k = 257, n = 139; // primes: partial tiles on M, N and K
+    const A = randn([m, k], { seed: 6 }), B = randn([k, n], { seed: 7 }), BT = randn([n, k], { seed: 8 });
+    const c = zeros([m, n]), d = zeros([m, n], "float16");
+    mmTensor(A, B, BT, c, d, cfg(platform));
+    const a = A.toArray(), b = B.toArray(), bt = BT.toArray();
+    const ref = (bget: (q: number, j: number) => number) => {
+      const o: number[] = [];
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) { let s = 0; for (let q = 0; q < k; q++) s = f(s + f(a[i * k + q] * bget(q, j))); o.push(s); }
+      return o;
+    };
+    expect(c.toArray()).toEqual(ref((q, j) => b[q * n + j]));
+    expect(d.toArray()).toEqual(tensor(ref((q, j) => bt[j * k + q]), { shape: [m, n], dtype: "float16" }).toArray());
+  });
+
+  it("NumPy broadcasting of [M,N] with [1,N] and [M,1]", () => {
+    const X = randn([M, N], { seed: 9 }), R = randn([1, N], { seed: 10 }), C = randn([M, 1], { seed: 11 });
+    const out = zeros([M, N]);
+    bcast(X, R, C, out, cfg(platform));
+    const x = X.toArray(), r = R.toArray(), c = C.toArray();
+    expect(out.toArray()).toEqual(x.map((v, i) => f(f(v - r[i % N]) / f(c[Math.floor(i / N)] + 2))));
+  });
+});
+
+describe("tensor-level forms: bad input", () => {
+  it("a reduction inside an elementwise expression says to assign it first", () => {
+    let err: unknown;
+    try { nested(randn([8, 16], { seed: 1 }), zeros([8, 16])); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoCompileError);
+    expect((err as TsptoCompileError).code).toBe("E_TENSOR_FORM");
+    expect((err as TsptoCompileError).message).toContain("pl.rowMax: a tensor-level reduction must be the whole value of pl.assign");
+    expect((err as TsptoCompileError).message).toMatch(/tensor_forms\.test\.ts:\d+:\d+/);
+  });
+  it("shapes that do not broadcast", () => {
+    let err: unknown;
+    try { bcast(randn([8, 16], { seed: 1 }), randn([2, 16], { seed: 2 }), randn([8, 1], { seed: 3 }), zeros([8, 16])); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoTypeError);
+    expect((err as TsptoTypeError).message).toContain("pl.sub: shapes do not broadcast: Tensor<[8, 16], float32> and Tensor<[2, 16], float32>");
+  });
+});
