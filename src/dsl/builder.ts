@@ -122,6 +122,8 @@ export class FunctionBuilder {
   private readonly frames: Frame[] = [{ kind: "function", loopDepth: 0 }];
   private flow: Flow = new Set();
   private scopeDepth = 0;
+  /** Declared directions of the parameters (null: inferred). */
+  private readonly paramDirs = new Map<string, Direction | null>();
   private readonly returns: { types: Type[]; span: Span }[] = [];
   /** Direction inference: tensor variables read / written, through copies (aliases) of parameters. */
   private readonly reads = new Set<number>();
@@ -154,6 +156,7 @@ export class FunctionBuilder {
     this.scopes.push(new Map());
     const paramVars = params.map((p) => {
       const v = mkVar(p.name, p.type, this.span(p.node));
+      this.paramDirs.set(p.name, p.dir);
       this.declare({ name: p.name, var: v, folded: p.folded, mutable: false, role: "param" });
       return v;
     });
@@ -492,6 +495,28 @@ export class FunctionBuilder {
 
   private assignment(e: ts.BinaryExpression, span: Span, out: Stmt[]): void {
     const compound = ARITH_ASSIGN[e.operatorToken.kind];
+    if (ts.isIdentifier(e.left) && !compound && this.local(e.left.text)?.role === "param") {
+      const l = this.local(e.left.text)!;
+      if (l.var?.type.kind === "tensor") {
+        // PyPTO's idioms: `y = kernel(x, w, y)` rebinds a tensor parameter to the (written)
+        // result of a sub-kernel call; `out = pl.add(a, b)` on an Out parameter only rebinds
+        // the name (PyPTO's OutParamWriteDropped): accepted with a warning that says the fix.
+        const value = this.expr(e.right);
+        const dir = this.paramDirs.get(l.name);
+        const isCall = value.kind === "call" && value.op === "call";
+        if (!isCall && (dir === "out" || dir === "inout")) {
+          const at = this.span(e);
+          process.emitWarning(
+            `${at.file}:${at.line}:${at.col}: assigning to ${dir === "out" ? "Out" : "InOut"} parameter '${l.name}' of kernel '${this.env.kernelName}' only rebinds the name; the tensor is not written. ` +
+            `Write it with pl.assign(${l.name}, ${e.right.getText()})`, { code: "OutParamWriteDropped" });
+        }
+        if (isCall || dir === "out" || dir === "inout") {
+          // a new local of the parameter's name (the parameter itself stays defined once)
+          const shadow = this.declare({ name: l.name, var: mkVar(l.name, l.var.type, this.span(e.left)), mutable: true, role: "local" });
+          return this.assignLocal(shadow, value, e.left, span, out);
+        }
+      }
+    }
     if (ts.isIdentifier(e.left)) {
       const l = this.assignable(e.left);
       let value = this.expr(e.right);
@@ -534,7 +559,7 @@ export class FunctionBuilder {
     }
     if (l.role === "param") {
       this.syntax("E_ASSIGN", `cannot assign to parameter '${id.text}' of kernel '${this.env.kernelName}'`, id,
-        `parameters are read-only: copy into a local (let x = ${id.text}) or write into a tensor with pl.store/pl.assign`);
+        `parameters are read-only: copy into a local (let x = ${id.text}) or write into a tensor with pl.store/pl.assign (a tensor parameter may be rebound to a kernel's result: ${id.text} = kernel(..., ${id.text}))`);
     }
     if (l.role === "loop" || l.role === "iter") {
       this.syntax("E_ASSIGN", `cannot assign to loop variable '${id.text}'`, id,
