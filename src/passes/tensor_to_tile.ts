@@ -118,7 +118,11 @@ const add = (a: Expr, b: Expr, span: Span): Expr => {
 };
 
 /** A tensor-level op allowed inside an elementwise expression (the rest must be the whole value). */
-const isElementwiseTensorOp = (op: string) => op === "tensor.cast" || op === "tensor.slice" || ELEMENTWISE.has(op.slice("tensor.".length));
+const isElementwiseTensorOp = (op: string) => {
+  if (op === "tensor.cast" || op === "tensor.slice") return true;
+  const t = tileOpOf(getOp(op));
+  return t === "tile.cast" || ELEMENTWISE.has(t.slice("tile.".length));
+};
 const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_REDUCTIONS), ...Object.keys(ARG_REDUCTIONS)]);
 
 /** Per axis: `full` whole tiles of extent t, then a partial tile of `rem` when the extent is not a multiple. */

@@ -34,6 +34,13 @@ const bcast = pl.jit(function bcast(x: pl.Tensor, row: pl.Tensor, col: pl.Tensor
   return out;
 });
 
+const expandTensor = pl.jit(function expandTensor(x: pl.Tensor, r: pl.Tensor, c: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.colExpandMul(pl.prelu(pl.rowExpandSub(x, r), r), c));
+  });
+  return out;
+});
+
 const nested = pl.jit(function nested(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => {
     pl.assign(out, pl.sub(x, pl.rowMax(x))); // MARK:nested
@@ -78,6 +85,19 @@ describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
     bcast(X, R, C, out, cfg(platform));
     const x = X.toArray(), r = R.toArray(), c = C.toArray();
     expect(out.toArray()).toEqual(x.map((v, i) => f(f(v - r[i % N]) / f(c[Math.floor(i / N)] + 2))));
+  });
+});
+
+describe.each(PLATFORMS)("tensor-level broadcasts on %s", (platform) => {
+  it("rowExpand*/colExpand*/prelu on tensors are the broadcasting elementwise ops", () => {
+    const X = randn([M, N], { seed: 12 }), R = randn([M, 1], { seed: 13 }), C = randn([1, N], { seed: 14 });
+    const out = zeros([M, N]);
+    expandTensor(X, R, C, out, cfg(platform));
+    const x = X.toArray(), r = R.toArray(), c = C.toArray();
+    expect(out.toArray()).toEqual(x.map((v, i) => {
+      const row = Math.floor(i / N), d = f(v - r[row]);
+      return f((d > 0 ? d : f(d * r[row])) * c[i % N]);
+    }));
   });
 });
 

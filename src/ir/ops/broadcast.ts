@@ -5,11 +5,11 @@
 //   target's shape (the target's values are unused; its shape, memory and validShape are kept).
 // Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
 // dtype).
-import { registerOp, type InferCtx, type OpRow } from "../registry.js";
+import { getOp, registerOp, type InferCtx, type OpRow } from "../registry.js";
 import { isFloat, tileT, typeStr, type TileType, type Type } from "../types.js";
 import { mkTile, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
-import { argName, expect2D } from "./common.js";
+import { argName, expect2D, expectKind } from "./common.js";
 
 export const EXPAND_OPS: Record<string, keyof typeof BINARY> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div", Max: "maximum", Min: "minimum" };
 
@@ -99,3 +99,34 @@ registerOp({
   },
   evaluate: expandEval("row", (x, s, d) => toDType(x > 0 ? x : x * s, d)),
 });
+
+// ------------------------------------------------------------------ tensor-level forms
+// On tensors (inside pl.at) a row/column broadcast is the elementwise op with NumPy
+// broadcasting: rowExpandAdd(t[M,N], v[M,1]) is add(t, v); prelu(x, slope[M,1]) is
+// lrelu(x, slope). tensor-to-tile lowers them to that tile op (the registry's tileOp).
+function tensorExpand(name: string, axis: "row" | "col", tileOp: string): void {
+  const ew = getOp(`tensor.${tileOp.slice("tile.".length)}`);
+  registerOp({
+    name: `tensor.${name}`, pl: name, level: "tensor", pure: true, tileOp,
+    doc: `${name}(t[M,N], v[${axis === "row" ? "M,1" : "1,N"}]) on tensors: ${tileOp.slice(5)}(t, v) with v broadcast (inside pl.at)`,
+    params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
+    infer(ctx) {
+      const t = expectKind(ctx, 0, ["tensor"], `the first operand of ${name}`);
+      const v = expectKind(ctx, 1, ["tensor"], `the vector operand of ${name}`);
+      if (t.shape.length !== 2 || v.shape.length !== 2) ctx.fail(`needs 2-D tensors, got ${typeStr(t)} and ${typeStr(v)}`);
+      const want = axis === "row" ? [t.shape[0], 1] : [1, t.shape[1]];
+      if (v.shape[0] !== want[0] || v.shape[1] !== want[1]) {
+        ctx.fail(`the vector '${ctx.args[1]?.kind === "var" ? argName(ctx.args[1]) : "v"}' must have shape [${want.join(", ")}] to broadcast along the ${axis === "row" ? "rows" : "columns"} of ${typeStr(t)}, got ${typeStr(v)}`);
+      }
+      if (v.dtype !== t.dtype) ctx.fail(`dtypes differ: ${t.dtype} and ${v.dtype}`, `cast one operand first, e.g. pl.cast(v, "${t.dtype}")`);
+      if (name === "prelu" && !isFloat(t.dtype)) ctx.fail(`needs a floating-point operand, got ${t.dtype}`, `cast first: pl.cast(x, "float32")`);
+      return t;
+    },
+    effects: () => ({ reads: [0, 1], writes: [] }),
+    evaluate: (args, attrs, env, call) => ew.evaluate(args, attrs, env, call),
+  });
+}
+for (const axis of ["row", "col"] as const) {
+  for (const [suffix, bin] of Object.entries(EXPAND_OPS)) tensorExpand(`${axis}Expand${suffix}`, axis, `tile.${bin}`);
+}
+tensorExpand("prelu", "row", "tile.lrelu");
