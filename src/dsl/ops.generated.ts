@@ -295,36 +295,43 @@ export function colArgmin(...args: any[]): any {
 }
 /** rowExpandExpdif(t[M,N], v[M,1]): exp(t - v), v broadcast along each row (float dtypes) */
 export function rowExpandExpdif<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandExpdif<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandExpdif(...args: any[]): any {
   return notRunnable("rowExpandExpdif");
 }
 /** rowExpandAdd(t[M,N], v[M,1]): t + v broadcast along each row */
 export function rowExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandAdd<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandAdd(...args: any[]): any {
   return notRunnable("rowExpandAdd");
 }
 /** rowExpandSub(t[M,N], v[M,1]): t - v broadcast along each row */
 export function rowExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandSub<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandSub(...args: any[]): any {
   return notRunnable("rowExpandSub");
 }
 /** rowExpandMul(t[M,N], v[M,1]): t * v broadcast along each row */
 export function rowExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandMul<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandMul(...args: any[]): any {
   return notRunnable("rowExpandMul");
 }
 /** rowExpandDiv(t[M,N], v[M,1]): t / v broadcast along each row */
 export function rowExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandDiv<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandDiv(...args: any[]): any {
   return notRunnable("rowExpandDiv");
 }
 /** rowExpandMax(t[M,N], v[M,1]): t max(a, v broadcast along each row */
 export function rowExpandMax<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandMax<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandMax(...args: any[]): any {
   return notRunnable("rowExpandMax");
 }
 /** rowExpandMin(t[M,N], v[M,1]): t min(a, v broadcast along each row */
 export function rowExpandMin<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function rowExpandMin<T extends Tensor>(t: T, v: Tensor): T;
 export function rowExpandMin(...args: any[]): any {
   return notRunnable("rowExpandMin");
 }
@@ -335,36 +342,43 @@ export function rowExpand(...args: any[]): any {
 }
 /** colExpandExpdif(t[M,N], v[1,N]): exp(t - v), v broadcast down each column (float dtypes) */
 export function colExpandExpdif<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandExpdif<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandExpdif(...args: any[]): any {
   return notRunnable("colExpandExpdif");
 }
 /** colExpandAdd(t[M,N], v[1,N]): t + v broadcast down each column */
 export function colExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandAdd<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandAdd(...args: any[]): any {
   return notRunnable("colExpandAdd");
 }
 /** colExpandSub(t[M,N], v[1,N]): t - v broadcast down each column */
 export function colExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandSub<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandSub(...args: any[]): any {
   return notRunnable("colExpandSub");
 }
 /** colExpandMul(t[M,N], v[1,N]): t * v broadcast down each column */
 export function colExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandMul<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandMul(...args: any[]): any {
   return notRunnable("colExpandMul");
 }
 /** colExpandDiv(t[M,N], v[1,N]): t / v broadcast down each column */
 export function colExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandDiv<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandDiv(...args: any[]): any {
   return notRunnable("colExpandDiv");
 }
 /** colExpandMax(t[M,N], v[1,N]): t max(a, v broadcast down each column */
 export function colExpandMax<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandMax<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandMax(...args: any[]): any {
   return notRunnable("colExpandMax");
 }
 /** colExpandMin(t[M,N], v[1,N]): t min(a, v broadcast down each column */
 export function colExpandMin<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>;
+export function colExpandMin<T extends Tensor>(t: T, v: Tensor): T;
 export function colExpandMin(...args: any[]): any {
   return notRunnable("colExpandMin");
 }
@@ -375,6 +389,7 @@ export function colExpand(...args: any[]): any {
 }
 /** prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope, the slope broadcast along each row */
 export function prelu<D extends DType>(x: AnyTile<D>, slope: AnyTile<D>): AnyTile<D>;
+export function prelu<T extends Tensor>(x: T, slope: Tensor): T;
 export function prelu(...args: any[]): any {
   return notRunnable("prelu");
 }
@@ -417,6 +432,7 @@ export function createTensor(...args: any[]): any {
 }
 /** transpose(x, axis1, axis2): x with axes axis1 and axis2 swapped */
 export function transpose<D extends DType>(x: AnyTile<D>, axis1: number, axis2: number): AnyTile<D>;
+export function transpose<D extends DType>(x: Tensor<any, D>, axis1: number, axis2: number): Tensor<any, D>;
 export function transpose(...args: any[]): any {
   return notRunnable("transpose");
 }

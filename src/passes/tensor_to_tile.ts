@@ -233,6 +233,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   };
   if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
   if (value.kind === "call" && value.op === "tensor.matmul") return lowerMatmul(value, store, ctx, span, fname);
+  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, shape, store, ctx, span, fname);
 
   const ls = leaves(value);
   const budget = tileBudget(ctx, ls.length, [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `over ${ls.length} tensors`, span, fname);
@@ -341,4 +342,34 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     inner.push(store(result, [oi, oj]));
     return inner;
   }, "m");
+}
+
+/** A tensor-level transpose of a tensor (or window): each output tile is the transposed tile of the swapped window. */
+function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const x = value.args[0];
+  const ls = leaves(x);
+  if (ls.length !== 1 || !(x.kind === "var" || (x.kind === "call" && x.op === "tensor.slice"))) {
+    throw new TsptoCompileError("E_TENSOR_FORM", "pl.transpose on tensors takes a tensor or a tensor window (pl.slice), not an expression", span,
+      "transpose the tiles instead (pl.transpose of a tile), or assign the expression to a tensor first");
+  }
+  const l = ls[0];
+  const a1 = Number(value.attrs.axis1), a2 = Number(value.attrs.axis2);
+  const swap = <T>(xs: readonly T[]): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
+  const budget = tileBudget(ctx, 2, [(l.tensor.type as TensorType).dtype], "pl.transpose", span, fname);
+  const rank = shape.length;
+  const tile = shape.map(() => 1);
+  const side = Math.max(1, Math.floor(Math.sqrt(budget)));
+  tile[rank - 1] = tileExtent(shape[rank - 1], side);
+  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
+  for (const ax of [a1, a2]) if (ax < rank - 2) tile[ax] = 1;
+  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+    const inner: Stmt[] = [];
+    const offs = swap(offsets).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+    const attrs: Record<string, number[]> = valid ? { shape: swap(tile), validShape: swap(valid) } : { shape: swap(tile) };
+    const ld = call("tile.load", [l.tensor, list(offs, span)], attrs, span);
+    const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
+    inner.push(mkAssign([tv], ld, span));
+    inner.push(store(call("tile.transpose", [tv], { axis1: a1, axis2: a2 }, span), offsets));
+    return inner;
+  });
 }

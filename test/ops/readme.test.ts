@@ -50,6 +50,6 @@ describe("generated from the registry", () => {
     } finally {
       (op as { decl: readonly string[] }).decl = saved;
     }
-    expect(generateOpTable()).toContain("| `transpose(x, axis1, axis2)` | tile |");
+    expect(generateOpTable()).toContain("| `transpose(x, axis1, axis2)` | tile, tensor |");
   });
 });

@@ -41,6 +41,13 @@ const expandTensor = pl.jit(function expandTensor(x: pl.Tensor, r: pl.Tensor, c:
   return out;
 });
 
+const transposeTensor = pl.jit(function transposeTensor(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.transpose(x, 0, 1));
+  });
+  return out;
+});
+
 const nested = pl.jit(function nested(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => {
     pl.assign(out, pl.sub(x, pl.rowMax(x))); // MARK:nested
@@ -98,6 +105,16 @@ describe.each(PLATFORMS)("tensor-level broadcasts on %s", (platform) => {
       const row = Math.floor(i / N), d = f(v - r[row]);
       return f((d > 0 ? d : f(d * r[row])) * c[i % N]);
     }));
+  });
+});
+
+describe.each(PLATFORMS)("tensor-level transpose on %s", (platform) => {
+  it("transposes a tensor with partial edge tiles", () => {
+    const X = randn([M, N], { seed: 15 });
+    const out = zeros([N, M]);
+    transposeTensor(X, out, cfg(platform));
+    const x = X.toArray();
+    expect(out.toArray()).toEqual(Array.from({ length: N * M }, (_, k) => x[(k % M) * N + Math.floor(k / M)]));
   });
 });
 

@@ -42,7 +42,7 @@ const EXPAND_ROWS: Record<"row" | "col", OpRow> = {
   row: { key: "rowExpandOp", call: "rowExpandAdd rowExpandSub rowExpandMul rowExpandDiv rowExpandMax rowExpandMin rowExpandExpdif (t[M,N], v[M,1])", does: "`t op v`, v broadcast along each row (`Expdif`: `exp(t - v)`)" },
   col: { key: "colExpandOp", call: "colExpandAdd colExpandSub colExpandMul colExpandDiv colExpandMax colExpandMin colExpandExpdif (t[M,N], v[1,N])", does: "`t op v`, v broadcast down each column (`Expdif`: `exp(t - v)`)" },
 };
-const EXPAND_DECL = ["<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>"];
+const EXPAND_DECL = ["<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>", "<T extends Tensor>(t: T, v: Tensor): T"];
 /** exp(t - v): the difference rounded to the dtype, then its exponential rounded (the softmax step). */
 export const expdif = (x: number, y: number, d: TileType["dtype"]) => toDType(Math.exp(toDType(x - y, d)), d);
 

@@ -258,7 +258,7 @@ registerOp({
 const swapped = <T>(xs: readonly T[], a1: number, a2: number): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
 registerOp({
   name: "tile.transpose", pl: "transpose", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(x: AnyTile<D>, axis1: number, axis2: number): AnyTile<D>"],
+  decl: ["<D extends DType>(x: AnyTile<D>, axis1: number, axis2: number): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, axis1: number, axis2: number): Tensor<any, D>"],
   row: { key: "transpose", call: "transpose(x, axis1, axis2)", does: "x with two axes swapped (`transpose(k, 0, 1)` is Kᵀ); the validShape swaps with them" },
   doc: "transpose(x, axis1, axis2): x with axes axis1 and axis2 swapped",
   params: [{ name: "x", kind: "value" }, { name: "axis1", kind: "number" }, { name: "axis2", kind: "number" }],

@@ -112,3 +112,23 @@ registerOp({
     return out;
   },
 });
+
+registerOp({
+  name: "tensor.transpose", pl: "transpose", level: "tensor", pure: true,
+  doc: "transpose(t, axis1, axis2) on a tensor: t with two axes swapped (inside pl.at; lowered to transposed tiles)",
+  params: [{ name: "x", kind: "value" }, { name: "axis1", kind: "number" }, { name: "axis2", kind: "number" }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of transpose");
+    const r = x.shape.length;
+    for (const k of ["axis1", "axis2"]) {
+      const a = ctx.attrs[k];
+      if (typeof a !== "number" || !Number.isInteger(a) || a < 0 || a >= r) ctx.fail(`${k} must be an axis of ${typeStr(x)} (0 to ${r - 1}), got ${JSON.stringify(a)}`);
+    }
+    const shape = [...x.shape];
+    const a1 = ctx.attrs.axis1 as number, a2 = ctx.attrs.axis2 as number;
+    [shape[a1], shape[a2]] = [shape[a2], shape[a1]];
+    return tensorT(shape, x.dtype);
+  },
+  effects: (args) => reads(args as never),
+  evaluate: viaTile("tile.transpose"),
+});
