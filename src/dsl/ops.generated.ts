@@ -337,6 +337,7 @@ export function rowExpandMin(...args: any[]): any {
 }
 /** rowExpand(target[M,N], v[M,1]): v broadcast to the target's shape (target values unused) */
 export function rowExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>;
+export function rowExpand<T extends Tensor>(target: T, v: Tensor): T;
 export function rowExpand(...args: any[]): any {
   return notRunnable("rowExpand");
 }
@@ -384,6 +385,7 @@ export function colExpandMin(...args: any[]): any {
 }
 /** colExpand(target[M,N], v[1,N]): v broadcast to the target's shape (target values unused) */
 export function colExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>;
+export function colExpand<T extends Tensor>(target: T, v: Tensor): T;
 export function colExpand(...args: any[]): any {
   return notRunnable("colExpand");
 }

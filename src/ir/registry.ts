@@ -88,6 +88,11 @@ export interface OpDef {
    */
   readonly tileOp?: string;
   /**
+   * Tensor-level ops whose tile is an expression of several tile ops (rowExpandExpdif on
+   * tensors: exp(t - v)): builds it from the operands' tiles. Takes precedence over tileOp.
+   */
+  readonly tileExpr?: (args: readonly Expr[], attrs: Attrs, build: (op: string, args: readonly Expr[], attrs?: Attrs) => Expr) => Expr;
+  /**
    * The TypeScript signatures of `pl.<pl>` (each the text after the function name, overloads in
    * order), from which src/tools/gen_ops.ts writes src/dsl/ops.generated.ts. One op per `pl`
    * spelling carries it (usually the tile-level one).

@@ -119,7 +119,7 @@ const add = (a: Expr, b: Expr, span: Span): Expr => {
 
 /** A tensor-level op allowed inside an elementwise expression (the rest must be the whole value). */
 const isElementwiseTensorOp = (op: string) => {
-  if (op === "tensor.cast" || op === "tensor.slice") return true;
+  if (op === "tensor.cast" || op === "tensor.slice" || getOp(op).tileExpr) return true;
   const t = tileOpOf(getOp(op));
   return t === "tile.cast" || ELEMENTWISE.has(t.slice("tile.".length));
 };
@@ -213,7 +213,9 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], ti
         "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
     }
     const args = e.args.map(toTile);
-    return call(tileOpOf(getOp(e.op)), args, e.attrs, e.span);
+    const def = getOp(e.op);
+    if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span));
+    return call(tileOpOf(def), args, e.attrs, e.span);
   };
   return toTile(value);
 }

@@ -40,6 +40,13 @@ const expandTensor = pl.jit(function expandTensor(x: pl.Tensor, r: pl.Tensor, c:
   });
   return out;
 });
+const expdifTensor = pl.jit(function expdifTensor(x: pl.Tensor, r: pl.Tensor, c: pl.Tensor, o1: pl.Out<pl.Tensor>, o2: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(o1, pl.rowExpandExpdif(x, r));
+    pl.assign(o2, pl.add(pl.colExpandExpdif(x, c), pl.rowExpand(x, r)));
+  });
+  return o1;
+});
 
 const transposeTensor = pl.jit(function transposeTensor(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => {
@@ -115,6 +122,21 @@ describe.each(PLATFORMS)("tensor-level transpose on %s", (platform) => {
     transposeTensor(X, out, cfg(platform));
     const x = X.toArray();
     expect(out.toArray()).toEqual(Array.from({ length: N * M }, (_, k) => x[(k % M) * N + Math.floor(k / M)]));
+  });
+});
+
+describe.each(PLATFORMS)("tensor-level Expdif and rowExpand on %s", (platform) => {
+  it("rowExpandExpdif, colExpandExpdif (exp(t - v)) and rowExpand on tensors", () => {
+    const X = randn([M, N], { seed: 16 }), R = randn([M, 1], { seed: 17 }), C = randn([1, N], { seed: 18 });
+    const o1 = zeros([M, N]), o2 = zeros([M, N]);
+    expdifTensor(X, R, C, o1, o2, cfg(platform));
+    const x = X.toArray(), r = R.toArray(), c = C.toArray();
+    const ulp = (w: number) => Math.abs(w) * 2 ** -22 * 1.01; // 2 ulp: tspto_expf is within 1 ulp of exp, the reference rounds exp once
+    const w1 = x.map((v, i) => f(Math.exp(f(v - r[Math.floor(i / N)]))));
+    const w2 = x.map((v, i) => f(f(Math.exp(f(v - c[i % N]))) + r[Math.floor(i / N)]));
+    o1.toArray().forEach((g, i) => expect(Math.abs(g - w1[i])).toBeLessThanOrEqual(ulp(w1[i])));
+    const e2 = x.map((v, i) => Math.exp(f(v - c[i % N])));
+    o2.toArray().forEach((g, i) => expect(Math.abs(g - w2[i])).toBeLessThanOrEqual(ulp(e2[i]) + ulp(w2[i])));
   });
 });
 

@@ -5,9 +5,10 @@
 //   target's shape (the target's values are unused; its shape, memory and validShape are kept).
 // Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
 // dtype).
-import { getOp, registerOp, type InferCtx, type OpRow } from "../registry.js";
-import { isFloat, tileT, typeStr, type TileType, type Type } from "../types.js";
-import { mkTile, toDType, type TileValue, type Value } from "../values.js";
+import { getOp, registerOp, type InferCtx, type OpDef, type OpRow } from "../registry.js";
+import { isFloat, tileT, typeStr, type TensorType, type TileType, type Type } from "../types.js";
+import { mkTile, readElem, toDType, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
+import { newTensor } from "./elementwise.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D, expectKind } from "./common.js";
 
@@ -76,7 +77,7 @@ for (const axis of ["row", "col"] as const) {
   const name = `${axis}Expand`;
   registerOp({
     name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
-    decl: ["<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>"],
+    decl: ["<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>", "<T extends Tensor>(target: T, v: Tensor): T"],
     row: { key: "expand", call: "rowExpand(target, v[M,1])` / `colExpand(target, v[1,N])", does: "v broadcast to the target's shape (target values unused)" },
     doc: `${name}(target[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): v broadcast to the target's shape (target values unused)`,
     params: [{ name: "target", kind: "value" }, { name: "v", kind: "value" }],
@@ -104,10 +105,10 @@ registerOp({
 // On tensors (inside pl.at) a row/column broadcast is the elementwise op with NumPy
 // broadcasting: rowExpandAdd(t[M,N], v[M,1]) is add(t, v); prelu(x, slope[M,1]) is
 // lrelu(x, slope). tensor-to-tile lowers them to that tile op (the registry's tileOp).
-function tensorExpand(name: string, axis: "row" | "col", tileOp: string): void {
-  const ew = getOp(`tensor.${tileOp.slice("tile.".length)}`);
+function tensorExpand(name: string, axis: "row" | "col", tileOp: string, tileExpr?: OpDef["tileExpr"]): void {
+  const ew = tileExpr ? null : getOp(`tensor.${tileOp.slice("tile.".length)}`);
   registerOp({
-    name: `tensor.${name}`, pl: name, level: "tensor", pure: true, tileOp,
+    name: `tensor.${name}`, pl: name, level: "tensor", pure: true, tileOp, tileExpr,
     doc: `${name}(t[M,N], v[${axis === "row" ? "M,1" : "1,N"}]) on tensors: ${tileOp.slice(5)}(t, v) with v broadcast (inside pl.at)`,
     params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
     infer(ctx) {
@@ -123,10 +124,24 @@ function tensorExpand(name: string, axis: "row" | "col", tileOp: string): void {
       return t;
     },
     effects: () => ({ reads: [0, 1], writes: [] }),
-    evaluate: (args, attrs, env, call) => ew.evaluate(args, attrs, env, call),
+    evaluate: (args, attrs, env, call) => {
+      if (ew) return ew.evaluate(args, attrs, env, call);
+      // exp(t - v): the tile form's reference on the whole tensors
+      const t = args[0] as TensorValue, v = args[1] as TensorValue;
+      const type = call.type as TensorType;
+      const [m, n] = t.shape;
+      const out = newTensor(t.shape, type.dtype);
+      for (let r = 0; r < m; r++) for (let c = 0; c < n; c++) writeElem(out, r * n + c, expdif(readElem(t, r * n + c), readElem(v, axis === "row" ? r : c), type.dtype));
+      return out;
+    },
   });
 }
 for (const axis of ["row", "col"] as const) {
   for (const [suffix, bin] of Object.entries(EXPAND_OPS)) tensorExpand(`${axis}Expand${suffix}`, axis, `tile.${bin}`);
 }
 tensorExpand("prelu", "row", "tile.lrelu");
+for (const axis of ["row", "col"] as const) {
+  tensorExpand(`${axis}ExpandExpdif`, axis, "tile.exp", (args, _attrs, build) => build("tile.exp", [build("tile.sub", args)]));
+  // rowExpand(target, v) / colExpand(target, v): v broadcast to the target (expands with a broadcast operand)
+  tensorExpand(`${axis}Expand`, axis, "tile.expands");
+}

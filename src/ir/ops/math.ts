@@ -122,7 +122,7 @@ defineElementwise({
   doc: "sel(mask, a, b): mask ? a : b, elementwise", ref: ([m, a, b]) => (m !== 0 ? a : b),
 });
 defineElementwise({
-  name: "expands", operands: ["target", "value"], scalarOnly: [1], family: "any",
+  name: "expands", operands: ["target", "value"], family: "any",
   decl: ["<T extends TileOrTensor>(target: T, value: number): T"],
   row: { key: "expands", call: "expands(target, value)", does: "a tile/tensor of the target's shape and dtype filled with the number `value` (target values unused)" },
   doc: "expands(target, value): value broadcast to the target's shape and dtype", ref: ([, v]) => v,
