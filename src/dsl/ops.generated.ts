@@ -450,12 +450,13 @@ export function matmul(...args: any[]): any {
   return notRunnable("matmul");
 }
 /** matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type) */
-export function matmulAcc<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T;
+export function matmulAcc<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T;
 export function matmulAcc(...args: any[]): any {
   return notRunnable("matmulAcc");
 }
 /** matmulBias(a[M,K], b[K,N], bias[1,N]): a @ b + bias, the bias (of the accumulator dtype) added to each row after the k sum */
 export function matmulBias(a: AnyTile, b: AnyTile, bias: AnyTile): Tile<any, any, Mem.Acc, any>;
+export function matmulBias(a: Tensor, b: Tensor, bias: Tensor): Tensor;
 export function matmulBias(...args: any[]): any {
   return notRunnable("matmulBias");
 }

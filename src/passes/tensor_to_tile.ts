@@ -234,7 +234,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     return mkEval(call("tile.store", args, {}, span), span);
   };
   if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
-  if (value.kind === "call" && value.op === "tensor.matmul") return lowerMatmul(value, store, ctx, span, fname);
+  if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias")) return lowerMatmul(value, store, ctx, span, fname);
   if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, shape, store, ctx, span, fname);
 
   const ls = leaves(value);
@@ -283,10 +283,12 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
 
 /** A tensor-level matmul: [tm, tn] output tiles, K in tiles of tk accumulated with matmulAcc in k order. */
 function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
-  const [a, b] = value.args;
+  const withAcc = value.op === "tensor.matmulAcc", withBias = value.op === "tensor.matmulBias";
+  const [a, b] = withAcc ? value.args.slice(1) : value.args;
+  const extra = withAcc ? value.args[0] : withBias ? value.args[2] : null;
   const la = leaves(a), lb = leaves(b);
   const isLeaf = (e: Expr) => (e.kind === "var" && e.type.kind === "tensor") || (e.kind === "call" && e.op === "tensor.slice" && e.args[0].kind === "var");
-  if (!isLeaf(a) || !isLeaf(b)) {
+  if (!isLeaf(a) || !isLeaf(b) || (extra && !isLeaf(extra))) {
     throw new TsptoCompileError("E_TENSOR_FORM", "pl.matmul on tensors takes tensors or tensor windows (pl.slice) as its operands, not expressions", span,
       "assign the expression to a tensor first, then multiply that tensor");
   }
@@ -320,7 +322,19 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     };
     const firstValid = ka.full > 0 ? tk : ka.rem;
     const [a0, b0] = operands(zero(span), firstValid, inner);
-    const first = call("tile.matmul", [a0, b0], opts, span);
+    /** The [rows, cols] window of a leaf tensor at (r, c), valid (vr, vc). */
+    const window = (e: Expr, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
+      const l = leaves(e)[0];
+      const offs = [r, c].map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+      const full = v[0] === shape[0] && v[1] === shape[1];
+      const ld = call("tile.load", [l.tensor, list(offs, span)], full ? { shape } : { shape, validShape: v }, span);
+      const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
+      inner.push(mkAssign([tv], ld, span));
+      return tv;
+    };
+    const first = withAcc
+      ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
+      : call("tile.matmul", [a0, b0], opts, span);
     let acc = mkVar("acc", first.type, span);
     inner.push(mkAssign([acc], first, span));
     if (ka.full > 1) {
@@ -340,7 +354,8 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       acc = mkVar("acc", last.type, span);
       inner.push(mkAssign([acc], last, span));
     }
-    const result = (acc.type as TileType).dtype === rt.dtype ? acc : call("tile.cast", [acc], { dtype: rt.dtype, mode: "round" }, span);
+    const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
+    const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);
     inner.push(store(result, [oi, oj]));
     return inner;
   }, "m");

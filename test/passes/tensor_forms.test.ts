@@ -27,6 +27,14 @@ const mmTensor = pl.jit(function mmTensor(a: pl.Tensor, b: pl.Tensor, bt: pl.Ten
   return c;
 });
 
+const mmAccBias = pl.jit(function mmAccBias(a: pl.Tensor, b: pl.Tensor, acc: pl.Tensor, bias: pl.Tensor, c: pl.Out<pl.Tensor>, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(c, pl.matmulAcc(acc, a, b));
+    pl.assign(d, pl.matmulBias(a, b, bias));
+  });
+  return c;
+});
+
 const bcast = pl.jit(function bcast(x: pl.Tensor, row: pl.Tensor, col: pl.Tensor, out: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => {
     pl.assign(out, pl.div(pl.sub(x, row), pl.add(col, 2.0)));
@@ -91,6 +99,21 @@ describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
     };
     expect(c.toArray()).toEqual(ref((q, j) => b[q * n + j]));
     expect(d.toArray()).toEqual(tensor(ref((q, j) => bt[j * k + q]), { shape: [m, n], dtype: "float16" }).toArray());
+  });
+
+  it("matmulAcc and matmulBias of tensors", () => {
+    const m = 131, k = 257, n = 139;
+    const A = randn([m, k], { seed: 20 }), B = randn([k, n], { seed: 21 }), ACC = randn([m, n], { seed: 22 }), BIAS = randn([1, n], { seed: 23 });
+    const c = zeros([m, n]), d = zeros([m, n]);
+    mmAccBias(A, B, ACC, BIAS, c, d, cfg(platform));
+    const a = A.toArray(), b = B.toArray(), acc = ACC.toArray(), bias = BIAS.toArray();
+    const ref = (init: (i: number, j: number) => number) => {
+      const o: number[] = [];
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) { let s = init(i, j); for (let q = 0; q < k; q++) s = f(s + f(a[i * k + q] * b[q * n + j])); o.push(s); }
+      return o;
+    };
+    expect(c.toArray()).toEqual(ref((i, j) => acc[i * n + j]));
+    expect(d.toArray()).toEqual(ref(() => 0).map((v, i) => f(v + bias[i % n])));
   });
 
   it("NumPy broadcasting of [M,N] with [1,N] and [M,1]", () => {

@@ -91,7 +91,7 @@ registerOp({
 registerOp({
   name: "tile.matmulAcc", pl: "matmulAcc", level: "tile", pure: true, fusable: false,
   doc: "matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
-  decl: ["<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T"],
+  decl: ["<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T"],
   row: { key: "matmulAcc", call: "matmulAcc(acc, a, b, { aTrans?, bTrans? })", does: "`acc + a @ b` (acc keeps its type: a loop-carried accumulator)" },
   params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: TRANS_OPTS }],
   infer(ctx) {
@@ -116,7 +116,7 @@ registerOp({
 registerOp({
   name: "tile.matmulBias", pl: "matmulBias", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
   doc: "matmulBias(a[M,K], b[K,N], bias[1,N]): a @ b + bias, the bias (of the accumulator dtype) added to each row after the k sum",
-  decl: ["(a: AnyTile, b: AnyTile, bias: AnyTile): Tile<any, any, Mem.Acc, any>"],
+  decl: ["(a: AnyTile, b: AnyTile, bias: AnyTile): Tile<any, any, Mem.Acc, any>", "(a: Tensor, b: Tensor, bias: Tensor): Tensor"],
   row: { key: "matmulBias", call: "matmulBias(a[M,K], b[K,N], bias[1,N])", does: "`a @ b + bias`, the bias (fp32 for float inputs, int32 for integer) added to each row after the k sum" },
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "bias", kind: "value" }],
   infer(ctx) {

@@ -67,6 +67,48 @@ for (const [name, axis] of [
   });
 }
 
+/** Shapes of a tensor matmul's operands a (at ai), b (at ai + 1) with the transpose flags: [M, N, dtype]. */
+function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: number; n: number; acc: DType } {
+  const a0 = expect2DTensor(ctx, ai, `the left operand of ${name}`), b0 = expect2DTensor(ctx, ai + 1, `the right operand of ${name}`);
+  const a = ctx.attrs.aTrans === true ? [a0.shape[1], a0.shape[0]] : a0.shape;
+  const b = ctx.attrs.bTrans === true ? [b0.shape[1], b0.shape[0]] : b0.shape;
+  if (a0.dtype === "bool" || a0.dtype === "int64") ctx.fail(`cannot multiply ${a0.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
+  if (a0.dtype !== b0.dtype) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a0.dtype}")`);
+  if (a[1] !== b[0]) {
+    ctx.fail(`inner dimensions differ: '${argName(ctx.args[ai])}' is ${typeStr(a0)} (K = ${a[1]}) but '${argName(ctx.args[ai + 1])}' is ${typeStr(b0)} (K = ${b[0]})`,
+      "a[M, K] @ b[K, N] needs a's column count to equal b's row count");
+  }
+  return { m: a[0], n: b[1], acc: matmulAccDType(a0.dtype) };
+}
+
+registerOp({
+  name: "tensor.matmulAcc", pl: "matmulAcc", level: "tensor", pure: true,
+  doc: "matmulAcc(acc[M,N], a, b, { aTrans?, bTrans? }) on tensors: acc + a @ b (inside pl.at; auto-tiled, K accumulated onto acc's tiles in k order)",
+  params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { aTrans: "bool", bTrans: "bool" } }],
+  infer(ctx) {
+    const acc = expect2DTensor(ctx, 0, "the accumulator of matmulAcc");
+    const { m, n, acc: d } = inferMatmulTensors(ctx, 1, "matmulAcc");
+    if (acc.shape[0] !== m || acc.shape[1] !== n || acc.dtype !== d) ctx.fail(`the accumulator '${argName(ctx.args[0])}' must be a [${m}, ${n}] ${d} tensor, got ${typeStr(acc)}`);
+    return tensorT([m, n], d);
+  },
+  effects: (args) => reads(args as never),
+  evaluate: viaTile("tile.matmulAcc"),
+});
+
+registerOp({
+  name: "tensor.matmulBias", pl: "matmulBias", level: "tensor", pure: true,
+  doc: "matmulBias(a, b, bias[1,N]) on tensors: a @ b + bias (inside pl.at; auto-tiled)",
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "bias", kind: "value" }],
+  infer(ctx) {
+    const { m, n, acc } = inferMatmulTensors(ctx, 0, "matmulBias");
+    const bias = expect2DTensor(ctx, 2, "the bias of matmulBias");
+    if (bias.shape[0] !== 1 || bias.shape[1] !== n || bias.dtype !== acc) ctx.fail(`the bias '${argName(ctx.args[2])}' must be a [1, ${n}] ${acc} tensor, got ${typeStr(bias)}`, `cast it first: pl.cast(bias, "${acc}")`);
+    return tensorT([m, n], acc);
+  },
+  effects: (args) => reads(args as never),
+  evaluate: viaTile("tile.matmulBias"),
+});
+
 registerOp({
   name: "tensor.matmul", pl: "matmul", level: "tensor", pure: true,
   doc: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? }) on tensors -> [M,N] (inside pl.at; auto-tiled, K accumulated tile by tile in k order)",
