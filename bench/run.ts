@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..6) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..7; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +16,7 @@ import { CXX_FLAGS } from "../src/targets/cpu/index.js";
 import { PACKAGE_VERSION } from "../src/version.js";
 import { EW, MM, SM_COLS, SM_ROWS, add8, ewAdd, matmul1k, softmaxRows } from "./kernels.js";
 import { NativeAdd, buildEmptyTasksLib, jsAdd, loadOrt, onnxModel } from "./peers.js";
+import { allreduceBench } from "./distributed.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -243,6 +244,23 @@ function scheduler() {
     "every task goes through one ring mutex (submit, claim, complete); on a VM with few cores the cross-core cache-line traffic of that lock is the limit.");
 }
 
+function distributed() {
+  log("7. allReduce over MPI ranks");
+  const n = Math.max(3, Math.min(ROUNDS, 5));
+  const b = allreduceBench(work, n, log);
+  const what = `allReduce sum, ${b.bytes / 2 ** 20} MiB float32, ${b.ranks} ranks (mpirun --oversubscribe, one machine) vs MPI_Allreduce from C`;
+  if (b.skipped) {
+    row({ id: "7", what, tspto: "", peer: "", result: "skipped", goal: "overhead ≤ 10%", met: null });
+    notes.push(`7. skipped: ${b.skipped}.`);
+    return;
+  }
+  const t = median(b.tsptoMs), p = median(b.peerMs);
+  const overhead = t / p - 1;
+  row({ id: "7", what, tspto: `${fmt(t, 1)} ms`, peer: `${fmt(p, 1)} ms`, result: `${overhead >= 0 ? "+" : ""}${fmt(overhead * 100, 1)}% overhead`, goal: "overhead ≤ 10%", met: overhead <= 0.1 },
+    "the same MPI_Allreduce runs in both (tspto hands MPI the device memory in place); the rest is the JS call, the arena check and the hand-off to tspto's MPI thread, and the noise of 4 ranks sharing the cores with other processes.");
+  notes.push(`7. ${n} alternating rounds, each one mpirun job of the C program then one of tspto (bench/allreduce_child.ts), each job 2 warm-up calls then 10 timed calls (barrier before each), the job's median on rank 0; per-round medians tspto ${b.tsptoMs.map((x) => fmt(x, 0)).join(" / ")} ms, C ${b.peerMs.map((x) => fmt(x, 0)).join(" / ")} ms. tspto's allReduce of a DeviceTensor with one device per rank calls MPI_Allreduce(MPI_IN_PLACE) on the device memory itself (cpu: the arena's host memory, range-checked), on tspto's MPI thread while the JS thread watches for lost ranks.`);
+}
+
 async function main() {
   const desc = machine();
   const ort = loadOrt();
@@ -253,6 +271,7 @@ async function main() {
   if (want("4")) dispatch();
   if (want("5")) compileBench();
   if (want("6")) scheduler();
+  if (want("7")) distributed();
   const [l1] = loadavg();
   const md = [
     "# tspto benchmarks",

@@ -12,3 +12,4 @@ export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoR
 export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
+export { DistributedWorker, ShardedTensor, DistributedBenchmark, RankLostError, type DistributedOptions, type ReduceOp } from "./distributed/index.js";

@@ -67,6 +67,9 @@ export interface RegistrationHandle {
 }
 
 let nextWorkerId = 1;
+/** Set by ChipWorker's static block (it reaches the private fields). */
+let deviceOfWorker: (w: ChipWorker) => Device;
+let setDfxSubdirOf: (w: ChipWorker, subdir: string) => void;
 
 export class ChipWorker implements Disposable {
   readonly config: RunConfig;
@@ -89,6 +92,13 @@ export class ChipWorker implements Disposable {
   #devDump = 0;
   readonly #cfgRec: { mask: number; dumpBytes: number };
   #cores = 1;
+  /** Where under dfx_outputs/ this worker's DFX files go ("" = dfx_outputs/ itself). */
+  #dfxSubdir = "";
+
+  static {
+    deviceOfWorker = (w) => w.#dev();
+    setDfxSubdirOf = (w, sub) => { w.#dfxSubdir = sub; };
+  }
 
   constructor(config: RunConfig = new RunConfig()) {
     if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })");
@@ -349,7 +359,7 @@ export class ChipWorker implements Disposable {
 
   #writeTrace(reg: Registration, cfg: RunConfig): void {
     const trace = this.#device!.takeTrace();
-    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId);
+    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId, this.#dfxSubdir);
   }
 
   #warnNoDfx(): void {
@@ -402,6 +412,19 @@ export class ChipWorker implements Disposable {
 }
 
 const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+
+/**
+ * @internal For src/distributed: the open device of `w` (throws if `w` is closed), so that
+ * collectives can hand device ranges to native MPI in place (CpuDevice.native).
+ */
+export function deviceOf(w: ChipWorker): Device {
+  return deviceOfWorker(w);
+}
+
+/** @internal For src/distributed: this worker's DFX files go to dfx_outputs/<subdir>/ (rank_<r>/device_<d>). */
+export function setDfxSubdir(w: ChipWorker, subdir: string): void {
+  setDfxSubdirOf(w, subdir);
+}
 
 // ------------------------------------------------------------------ default workers
 const defaultWorkers = new Map<string, ChipWorker>();
