@@ -17,7 +17,9 @@ export const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
 /** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
 export const DUMP_L1_BYTES = 128;
 
-export interface NativeTraceAccess { base: bigint; nbytes: number; mode: number; before?: Uint8Array; after?: Uint8Array }
+/** A tensor window (TsptoAccess rank > 0), clamped by the scheduler; base/nbytes are its byte hull. */
+export interface NativeTraceWindow { tensor: bigint; elemBytes: number; dims: number[]; offsets: number[]; extents: number[] }
+export interface NativeTraceAccess { base: bigint; nbytes: number; mode: number; window?: NativeTraceWindow; before?: Uint8Array; after?: Uint8Array }
 export interface NativeTraceTask {
   id: number; kernel: string; scope: number; core: number;
   submitNs: number; startNs: number; endNs: number; cycles: number; instructions: number;
@@ -130,6 +132,8 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
         const loc = locate(regions, a);
         const dtype: DType = loc.dtype ?? "float32";
         const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
+        // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
+        if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
         for (const when of ["before", "after"] as const) {
           const bytes = a[when] ?? new Uint8Array(0);
           if (full) {
@@ -222,17 +226,39 @@ export function derivedEdges(tasks: readonly NativeTraceTask[]): { from: number;
   const W = 2;
   for (let j = 0; j < tasks.length; j++) {
     for (const aj of tasks[j].accesses) {
-      const lo = aj.base, hi = aj.base + BigInt(aj.nbytes);
       scan: for (let i = j - 1; i >= 0; i--) {
         for (const ai of tasks[i].accesses) {
-          const alo = ai.base, ahi = ai.base + BigInt(ai.nbytes);
-          if (ahi <= lo || hi <= alo || !((ai.mode | aj.mode) & W)) continue;
+          if (!((ai.mode | aj.mode) & W) || !accessesOverlap(ai, aj)) continue;
           const key = `${tasks[i].id}>${tasks[j].id}`;
           if (!seen.has(key)) { seen.add(key); out.push({ from: tasks[i].id, to: tasks[j].id, access: aj }); }
-          if (ai.mode & W && alo <= lo && hi <= ahi) break scan;
+          if (ai.mode & W && covers(ai, aj)) break scan;
         }
       }
     }
   }
   return out;
+}
+
+/** Two windows of one tensor (same address, dims and element size): compared box by box. */
+function sameTensor(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  const x = a.window, y = b.window;
+  return !!x && !!y && x.tensor === y.tensor && x.elemBytes === y.elemBytes && x.dims.length === y.dims.length && x.dims.every((d, k) => d === y.dims[k]);
+}
+
+/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? */
+export function accessesOverlap(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (!(a.base < b.base + BigInt(b.nbytes) && b.base < a.base + BigInt(a.nbytes))) return false;
+  if (!sameTensor(a, b)) return true;
+  const x = a.window!, y = b.window!;
+  return x.offsets.every((o, k) => o < y.offsets[k] + y.extents[k] && y.offsets[k] < o + x.extents[k]);
+}
+
+/** Does `a` touch every element `b` touches? */
+function covers(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (sameTensor(a, b)) {
+    const x = a.window!, y = b.window!;
+    return x.offsets.every((o, k) => o <= y.offsets[k] && y.offsets[k] + y.extents[k] <= o + x.extents[k]);
+  }
+  // a window covers only its own elements, not its whole byte hull
+  return !a.window && a.base <= b.base && b.base + BigInt(b.nbytes) <= a.base + BigInt(a.nbytes);
 }

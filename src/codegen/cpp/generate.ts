@@ -10,6 +10,8 @@ import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var }
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit } from "./spmd.js";
+import { accessInit } from "./access.js";
+import type { AccessAttr } from "../../passes/deps.js";
 import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
@@ -667,16 +669,15 @@ class FnGen implements KernelCtx {
       }
     });
     const MODES: Record<string, string> = { read: "TSPTO_ACCESS_READ", write: "TSPTO_ACCESS_WRITE", readwrite: "TSPTO_ACCESS_READWRITE" };
-    type Acc = { arg: number; mode: string };
-    let accesses: Acc[];
+    let accesses: AccessAttr[];
     const attr = call.attrs.accesses;
     if (Array.isArray(attr)) {
       accesses = attr.map((a) => {
-        const o = a as { arg?: unknown; mode?: unknown };
+        const o = a as unknown as AccessAttr;
         if (typeof o?.arg !== "number" || !tensorArgs.has(o.arg) || typeof o.mode !== "string" || !(o.mode in MODES)) {
           return internal(`bad access ${JSON.stringify(a)} in the call of '${calleeName}'`, call.span);
         }
-        return { arg: o.arg, mode: o.mode };
+        return o;
       });
     } else {
       accesses = [...tensorArgs.keys()].map((k) => {
@@ -689,7 +690,8 @@ class FnGen implements KernelCtx {
       // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
       emitSpmdSubmit(this, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
         const tr = tensorArgs.get(x.arg)!;
-        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode] };
+        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode],
+          init: x.window ? (bandSlots: readonly string[]) => accessInit(x, tr.ptr, tr.type, MODES[x.mode], bandSlots, call.span) : undefined };
       }) });
     } else {
       const s = this.fresh("slots"), a = this.fresh("acc");
@@ -697,7 +699,7 @@ class FnGen implements KernelCtx {
       this.line(`const int64_t ${s}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
       const accs = accesses.map((x) => {
         const tr = tensorArgs.get(x.arg)!;
-        return `{ ${tr.ptr}, ${tensorBytes(tr.type)}, ${MODES[x.mode]}, 0 }`;
+        return accessInit(x, tr.ptr, tr.type, MODES[x.mode], slots.map((_, k) => `${s}[${k}]`), call.span);
       });
       this.line(`const TsptoAccess ${a}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
       this.line(`if (rt->submit(rt->ctx, ${sym}, ${cstr(calleeName)}, ${scope}, ${s}, ${slots.length}, ${a}, ${accs.length}) != 0) ${this.failExit}`);

@@ -14,7 +14,9 @@ export interface SpmdSubmit {
   /** C++ expressions of the slots, in callee parameter order. */
   readonly slots: readonly string[];
   /** Accesses of the unsplit call: argument, base pointer expression, bytes, mode macro. */
-  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string }[];
+  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string;
+    /** The access's window initializer for a band's slots (DeriveDeps bounded it), else undefined. */
+    init?: (slots: readonly string[]) => string }[];
 }
 
 const int = (n: number): string => `INT64_C(${n})`;
@@ -48,6 +50,7 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
   const slots = s.slots.map((x, k) => (k === a.lo ? lo : k === a.hi ? hi : x));
   g.line(`const int64_t ${sl}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
   const accs = s.accesses.map((x) => {
+    if (x.init) return x.init(slots.map((_, k) => `${sl}[${k}]`));
     const b = bandOf.get(x.arg);
     if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
     // rows [lo, last iteration + extent), clamped to the tensor
