@@ -1,7 +1,7 @@
 // ir.compile: lowered (or not yet lowered) ir.Program -> artifact directory -> CompiledProgram.
 // The glue between the rooms: passes (when needed), codegen, runtime handle.
 import type { Program } from "./ir/index.js";
-import { isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
+import { checkFpContract, isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
 import { compileArtifact } from "./codegen/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { PACKAGE_VERSION } from "./version.js";
@@ -15,6 +15,9 @@ export interface CompileOptions {
   dumpPasses?: boolean;
   /** The pass pipeline for a program not lowered yet (default: DEFAULT_PASSES). */
   passes?: readonly Pass[];
+  // fpContract (issue 12, plumbing only): forwarded to the passes (PassContext.fpContract).
+  /** Float matmul contraction: "fast" (fused multiply-add, default) or "off". Applies to a program not lowered yet. */
+  fpContract?: "fast" | "off";
 }
 
 /** Pass dumps of programs produced by JitFunction.lower, so that compile can write them. */
@@ -28,10 +31,11 @@ export function compile(program: Program, opts: CompileOptions = {}): CompiledPr
   if (platform !== "cpu" && platform !== "interp") {
     throw new Error(`ir.compile: platform '${platform}' is not supported by this build (supported: "cpu", "interp")`);
   }
+  if (opts.fpContract !== undefined) checkFpContract(opts.fpContract);  // issue 12
   let lowered = program;
   let dumps: PassDump[] | undefined = dumpsOf.get(program);
   if (!isLowered(program)) {
-    const r = lowerProgram(program, { platform, dump: !!opts.dumpPasses, passes: opts.passes });
+    const r = lowerProgram(program, { platform, dump: !!opts.dumpPasses, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
     lowered = r.program;
     dumps = r.dumps;
   }

@@ -263,6 +263,8 @@ export function colExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyT
 }
 
 // ---------------------------------------------------------------- shape ops, matmul, orchestration buffers
+/** Per-op float contraction: "fast" = fused multiply-add per k step, "off" = product and sum rounded separately (default: the compile's fpContract). */
+export interface MatmulOptions { fpContract?: "fast" | "off" }
 
 export type PadValue = "zero" | "min" | "max";
 /** The same elements (row-major order) in another shape with as many elements. */
@@ -294,11 +296,11 @@ export function read(x: AnyTile | Tensor, indices: readonly number[]): number {
   return notRunnable("read");
 }
 /** `a[M,K] @ b[K,N]` into an Acc tile (fp32 accumulation; int32 for integer inputs). */
-export function matmul(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any> {
+export function matmul(a: AnyTile, b: AnyTile, opts?: MatmulOptions): Tile<any, any, Mem.Acc, any> {
   return notRunnable("matmul");
 }
 /** `acc + a @ b` (acc keeps its type). */
-export function matmulAcc<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile): T {
+export function matmulAcc<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile, opts?: MatmulOptions): T {
   return notRunnable("matmulAcc");
 }
 /** A zero-filled device tensor owned by the launch (entries only, outside pl.at). */

@@ -11,4 +11,4 @@ export { programsEqual } from "./equal.js";
 export { verifyProgram, VerifyError, type VerifyOptions } from "./verify.js";
 export * from "./visit.js";
 export * from "./values.js";
-export { BINARY, UNARY, newTensor, REDUCTIONS, REDUCE_LANES, EXPAND_OPS, PAD_VALUES, padValue, matmulAccDType, dtypeLowest, dtypeHighest, type ReduceKind } from "./ops/index.js";
+export { BINARY, UNARY, newTensor, REDUCTIONS, REDUCE_LANES, EXPAND_OPS, PAD_VALUES, padValue, matmulAccDType, fmaF32, contractOf, FP_CONTRACT_MODES, type FpContract, dtypeLowest, dtypeHighest, type ReduceKind } from "./ops/index.js";

@@ -12,7 +12,7 @@ import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit } from "./spmd.js";
 import { accessInit } from "./access.js";
 import type { AccessAttr } from "../../passes/deps.js";
-import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward.js";
+import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "./forward.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
@@ -117,6 +117,8 @@ class FnGen implements KernelCtx {
   private readonly forwarded: Map<number, ForwardedLoad>;
   /** tile.create results only ever passed as a reduction's scratch operand (./forward.ts): no zero fill. */
   private readonly unread: Set<number>;
+  /** Matmul operands read straight from their tensor window (./forward.ts). */
+  private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
 
   constructor(
     private readonly program: Program,
@@ -128,6 +130,11 @@ class FnGen implements KernelCtx {
     if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
+    this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
+  }
+
+  matmulOperand(e: Expr): Call | null {
+    return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
   }
 
   // ---------------------------------------------------------------- output
@@ -270,6 +277,7 @@ class FnGen implements KernelCtx {
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
         if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+        if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
       case "tensor": {
