@@ -11,13 +11,14 @@ import { flattenPass } from "./flatten.js";
 import { tensorToTilePass } from "./tensor_to_tile.js";
 import { spmdPass } from "./spmd.js";
 import { fpContractPass } from "./contract.js";
+import { fuseRowsPass } from "./fuse_rows.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, DEFAULT_FP_CONTRACT, checkFpContract, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
-export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, fpContractPass, flattenPass, memoryPlanPass, spmdPass, depsPass };
+export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, fpContractPass, fuseRowsPass, flattenPass, memoryPlanPass, spmdPass, depsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./spmd.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
-export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, fpContractPass, flattenPass, memoryPlanPass, spmdPass, depsPass];
+export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, fpContractPass, fuseRowsPass, flattenPass, memoryPlanPass, spmdPass, depsPass];
 
 /** Is this program the output of the pipeline (ready for codegen)? */
 export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered === true;

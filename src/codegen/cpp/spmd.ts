@@ -50,8 +50,9 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
   const slots = s.slots.map((x, k) => (k === a.lo ? lo : k === a.hi ? hi : x));
   g.line(`const int64_t ${sl}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
   const accs = s.accesses.map((x) => {
-    if (x.init) return x.init(slots.map((_, k) => `${sl}[${k}]`));
     const b = bandOf.get(x.arg);
+    // a banded tensor: the band's exact rows (a window bounds the loop variable by stop - 1 only)
+    if (x.init && !b) return x.init(slots.map((_, k) => `${sl}[${k}]`));
     if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
     // rows [lo, last iteration + extent), clamped to the tensor
     const last = `${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}`;
