@@ -83,7 +83,10 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     const level = cfg.enableChipSwimlane;
     const ev: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
     const usedCores = new Set(tasks.map((t) => t.core));
-    for (let c = 0; c < coreCount; c++) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: { name: `core ${c}` } });
+    const why = idleReason(tasks, coreCount);
+    for (let c = 0; c < coreCount; c++) {
+      ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
+    }
     // Tasks the orchestration thread ran itself (the launch's only task in flight) have core == coreCount.
     if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
     const orchTid = coreCount + 1;
@@ -205,6 +208,27 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
     }
   }
   return { level: raw.level, tasks: raw.tasks };
+}
+
+/**
+ * Why a core ran no task in this launch (the swimlane's thread_name `args.idle`): no task at
+ * all; fewer tasks than cores; no two tasks independent (every task waits for the one before:
+ * the widest layer of the dependency graph is 1); or independent tasks existed but the other
+ * cores (and the orchestration thread) took each one before this core woke up.
+ */
+export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number): string {
+  if (tasks.length === 0) return "the launch submitted no task";
+  if (tasks.length === 1) return "the launch had a single task";
+  if (tasks.length < coreCount) return `only ${tasks.length} tasks for ${coreCount} cores`;
+  const layer = new Map<number, number>();
+  for (const t of tasks) layer.set(t.id, 0);
+  for (const e of derivedEdges(tasks).sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
+  const width = new Map<number, number>();
+  for (const l of layer.values()) width.set(l, (width.get(l) ?? 0) + 1);
+  const widest = Math.max(...width.values());
+  if (widest <= 1) return `no independent task: each of the ${tasks.length} tasks depends on the one before (widest layer of deps.json: 1)`;
+  const mean = tasks.reduce((s, t) => s + (t.endNs - t.startNs), 0) / tasks.length / 1000;
+  return `independent tasks existed (widest layer ${widest}) but the other threads took each one first (mean task ${mean.toFixed(1)} µs, shorter than a core's wake-up)`;
 }
 
 /** Files of a dfx_outputs directory (for messages). */
