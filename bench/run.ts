@@ -8,14 +8,13 @@
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
 import { availableParallelism, cpus, freemem, loadavg, release, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ChipWorker, RunConfig, randn, zeros } from "tspto";
-import { loadNative } from "../src/runtime/native.js";
+import { loadNative } from "../src/targets/native.js";
 import { coreThreadCount } from "../src/runtime/worker.js";
-import { CXX_FLAGS } from "../src/codegen/build.js";
+import { CXX_FLAGS } from "../src/targets/cpu/index.js";
 import { PACKAGE_VERSION } from "../src/version.js";
 import { EW, MM, SM_COLS, SM_ROWS, add8, ewAdd, matmul1k, softmaxRows, LN_ROWS, LN_COLS, LN_EPS, layerNormRows, TS_ROWS, TS_COLS, twoScopes, softmaxOf, matmulOf } from "./kernels.js";
 import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loadOrt, onnxModel } from "./peers.js";

@@ -1,5 +1,5 @@
 // tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
-export * as pl from "./dsl/language.js";
+export * as pl from "./language.js";
 export * as ir from "./ir_api.js";
 export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
@@ -9,5 +9,6 @@ export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host.js";
 export type { DType } from "./ir/index.js";
 export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
+export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";

@@ -27,7 +27,7 @@ import {
   type Call, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
-import { isFusable } from "./flatten.js";
+import { isFusable } from "./flatten_tiles.js";
 
 export const fuseRowsPass: Pass = {
   name: "FuseRows",

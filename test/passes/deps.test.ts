@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { pl, randn, zeros } from "tspto";
 import { forEachExpr, type Call, type Program } from "../../src/ir/index.js";
-import type { AccessAttr } from "../../src/passes/deps.js";
+import type { AccessAttr } from "../../src/passes/index.js";
 
 const R = 256, C = 128, B = 64;
 

@@ -2,7 +2,7 @@
 // range, or the window the DeriveDeps pass bounded (src/passes/deps.ts) as a rank-N tensor
 // window whose bounds are evaluated from the call's argument slots at submission.
 import { DTYPE_BYTES, TsptoCompileError, type Span, type TensorType } from "../../ir/index.js";
-import type { AccessAttr, AffineAttr, WindowAttr } from "../../passes/deps.js";
+import type { AccessAttr, AffineAttr, WindowAttr } from "../../passes/index.js";
 
 const int = (n: number): string => `INT64_C(${n})`;
 

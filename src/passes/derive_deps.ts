@@ -16,7 +16,7 @@ import {
   type AttrValue, type Expr, type Func, type Program, type Span, type Stmt,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
-import { tensorAccess } from "./outline.js";
+import { tensorAccess } from "./outline_scopes.js";
 
 /** Tensors of higher rank get whole-tensor accesses (TSPTO_MAX_RANK of the native ABI). */
 export const MAX_WINDOW_RANK = 4;
