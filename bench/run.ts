@@ -239,7 +239,7 @@ async function sweeps(ort: ReturnType<typeof loadOrt>): Promise<string[]> {
   const timeOf = async (fns: Record<string, (() => unknown) | null>): Promise<Record<string, number>> => {
     const t: Record<string, number[]> = {};
     for (const k of Object.keys(fns)) t[k] = [];
-    for (let r = -1; r < SR; r++) {
+    for (let r = -2; r < SR; r++) {
       for (const [k, f] of Object.entries(fns)) {
         if (!f) continue;
         const s = nowMs(); await f(); const ms = nowMs() - s;
@@ -468,7 +468,7 @@ async function main() {
     "## Goals missed",
     ...(misses.length ? misses : ["- none"]),
     "",
-    ...(curves.length ? ["## Cost curves", "", `Each point: the median of ${process.env.BENCH_SWEEP_ROUNDS ?? 5} calls after one warm-up, contenders alternating per round (section 9 of bench/run.ts).`, "", ...curves] : []),
+    ...(curves.length ? ["## Cost curves", "", `Each point: the median of ${process.env.BENCH_SWEEP_ROUNDS ?? 5} calls after two warm-up calls, contenders alternating per round (section 9 of bench/run.ts). On a shared machine single points jump (a busy moment can double one); read the curves' shape, not one cell.`, "", ...curves] : []),
   ].join("\n");
   if (OUT) { writeFileSync(OUT, md); log(`wrote ${OUT}`); } else process.stdout.write(md);
   rmSync(work, { recursive: true, force: true });
