@@ -2,8 +2,8 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..9) and prints their rows as markdown instead of
-//   writing BENCH_OUT (unless BENCH_OUT is set). Section 9 (cost curves: size sweeps of add,
+//   BENCH_ONLY=2,3 runs only those sections (1..10; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
+//   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
 import { spawnSync } from "node:child_process";
@@ -19,6 +19,7 @@ import { PACKAGE_VERSION } from "../src/version.js";
 import { EW, MM, SM_COLS, SM_ROWS, add8, ewAdd, matmul1k, softmaxRows, LN_ROWS, LN_COLS, LN_EPS, layerNormRows, TS_ROWS, TS_COLS, twoScopes, softmaxOf, matmulOf } from "./kernels.js";
 import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loadOrt, onnxModel } from "./peers.js";
 import { svgPlot, type Series } from "./plot.js";
+import { allreduceBench } from "./distributed.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -175,13 +176,13 @@ async function matmul(ort: ReturnType<typeof loadOrt>) {
 }
 
 async function layerNorm(ort: ReturnType<typeof loadOrt>) {
-  log("7. layer norm");
+  log("8. layer norm");
   const shape = [LN_ROWS, LN_COLS];
   const X = randn(shape, { seed: 8 }), G = randn([1, LN_COLS], { seed: 9 }), Bt = randn([1, LN_COLS], { seed: 10 }), O = zeros(shape);
   const w = new ChipWorker(new RunConfig());
   const h = w.register(layerNormRows.compile(X, G, Bt, O));
   const rx = w.allocTensor(shape, "float32", { init: X }), rg = w.allocTensor([1, LN_COLS], "float32", { init: G }), rbt = w.allocTensor([1, LN_COLS], "float32", { init: Bt }), ro = w.allocTensor(shape, "float32");
-  if (!ort) { row({ id: "7", what: "LayerNormalization vs onnxruntime-node", tspto: "", peer: "not installed", result: "skipped", goal: "≥ 1.5×", met: null }); w.close(); return; }
+  if (!ort) { row({ id: "8", what: "LayerNormalization vs onnxruntime-node", tspto: "", peer: "not installed", result: "skipped", goal: "≥ 1.5×", met: null }); w.close(); return; }
   const sess = await ort.InferenceSession.create(onnxModel("LayerNormalization", [{ name: "x", shape }, { name: "scale", shape: [LN_COLS] }, { name: "bias", shape: [LN_COLS] }], shape), ORT_OPTS);
   const feeds = { x: new ort.Tensor("float32", X.data, shape), scale: new ort.Tensor("float32", G.data, [LN_COLS]), bias: new ort.Tensor("float32", Bt.data, [LN_COLS]) };
   h(rx, rg, rbt, ro);
@@ -198,13 +199,13 @@ async function layerNorm(ort: ReturnType<typeof loadOrt>) {
   w.close();
   await sess.release();
   const m = { tspto: median(t.tspto), ort: median(t.ort) };
-  notes.push(`7. LayerNormalization over the last axis of [${LN_ROWS}, ${LN_COLS}] f32 with scale and bias (epsilon ${LN_EPS}): ${LN_ROWS / 32} tasks of 32 rows; FuseRows: per row copy, sum, (x - mean)² sum, and one store loop for ((x - mean) / std) * gamma + beta; max |tspto - onnxruntime| = ${err.toExponential(2)}.`);
-  row({ id: "7", what: `LayerNormalization [${LN_ROWS}, ${LN_COLS}] f32 vs onnxruntime-node`, tspto: `${fmt(m.tspto)} ms`, peer: `${fmt(m.ort)} ms`, result: `${fmt(m.ort / m.tspto)}×`, goal: "≥ 1.5×", met: m.ort / m.tspto >= 1.5 },
+  notes.push(`8. LayerNormalization over the last axis of [${LN_ROWS}, ${LN_COLS}] f32 with scale and bias (epsilon ${LN_EPS}): ${LN_ROWS / 32} tasks of 32 rows; FuseRows: per row copy, sum, (x - mean)² sum, and one store loop for ((x - mean) / std) * gamma + beta; max |tspto - onnxruntime| = ${err.toExponential(2)}.`);
+  row({ id: "8", what: `LayerNormalization [${LN_ROWS}, ${LN_COLS}] f32 vs onnxruntime-node`, tspto: `${fmt(m.tspto)} ms`, peer: `${fmt(m.ort)} ms`, result: `${fmt(m.ort / m.tspto)}×`, goal: "≥ 1.5×", met: m.ort / m.tspto >= 1.5 },
     "per row tspto makes five passes over the row in L1 (copy, sum, centered square and its sum, normalize-scale-shift-store), the centered row materialized in between; MLAS makes two.");
 }
 
 function twoScopeLoop() {
-  log("8. two pl.at scopes over disjoint 64-row windows, 1 vs 2 core threads");
+  log("9. two pl.at scopes over disjoint 64-row windows, 1 vs 2 core threads");
   const shape = [TS_ROWS, TS_COLS];
   const A = randn(shape, { seed: 11 });
   const saved = process.env.TSPTO_CORE_THREADS;
@@ -226,14 +227,14 @@ function twoScopeLoop() {
   }
   one.w.close(); all.w.close();
   const m = { one: median(t.one), all: median(t.all) };
-  notes.push(`8. the issue-12 loop: ${TS_ROWS / 64} iterations of two pl.at scopes over disjoint 64-row windows of [${TS_ROWS}, ${TS_COLS}] f32 (exp of a, then a square of the first's output): ${2 * TS_ROWS / 64} tasks, each second-scope task waits only for the first-scope task of its rows (deps.json: widest layer ${TS_ROWS / 64}); medians 1 core thread ${fmt(m.one)} ms, ${threads} core threads ${fmt(m.all)} ms.`);
-  row({ id: "8", what: `two-scope loop [${TS_ROWS}, ${TS_COLS}]: ${threads} core threads vs 1`, tspto: `${fmt(m.all)} ms`, peer: `${fmt(m.one)} ms (1 thread)`, result: `${fmt(m.one / m.all)}×`, goal: "≥ 1.8×", met: m.one / m.all >= 1.8 },
+  notes.push(`9. the issue-12 loop: ${TS_ROWS / 64} iterations of two pl.at scopes over disjoint 64-row windows of [${TS_ROWS}, ${TS_COLS}] f32 (exp of a, then a square of the first's output): ${2 * TS_ROWS / 64} tasks, each second-scope task waits only for the first-scope task of its rows (deps.json: widest layer ${TS_ROWS / 64}); medians 1 core thread ${fmt(m.one)} ms, ${threads} core threads ${fmt(m.all)} ms.`);
+  row({ id: "9", what: `two-scope loop [${TS_ROWS}, ${TS_COLS}]: ${threads} core threads vs 1`, tspto: `${fmt(m.all)} ms`, peer: `${fmt(m.one)} ms (1 thread)`, result: `${fmt(m.one / m.all)}×`, goal: "≥ 1.8×", met: m.one / m.all >= 1.8 },
     `the speed-up can be no better than the share of the ${threads} vCPUs the other processes leave (load average ${loadavg()[0].toFixed(1)}); with both threads busy the loop is also bound by the memory traffic of three [${TS_ROWS}, ${TS_COLS}] tensors.`);
 }
 
 /** Cost curves: time per size for tspto and its peers; SVG plots next to the report, and a table. */
 async function sweeps(ort: ReturnType<typeof loadOrt>): Promise<string[]> {
-  log("9. cost curves");
+  log("10. cost curves");
   const SR = Number(process.env.BENCH_SWEEP_ROUNDS ?? 5);
   const md: string[] = [];
   const timeOf = async (fns: Record<string, (() => unknown) | null>): Promise<Record<string, number>> => {
@@ -409,7 +410,39 @@ function compileBench() {
   row({ id: "5a", what: "compile: cold, new process, empty cache (first call → result)", tspto: `${fmt(med("firstCallMs"), 0)} ms`, peer: "", result: `${fmt(med("firstCallMs"), 0)} ms`, goal: "≤ 500 ms", met: med("firstCallMs") <= 500 },
     "the C++ compiler's own run (process start, parsing, -O3 code generation) is most of it.");
   row({ id: "5b", what: "compile: TS side (parse + passes + codegen)", tspto: `${fmt(ts, 1)} ms`, peer: "", result: `${fmt(ts, 1)} ms`, goal: "≤ 50 ms", met: ts <= 50 }, "first-call JIT warm-up of the TypeScript compiler API and the passes in a fresh process.");
-  row({ id: "5c", what: "disk-cache hit, new process (first call → result)", tspto: `${fmt(med("firstCallMs", hit), 1)} ms`, peer: "", result: `${fmt(med("firstCallMs", hit), 1)} ms`, goal: "≤ 30 ms", met: med("firstCallMs", hit) <= 30 }, `a hit still locates the kernel in its source file and hashes it (paramInfo + sourceHash: the TypeScript compiler parses the file, cold code in a new process, ~12 ms), loads the native addon (~4 ms), opens the device (2-5 ms), checks the library hash and dlopens it; quieter runs in this session measured 13-17 ms. Load average during this run: ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores.`);
+  row({ id: "5c", what: "disk-cache hit, new process (first call → result)", tspto: `${fmt(med("firstCallMs", hit), 1)} ms`, peer: "", result: `${fmt(med("firstCallMs", hit), 1)} ms`, goal: "≤ 30 ms", met: med("firstCallMs", hit) <= 30 }, `a hit reads the kernel's signature and source hash from the front-end memo (src/dsl/memo.ts: hashes the source files, parses nothing), loads the native addon (~4 ms), opens the device (2-5 ms), checks the library hash and dlopens it; quieter runs in this session measured 13-17 ms. Load average during this run: ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores.`);
+}
+
+/** The package as an application meets it: plain Node importing dist/ (built first). */
+function packageBench() {
+  log("5. import and disk-cache hit, plain node on dist/");
+  const b = spawnSync("npm", ["run", "build", "--silent"], { cwd: ROOT, encoding: "utf8" });
+  if (b.status !== 0) throw new Error(`npm run build failed: ${b.stderr}`);
+  const child = join(ROOT, "bench", "hit_child.mjs");
+  const runChild = (cache: string) => {
+    const s = nowMs();
+    const r = spawnSync(process.execPath, [child], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TSPTO_CACHE_DIR: cache, TSPTO_LOG: "" } });
+    const wall = nowMs() - s;
+    if (r.status !== 0) throw new Error(`package child failed: ${r.stderr}`);
+    const j = JSON.parse(r.stdout.trim().split("\n").pop()!) as { startMs: number; importMs: number; firstCallMs: number; toResultMs: number; ok: boolean; tsLoaded: boolean };
+    if (!j.ok) throw new Error("package child computed a wrong result");
+    return { ...j, wall };
+  };
+  const n = Math.max(3, Math.min(ROUNDS, 7));
+  const hits: ReturnType<typeof runChild>[] = [];
+  for (let i = 0; i < n; i++) {
+    const dir = mkdtempSync(join(work, "pkg-cache-"));
+    runChild(dir);
+    hits.push(runChild(dir));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const med = (k: "importMs" | "firstCallMs" | "toResultMs" | "wall" | "startMs") => median(hits.map((h) => h[k]));
+  const tsLoaded = hits.some((h) => h.tsLoaded);
+  row({ id: "5d", what: "`import \"tspto\"` in a new process (plain node, dist/)", tspto: `${fmt(med("importMs"), 0)} ms`, peer: "", result: `${fmt(med("importMs"), 0)} ms`, goal: "≤ 300 ms (150)", met: med("importMs") <= 300 },
+    `node's own start-up before the import is ${fmt(med("startMs"), 0)} ms more; the TypeScript compiler is not loaded at import.`);
+  row({ id: "5e", what: "disk-cache hit, whole new process (node start → first call's result; exit)", tspto: `${fmt(med("toResultMs"), 0)} ms (${fmt(med("wall"), 0)} ms)`, peer: "", result: `${fmt(med("toResultMs"), 0)} ms`, goal: "—", met: null },
+    `first call ${fmt(med("firstCallMs"), 1)} ms; the TypeScript compiler ${tsLoaded ? "WAS loaded (the front-end memo missed)" : "was not loaded (paramInfo and the source hash come from the front-end memo)"}; load average ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores.`);
+  notes.push(`5d/5e: plain \`node bench/hit_child.mjs\` importing dist/ (the published form), ${n} runs each, medians; 5e's parenthesis is the whole process including exit, as the parent measured it.`);
 }
 
 function scheduler() {
@@ -434,6 +467,23 @@ function scheduler() {
     "every task goes through one ring mutex (submit, claim, complete); on a VM with few cores the cross-core cache-line traffic of that lock is the limit.");
 }
 
+function distributed() {
+  log("7. allReduce over MPI ranks");
+  const n = Math.max(3, Math.min(ROUNDS, 5));
+  const b = allreduceBench(work, n, log);
+  const what = `allReduce sum, ${b.bytes / 2 ** 20} MiB float32, ${b.ranks} ranks (mpirun --oversubscribe, one machine) vs MPI_Allreduce from C`;
+  if (b.skipped) {
+    row({ id: "7", what, tspto: "", peer: "", result: "skipped", goal: "overhead ≤ 10%", met: null });
+    notes.push(`7. skipped: ${b.skipped}.`);
+    return;
+  }
+  const t = median(b.tsptoMs), p = median(b.peerMs);
+  const overhead = t / p - 1;
+  row({ id: "7", what, tspto: `${fmt(t, 1)} ms`, peer: `${fmt(p, 1)} ms`, result: `${overhead >= 0 ? "+" : ""}${fmt(overhead * 100, 1)}% overhead`, goal: "overhead ≤ 10%", met: overhead <= 0.1 },
+    "the same MPI_Allreduce runs in both (tspto hands MPI the device memory in place); the rest is the JS call, the arena check and the hand-off to tspto's MPI thread, and the noise of 4 ranks sharing the cores with other processes.");
+  notes.push(`7. ${n} alternating rounds, each one mpirun job of the C program then one of tspto (bench/allreduce_child.ts), each job 2 warm-up calls then 10 timed calls (barrier before each), the job's median on rank 0; per-round medians tspto ${b.tsptoMs.map((x) => fmt(x, 0)).join(" / ")} ms, C ${b.peerMs.map((x) => fmt(x, 0)).join(" / ")} ms. tspto's allReduce of a DeviceTensor with one device per rank calls MPI_Allreduce(MPI_IN_PLACE) on the device memory itself (cpu: the arena's host memory, range-checked), on tspto's MPI thread while the JS thread watches for lost ranks.`);
+}
+
 async function main() {
   const desc = machine();
   const ort = loadOrt();
@@ -442,11 +492,12 @@ async function main() {
   if (want("2")) await softmax(ort);
   if (want("3")) await matmul(ort);
   if (want("4")) dispatch();
-  if (want("5")) compileBench();
+  if (want("5")) { compileBench(); packageBench(); }
   if (want("6")) scheduler();
-  if (want("7")) await layerNorm(ort);
-  if (want("8")) twoScopeLoop();
-  const curves = want("9") ? await sweeps(ort) : [];
+  if (want("7")) distributed();
+  if (want("8")) await layerNorm(ort);
+  if (want("9")) twoScopeLoop();
+  const curves = want("10") ? await sweeps(ort) : [];
   const [l1] = loadavg();
   const md = [
     "# tspto benchmarks",
@@ -468,7 +519,7 @@ async function main() {
     "## Goals missed",
     ...(misses.length ? misses : ["- none"]),
     "",
-    ...(curves.length ? ["## Cost curves", "", `Each point: the median of ${process.env.BENCH_SWEEP_ROUNDS ?? 5} calls after two warm-up calls, contenders alternating per round (section 9 of bench/run.ts). On a shared machine single points jump (a busy moment can double one); read the curves' shape, not one cell.`, "", ...curves] : []),
+    ...(curves.length ? ["## Cost curves", "", `Each point: the median of ${process.env.BENCH_SWEEP_ROUNDS ?? 5} calls after two warm-up calls, contenders alternating per round (section 10 of bench/run.ts). On a shared machine single points jump (a busy moment can double one); read the curves' shape, not one cell.`, "", ...curves] : []),
   ].join("\n");
   if (OUT) { writeFileSync(OUT, md); log(`wrote ${OUT}`); } else process.stdout.write(md);
   rmSync(work, { recursive: true, force: true });

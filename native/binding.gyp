@@ -9,7 +9,8 @@
         "src/addon.cc",
         "src/arena.cc",
         "src/device.cc",
-        "src/scheduler.cc"
+        "src/scheduler.cc",
+        "src/mpi.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
