@@ -163,6 +163,14 @@ describe("FuseRows", () => {
     for (let i = 0; i < g.length; i++) expect(Math.abs(g[i] - w[i])).toBeLessThanOrEqual(1e-6 * Math.abs(w[i]) + 1e-12);
   });
 
+  it("a folded row broadcast is computed in float (the element of a float tile is exact in fp32): exp(t - max) is one fp32 loop", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tspto-fuse-"));
+    dirs.push(dir);
+    const c = ir.compile(softmax.lower(randn([2 * R, C], { seed: 1 }), zeros([2 * R, C])), { platform: "cpu", outputDir: dir });
+    const src = readFileSync(join(c.outputDir, "kernels", "program.cpp"), "utf8");
+    expect(src).toMatch(/= tspto_expf\(\(\w+\[\w+\] - \(float\)\w+\)\);/);
+  });
+
   it("a block that is not row-wise (a column reduction) is left as it was", () => {
     const text = fusedDump(colSums as never, [randn([R, C], { seed: 9 }), zeros([1, C])]);
     expect(text).not.toMatch(/const row of/);

@@ -605,7 +605,10 @@ class FnGen implements KernelCtx {
         const at = exprType(a);
         if (at.kind === "tile") return { kind: "tile", code: gen(a, idx), dtype: at.dtype };
         if (at.kind === "scalar") {
-          const exactF32 = a.kind === "const" && typeof a.value === "number" && Math.fround(a.value) === a.value;
+          // a float constant that fp32 holds exactly, or an element of a float tile (FuseRows' folded
+          // row broadcasts, t - read(max, [0, 0])): the op in float gives the same bits as in double
+          const exactF32 = (a.kind === "const" && typeof a.value === "number" && Math.fround(a.value) === a.value) ||
+            (a.kind === "call" && a.op === "tile.read" && exprType(a.args[0]).kind === "tile" && isFloat((exprType(a.args[0]) as TileType).dtype));
           return { kind: "scalar", code: gen(a, idx), dtype: at.dtype, exactF32 };
         }
         return internal(`operand of type ${typeStr(at)} in an elementwise expression`, call.span);
