@@ -1,6 +1,6 @@
 // The pass manager: runs named passes in order, verifies the IR between passes when asked
 // (tests, TSPTO_VERIFY=1), and records a dump of the program after each pass.
-import { Program, TsptoCompileError, verifyProgram, type FpContract, type VerifyOptions } from "../ir/index.js";
+import { Program, TsptoConfigError, verifyProgram, type FpContract, type VerifyOptions } from "../ir/index.js";
 
 /** What the passes know about the target: facts from its device description, never its name. */
 export interface PassContext {
@@ -75,11 +75,12 @@ function dumpOf(index: number, pass: string, program: Program): PassDump {
 /** Default per-core scratch capacity on cpu: 1 MiB. */
 export const DEFAULT_SCRATCH_CAPACITY = 1 << 20;
 
-/** Validates a contraction mode given as an option (ir.compile, RunConfig, lowerProgram). */
+/** Validates a contraction mode given as an option (ir.compile, lowerProgram): TsptoConfigError E_CONFIG, argument "fpContract". */
 export function checkFpContract(m: unknown): FpContract {
   if (m !== "fast" && m !== "off") {
-    throw new TsptoCompileError("E_OPTION", `fpContract must be "fast" or "off", got ${JSON.stringify(m)}`, undefined,
-      `"fast" (default) accumulates float matmul with fused multiply-add; "off" rounds each product and sum separately (bit-reproducible without FMA)`);
+    throw new TsptoConfigError("E_CONFIG", `fpContract must be "fast" or "off", got ${JSON.stringify(m)}`, undefined,
+      `"fast" (default) accumulates float matmul with fused multiply-add; "off" rounds each product and sum separately (bit-reproducible without FMA)`,
+      { argument: "fpContract" });
   }
   return m;
 }

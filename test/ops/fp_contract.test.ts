@@ -146,15 +146,16 @@ describe("fpContract: cpu agrees with interp bit for bit in both modes", () => {
 describe("fpContract errors", () => {
   it("RunConfig rejects an unknown mode", () => {
     expect(() => new RunConfig({ fpContract: "fastest" as never })).toThrow(/RunConfig\.fpContract must be "fast" or "off", got "fastest"/);
-    expect(() => new RunConfig({ fpContract: 1 as never })).toThrow(TypeError);
+    expect(() => new RunConfig({ fpContract: 1 as never })).toThrow(/RunConfig\.fpContract must be "fast" or "off", got 1/);
   });
 
-  it("ir.compile rejects an unknown mode (E_OPTION)", () => {
+  it("ir.compile rejects an unknown mode (E_CONFIG, argument fpContract)", () => {
     const A = randn([MM, KK]), B = randn([KK, NN]), C0 = randn([MM, NN]);
     let err: unknown;
     try { ir.compile(mmAcc.lower(A, B, C0, zeros([MM, NN])), { fpContract: "sometimes" as never }); } catch (e) { err = e; }
     expect(err).toBeInstanceOf(TsptoError);
-    expect((err as TsptoError).code).toBe("E_OPTION");
+    expect((err as TsptoError).code).toBe("E_CONFIG");
+    expect((err as TsptoError).argument).toBe("fpContract");
     expect((err as Error).message).toMatch(/fpContract must be "fast" or "off", got "sometimes"/);
   });
 
