@@ -1,4 +1,6 @@
 // The cpu code generator: lowered Program -> one C++17 translation unit.
-export { generateCpp, returnedParams, ENTRY_BEGIN, ENTRY_END, type GeneratedCpp, type KernelInfo } from "./generate.js";
+export { generateCpp, generateEntryCpp, kernelSymbols, ident, returnedParams, type SubmitHook, ENTRY_BEGIN, ENTRY_END, type GeneratedCpp, type KernelInfo } from "./generate.js";
 export { EMITTERS, emitterFor, type Emitter, type ElementwiseEmitter, type ScalarEmitter, type TileStmtEmitter, type TensorStmtEmitter, type KernelCtx } from "./emitters.js";
 export { CPP_PRELUDE } from "./prelude.js";
+export { checkSpmdAttr, type SpmdSubmit } from "./spmd.js";
+export { forwardableLoads, type ForwardedLoad } from "./forward.js";
