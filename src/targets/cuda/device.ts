@@ -1,0 +1,100 @@
+// The cuda platform's device: the native addon's CudaDevice (CUDA driver API loaded at run
+// time with dlopen("libcuda.so.1"); nothing links against CUDA), seen through the Device
+// interface. Native failures become TsptoErrors here; a machine without a driver or a GPU
+// gets one clear E_NO_GPU error when the device is opened.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { TsptoRuntimeError } from "../../ir/index.js";
+import { loadNative } from "../../runtime/native.js";
+import type { ArtifactRef, Device, DeviceOptions, DeviceStats } from "../target.js";
+import { FATBIN_PATH } from "./toolchain.js";
+
+/** The native device object (native/src/cuda_device.cc), same surface as the cpu one. */
+interface NativeCudaDevice {
+  alloc(nbytes: number): bigint;
+  free(addr: bigint): void;
+  isLive(addr: bigint): boolean;
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
+  d2d(dst: bigint, src: bigint, nbytes: number): void;
+  loadModule(path: string): number;
+  unloadModule(id: number): void;
+  launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
+  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
+  stats(): DeviceStats;
+  setRecording(mask: number, dumpBytes: number): void;
+  takeTrace(): unknown;
+  close(): void;
+  readonly closed: boolean;
+}
+interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice }
+
+const CODES: Record<string, string> = {
+  TSPTO_DEVICE_OOM: "E_DEVICE_OOM", TSPTO_KERNEL_FAILURE: "E_KERNEL", TSPTO_DEVICE_CLOSED: "E_CLOSED", TSPTO_NO_GPU: "E_NO_GPU", TSPTO_CUDA: "E_CUDA",
+};
+const HINTS: Record<string, string> = {
+  E_NO_GPU: "run on a machine with an NVIDIA GPU and its driver (libcuda.so.1), or use the cpu / interp platform",
+  E_DEVICE_OOM: "free DeviceTensors you no longer need (freeTensor)",
+  E_CLOSED: "construct a new ChipWorker",
+};
+
+/** A native error as a TsptoError with a stable code. */
+export function cudaError(err: unknown): Error {
+  if (err instanceof TsptoRuntimeError) return err;
+  const e = err as Error & { code?: string };
+  const code = (e?.code && CODES[e.code]) ?? (e instanceof TypeError || e instanceof RangeError ? "E_ARG" : "E_NATIVE");
+  const out = new TsptoRuntimeError(code, e?.message ?? String(err), undefined, HINTS[code]);
+  (out as { cause?: unknown }).cause = err;
+  return out;
+}
+
+const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+export class CudaDevice implements Device {
+  readonly #n: NativeCudaDevice;
+  /** Swimlanes of kernel launches are not recorded yet on the GPU. */
+  readonly records = false;
+
+  constructor(opts: DeviceOptions) {
+    const Native = loadNative() as unknown as CudaAddon;
+    if (!Native.CudaDevice) {
+      throw new TsptoRuntimeError("E_NO_GPU", "the tspto native addon was built without the cuda device", undefined, "rebuild it: npx node-gyp rebuild --directory native");
+    }
+    try { this.#n = new Native.CudaDevice(opts); } catch (e) { throw cudaError(e); }
+  }
+
+  alloc(nbytes: number): bigint { try { return this.#n.alloc(nbytes); } catch (e) { throw cudaError(e); } }
+  free(addr: bigint): void { try { this.#n.free(addr); } catch (e) { throw cudaError(e); } }
+  isLive(addr: bigint): boolean { return this.#n.isLive(addr); }
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void { try { this.#n.h2d(addr, src, nbytes); } catch (e) { throw cudaError(e); } }
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void { try { this.#n.d2h(dst, addr, nbytes); } catch (e) { throw cudaError(e); } }
+  d2d(dst: bigint, src: bigint, nbytes: number): void { try { this.#n.d2d(dst, src, nbytes); } catch (e) { throw cudaError(e); } }
+  load(artifact: ArtifactRef): number {
+    // both binaries are checked against their recorded hashes before anything loads them
+    const dir = artifact.outputDir, meta = artifact.meta;
+    if (!meta.library || !meta.libraryHash) throw new TsptoRuntimeError("E_ARTIFACT", `${dir}: not a cuda artifact (no library)`);
+    const lib = join(dir, meta.library);
+    let stamp: { fatbinSha256?: string };
+    try {
+      if (sha256(readFileSync(lib)) !== meta.libraryHash) throw new Error(`${lib} does not match its recorded hash`);
+      stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
+      if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) throw new Error(`${join(dir, FATBIN_PATH)} does not match its recorded hash`);
+    } catch (e) {
+      throw new TsptoRuntimeError("E_ARTIFACT", `cannot load the cuda artifact ${dir}: ${(e as Error).message}`, undefined, "rebuild it (delete the directory and compile again)");
+    }
+    try { return this.#n.loadModule(lib); } catch (e) { throw cudaError(e); }
+  }
+  unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
+    try { return this.#n.launch(module, args as unknown[], kinds); } catch (e) { throw cudaError(e); }
+  }
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
+    try { return this.#n.launchAsync(module, args as unknown[], kinds).catch((e: unknown) => { throw cudaError(e); }); } catch (e) { return Promise.reject(cudaError(e)); }
+  }
+  stats(): DeviceStats { return this.#n.stats(); }
+  setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
+  takeTrace(): unknown | null { return null; }
+  close(): void { this.#n.close(); }
+  get closed(): boolean { return this.#n.closed; }
+}
