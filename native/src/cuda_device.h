@@ -1,0 +1,142 @@
+// The cuda platform's device: an NVIDIA GPU through the CUDA driver API, which is loaded at
+// run time with dlopen("libcuda.so.1") (the addon never links CUDA, so it builds and loads on
+// machines without it; opening a CudaDeviceCore there throws "no CUDA driver found").
+//
+// Same surface as DeviceCore (device.h), so the Node-API binding serves both:
+//  - memory: one cuMemAlloc per allocation, recorded as (base, size, generation); foreign,
+//    freed and interior addresses are rejected. Zero-filled on allocation.
+//  - transfers: through a pinned staging buffer (cuMemHostAlloc) on the device's stream,
+//    counted in stats like the cpu platform's.
+//  - modules: a program's host orchestration (build/libentry.so, dlopen'd) plus its kernels
+//    (build/program.fatbin, cuModuleLoadData) and the kernel table the library exports.
+//  - launch: the orchestration runs on the calling thread; each rt->submit is one
+//    cuLaunchKernel on the device's stream (in order, so no dependency tracking); wait_all
+//    synchronizes the stream and reads the kernels' failure record (host-mapped memory).
+//    The device time is the CUDA-event time from the first kernel to the end.
+#ifndef TSPTO_NATIVE_CUDA_DEVICE_H
+#define TSPTO_NATIVE_CUDA_DEVICE_H
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "scheduler.h"
+#include "tspto_abi.h"
+
+namespace tspto {
+
+struct CudaApi;  // driver entry points (cuda_device.cc)
+
+inline constexpr const char* kCodeNoGpu = "TSPTO_NO_GPU";
+inline constexpr const char* kCodeCuda = "TSPTO_CUDA";
+
+class CudaDeviceCore {
+ public:
+  explicit CudaDeviceCore(const DeviceOptions& options);  // throws DeviceError(kCodeNoGpu) without a driver/GPU
+  ~CudaDeviceCore();
+  CudaDeviceCore(const CudaDeviceCore&) = delete;
+  CudaDeviceCore& operator=(const CudaDeviceCore&) = delete;
+
+  void Close();
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  uint64_t Alloc(uint64_t nbytes);
+  void Free(uint64_t addr);
+  bool IsLive(uint64_t addr);
+  void H2D(uint64_t addr, const void* src, uint64_t nbytes, bool counted = true);
+  void D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted = true);
+  void D2D(uint64_t dst, uint64_t src, uint64_t nbytes);
+
+  // `path`: the artifact's build/libentry.so; build/program.fatbin is next to it.
+  uint32_t LoadModule(const std::string& path);
+  void UnloadModule(uint32_t id);
+  uint64_t Launch(uint32_t module_id, const std::vector<LaunchArg>& args);
+  DeviceStats Stats();
+
+  void SetRecording(uint32_t mask, uint64_t dump_bytes) { (void)mask; (void)dump_bytes; }
+  struct LaunchTrace {
+    bool valid = false;
+    uint32_t mask = 0;
+    int64_t start_ns = 0, entry_end_ns = 0, end_ns = 0;
+    std::vector<int64_t> slots;
+    std::vector<std::pair<uint64_t, uint64_t>> orch_buffers;
+  };
+  // No per-task recording on the GPU yet: always "no trace".
+  template <typename Fn>
+  void TakeTrace(Fn fn) {
+    fn(nullptr, no_tasks_, no_edges_, std::string("hardware counters are not recorded on the cuda platform"));
+  }
+
+ private:
+  struct Module;
+  struct Alloc_ { uint64_t size; uint64_t generation; };
+
+  void CheckOpen() const;
+  void Check(int rc, const char* what);  // CUresult -> DeviceError
+  uint64_t AllocLocked(uint64_t nbytes);  // mem_mu_ held
+  void FreeLocked(uint64_t addr);
+  void CheckRange(uint64_t addr, uint64_t nbytes, const char* what);
+  void Stage(uint64_t bytes);  // pinned staging of at least `bytes` (chunk size)
+  uint64_t LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args);
+
+  static int ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,
+                       int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
+  static int ApiWaitAll(void* ctx);
+  static int64_t ApiAlloc(void* ctx, int64_t nbytes);
+  static void ApiFree(void* ctx, int64_t addr);
+  static void ApiFail(void* ctx, const char* message);
+  static int ApiFailed(void* ctx);
+
+  const DeviceOptions options_;
+  std::shared_ptr<CudaApi> api_;
+  void* ctx_ = nullptr;     // CUcontext (the device's primary context)
+  int device_ = 0;          // CUdevice
+  void* stream_ = nullptr;  // CUstream
+  void* ev_start_ = nullptr;
+  void* ev_end_ = nullptr;
+  TsptoRuntimeApi rt_{};
+
+  std::mutex launch_mu_;
+  std::mutex close_mu_;
+  std::atomic<bool> closed_{false};
+
+  std::mutex mem_mu_;  // allocations, staging, stream use outside launches
+  std::map<uint64_t, Alloc_> allocs_;
+  uint64_t generation_ = 0;
+  uint64_t bytes_in_use_ = 0;
+  uint64_t capacity_ = 0;
+  uint8_t* staging_ = nullptr;  // pinned
+  uint64_t staging_bytes_ = 0;
+  int64_t* err_host_ = nullptr;  // host-mapped failure record of the kernels
+  uint64_t err_dev_ = 0;
+  std::multimap<uint64_t, uint64_t> spare_;  // launch staging buffers kept for reuse: size -> address
+
+  std::mutex modules_mu_;
+  std::map<uint32_t, std::shared_ptr<Module>> modules_;
+  uint32_t next_module_id_ = 1;
+  std::atomic<uint64_t> module_loads_{0};
+
+  // per launch (launch_mu_)
+  Module* cur_ = nullptr;
+  bool started_ = false;
+  std::atomic<bool> failed_{false};
+  std::string fail_message_;
+  std::vector<uint64_t> orch_buffers_;
+  std::vector<uint64_t> gscratch_;  // device scratch of kernels whose tiles do not fit in shared memory: address, bytes
+  uint64_t gscratch_bytes_ = 0;
+  uint64_t gscratch_addr_ = 0;
+
+  std::atomic<uint64_t> launches_{0}, h2d_bytes_{0}, d2h_bytes_{0}, tasks_run_{0};
+  std::deque<TraceTask> no_tasks_;
+  std::vector<TraceEdge> no_edges_;
+};
+
+}  // namespace tspto
+
+#endif  // TSPTO_NATIVE_CUDA_DEVICE_H
