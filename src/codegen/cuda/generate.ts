@@ -191,15 +191,14 @@ class KernelGen implements CudaCtx {
   sync(): void { this.line("__syncthreads();"); }
   site(s: FailSite): number { this.sites.push(s); return this.sites.length - 1; }
 
+  /** Scratch bytes per block: the end of the last tile the kernel materializes (forwarded loads take none). */
   private planCheck(): number {
     let end = 0;
     forEachStmt(this.fn.body, (s) => {
       const vs: Var[] = s.kind === "assign" ? [...s.targets] : s.kind === "for" ? [s.loopVar, ...s.iterArgs, ...s.results]
         : s.kind === "while" ? [...s.iterArgs, ...s.results] : s.kind === "if" ? [...s.results] : [];
-      for (const v of vs) if (v.type.kind === "tile") end = Math.max(end, this.tileAddr(v) + tileDataBytes(v.type));
+      for (const v of vs) if (v.type.kind === "tile" && !this.forwarded.has(v.id)) end = Math.max(end, this.tileAddr(v) + tileDataBytes(v.type));
     });
-    const attr = this.fn.attrs.scratchBytes;
-    if (typeof attr === "number" && Number.isInteger(attr) && attr >= end) return attr;
     return Math.ceil(end / 64) * 64;
   }
 

@@ -23,7 +23,7 @@ import type { ArtifactRef, BuildOptions } from "../target.js";
 import type { CompiledMeta } from "../../artifact/index.js";
 import {
   CUDA_SOURCE_PATH, ENTRY_LIBRARY_PATH, ENTRY_SOURCE_PATH, FATBIN_PATH, NVCC_FLAGS, ENTRY_CXX_FLAGS,
-  cudaArch, entryCxxArgs, hostCxx, nvccArgs, requireNvcc, runStepsAsync, runStepsSync, type Nvcc, type StepResult,
+  cudaArch, entryCxxArgs, findNvcc, hostCxx, nvccArgs, requireNvcc, runStepsAsync, runStepsSync, type Nvcc, type StepResult,
 } from "./toolchain.js";
 
 /** Bump when generated code changes meaning (part of the artifact key). */
@@ -36,8 +36,10 @@ const safeName = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, "_").slice
 
 /** The build's machine-dependent identity: nvcc (path, version), architecture, flags, host compiler. */
 export function cudaKeyParts(arch = cudaArch()): string[] {
-  const n = requireNvcc();
-  return [n.path, n.version, arch, NVCC_FLAGS.join(" "), hostCxx().join(" "), ENTRY_CXX_FLAGS.join(" ")];
+  const n = findNvcc();
+  let cxx = "c++:missing";
+  try { cxx = hostCxx().join(" "); } catch { /* prebuilt artifacts only */ }
+  return [n ? n.path : "nvcc:missing", n ? n.version : "", arch, NVCC_FLAGS.join(" "), cxx, ENTRY_CXX_FLAGS.join(" ")];
 }
 
 interface Prepared { gen: GeneratedCuda; key: string; outputDir: string; arch: string; nvcc: Nvcc; tmp: string | null; reused: ArtifactRef | null }
@@ -70,10 +72,38 @@ function tryReuse(dir: string, key: string): ArtifactRef | null {
   }
 }
 
+/**
+ * The key of a build that does not depend on the toolkit present: the generated sources, the
+ * architecture and the flags. Prebuilt artifacts ($TSPTO_CUDA_PREBUILT, e.g. the GPU check
+ * pack of `npm run gpu:pack`) are looked up by it, so a machine without nvcc can run them.
+ */
+export function prebuiltName(program: Program, opts: Pick<BuildOptions, "packageVersion" | "options">, gen = generateCuda(program)): string {
+  const arch = cudaArch(opts.options?.cudaArch);
+  // (other compile options do not change the generated CUDA; leaving them out lets a runtime
+  // that passes more options still find the prebuilt artifact)
+  const key = sha256([CODEGEN_VERSION, opts.packageVersion, "cuda", arch, NVCC_FLAGS.join(" "), ENTRY_CXX_FLAGS.join(" "),
+    sha256(gen.source), sha256(gen.entry)].join("\0"));
+  return `${safeName(program.name)}-${key.slice(0, 32)}`;
+}
+
+function findPrebuilt(program: Program, opts: BuildOptions, gen: GeneratedCuda): ArtifactRef | null {
+  const root = process.env.TSPTO_CUDA_PREBUILT;
+  if (!root) return null;
+  const dir = join(resolve(root), prebuiltName(program, opts, gen));
+  try {
+    const key = readFileSync(join(dir, KEY_FILE), "utf8").trim();
+    return tryReuse(dir, key);
+  } catch {
+    return null;
+  }
+}
+
 function prepare(program: Program, opts: BuildOptions): Prepared {
   const arch = cudaArch(opts.options?.cudaArch);
-  const nvcc = requireNvcc();
   const gen = generateCuda(program);
+  const pre = findPrebuilt(program, opts, gen);
+  if (pre) return { gen, key: "", outputDir: pre.outputDir, arch, nvcc: { path: "", version: "" }, tmp: null, reused: pre };
+  const nvcc = requireNvcc();
   const key = sha256([CODEGEN_VERSION, opts.packageVersion, "cuda", JSON.stringify(opts.options ?? {}), canonicalJSON(program.toJSON()),
     sha256(gen.source), sha256(gen.entry), ...cudaKeyParts(arch)].join("\0"));
   const outputDir = resolve(opts.outputDir ?? join(tmpdir(), `tspto-${process.getuid?.() ?? "user"}`, "cuda", `${safeName(program.name)}-${key.slice(0, 16)}`));

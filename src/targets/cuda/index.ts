@@ -23,6 +23,6 @@ export const cudaTarget: Target = {
   cacheKeyParts: () => cudaKeyParts(),
   openDevice: (opts) => new CudaDevice(opts),
 };
-export { buildCuda, buildCudaAsync, cudaKeyParts } from "./build.js";
+export { buildCuda, buildCudaAsync, cudaKeyParts, prebuiltName } from "./build.js";
 export { CudaDevice, cudaError } from "./device.js";
 export { findNvcc, cudaArch, DEFAULT_CUDA_ARCH, FATBIN_PATH, ENTRY_LIBRARY_PATH } from "./toolchain.js";
