@@ -1,6 +1,6 @@
 // The cuda device on a machine without a GPU: opening it fails with one clear TsptoError
-// (never a crash), and the addon still loads and serves the cpu platform. With a GPU
-// (hasCudaGpu) the same file checks that the device opens and moves bytes.
+// (never a crash), and the addon still loads and serves the cpu platform. (With a GPU the
+// device's own checks are in ./gpu_checks.ts.)
 import { describe, expect, it } from "vitest";
 import { TsptoError } from "../../../src/ir/index.js";
 import { cudaTarget, CudaDevice } from "../../../src/targets/cuda/index.js";
