@@ -8,7 +8,7 @@ export default defineConfig({
   resolve: {
     // Tests and examples import the package by name, as users do.
     alias: [
-      { find: /^tspto\/language$/, replacement: src("dsl/language.ts") },
+      { find: /^tspto\/language$/, replacement: src("language.ts") },
       { find: /^tspto$/, replacement: src("index.ts") },
     ],
   },

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline";
-import { CXX_FLAGS, abiIncludeDir } from "../src/codegen/build.js";
+import { CXX_FLAGS, abiIncludeDir } from "../src/targets/cpu/index.js";
 
 const CXX = (process.env.CXX ?? "c++").split(/\s+/);
 

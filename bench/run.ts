@@ -10,9 +10,9 @@ import { availableParallelism, cpus, freemem, loadavg, release, tmpdir, totalmem
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ChipWorker, RunConfig, randn, zeros } from "tspto";
-import { loadNative } from "../src/runtime/native.js";
+import { loadNative } from "../src/targets/native.js";
 import { coreThreadCount } from "../src/runtime/worker.js";
-import { CXX_FLAGS } from "../src/codegen/build.js";
+import { CXX_FLAGS } from "../src/targets/cpu/index.js";
 import { PACKAGE_VERSION } from "../src/version.js";
 import { EW, MM, SM_COLS, SM_ROWS, add8, ewAdd, matmul1k, softmaxRows } from "./kernels.js";
 import { NativeAdd, buildEmptyTasksLib, jsAdd, loadOrt, onnxModel } from "./peers.js";

@@ -1,7 +1,7 @@
 // `npm install` step: precompile the generated programs' standard headers for the default
-// C++ toolchain (src/codegen/build.ts, precompiledHeader). Best effort: never fails the
+// C++ toolchain (src/targets/cpu/toolchain.ts, precompiledHeader). Best effort: never fails the
 // install; without it the first compile builds the header, or compiles without one.
-import { installPrecompiledHeader } from "../src/codegen/build.js";
+import { installPrecompiledHeader } from "../src/targets/cpu/index.js";
 
 try {
   const h = installPrecompiledHeader();

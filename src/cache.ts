@@ -8,14 +8,14 @@
 // (TSPTO_CACHE_DIR=off disables it). The directory is created private to the user (0700); a
 // directory that other users can write to is not used (a cached library is code that gets
 // loaded). Entries are artifact directories, written under a temporary name and renamed
-// into place (src/codegen/build.ts), so concurrent processes never see half an entry. An
+// into place (src/artifact/write.ts), so concurrent processes never see half an entry. An
 // entry whose metadata does not validate or whose library does not match its recorded hash
 // is removed and rebuilt.
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { arch, cpus, homedir } from "node:os";
-import { join, resolve } from "node:path";
-import { CXX_FLAGS, cpuFlags, whichSync } from "./codegen/build.js";
+import { readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { META_FILE, PROGRAM_FILE, ensurePrivateDir, sha256, userCacheRoot } from "./artifact/index.js";
+import type { Target } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
@@ -42,59 +42,21 @@ let resolved: { env: string; dir: string | null } | undefined;
 export function cacheDir(): string | null {
   const env = `${process.env.TSPTO_CACHE_DIR ?? ""}\0${process.env.XDG_CACHE_HOME ?? ""}`;
   if (resolved && resolved.env === env) return resolved.dir;
+  const base = userCacheRoot();
   let dir: string | null = null;
-  const set = process.env.TSPTO_CACHE_DIR;
-  if (set === "off" || set === "0" || set === "false") dir = null;
-  else {
-    const base = set ? resolve(set) : join(process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"), "tspto");
-    try {
-      mkdirSync(base, { recursive: true, mode: 0o700 });
-      const st = statSync(base);
-      const uid = process.getuid?.();
-      if (uid !== undefined && st.uid !== uid) {
-        log(`disk cache disabled: ${base} belongs to another user (uid ${st.uid})`);
-      } else {
-        if ((st.mode & 0o077) !== 0) chmodSync(base, 0o700);
-        dir = base;
-      }
-    } catch (e) {
-      log(`disk cache disabled: cannot create ${base} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
+  if (base) {
+    const why = ensurePrivateDir(base);
+    if (why) log(`disk cache disabled: ${why}`);
+    else dir = base;
   }
   resolved = { env, dir };
   return dir;
 }
 
-let toolchainMemo: { env: string; id: string } | undefined;
-
-/**
- * Identity of the C++ toolchain and target without running it: $CXX, the resolved compiler
- * binary (path, size, mtime), the build flags, the architecture and the CPU model and
- * features (-march=native depends on them).
- */
-export function toolchainId(): string {
-  const env = process.env.CXX ?? "";
-  if (toolchainMemo && toolchainMemo.env === env) return toolchainMemo.id;
-  const cmds = env.trim() ? [env.trim()] : ["c++", "g++", "clang++"];
-  const parts: string[] = [];
-  for (const cmd of cmds) {
-    const exe = cmd.split(/\s+/)[0];
-    const path = whichSync(exe);
-    if (!path) { parts.push(`${cmd}:missing`); continue; }
-    try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
-    break;
-  }
-  parts.push(CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
-  const id = parts.join("\n");
-  toolchainMemo = { env, id };
-  return id;
-}
-
-
-/** The disk key of one specialization. */
-export function diskKey(sourceHash: string, specKey: string): string {
+/** The disk key of one specialization on `target` (its machine-dependent parts included). */
+export function diskKey(target: Target, sourceHash: string, specKey: string): string {
   return createHash("sha256")
-    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, toolchainId(), sourceHash, specKey].join("\0"))
+    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, target.name, ...target.cacheKeyParts(), sourceHash, specKey].join("\0"))
     .digest("hex");
 }
 
@@ -106,7 +68,10 @@ export type Lookup = { kind: "hit"; compiled: CompiledProgram } | { kind: "miss"
 
 /** Loads an entry, checking its metadata and its library's hash (before anything dlopens it). */
 export function lookup(dir: string, platform: string): Lookup {
-  if (!existsSync(join(dir, "compiled_meta.json"))) return { kind: "miss" };
+  let st;
+  try { st = statSync(dir); } catch { return { kind: "miss" }; }
+  if (!st.isDirectory()) return { kind: "corrupt", why: "the entry path is not a directory" };
+  try { statSync(join(dir, META_FILE)); } catch { return { kind: "miss" }; }
   let c: CompiledProgram;
   try {
     c = CompiledProgram.fromDir(dir, { platform });
@@ -117,11 +82,9 @@ export function lookup(dir: string, platform: string): Lookup {
   if (meta.library) {
     let bytes: Buffer;
     try { bytes = readFileSync(join(dir, meta.library)); } catch { return { kind: "corrupt", why: "the program library is missing" }; }
-    if (!meta.libraryHash || createHash("sha256").update(bytes).digest("hex") !== meta.libraryHash) {
-      return { kind: "corrupt", why: "the program library does not match its recorded hash" };
-    }
-  } else if (!existsSync(join(dir, "program.json"))) {
-    return { kind: "corrupt", why: "program.json is missing" };
+    if (sha256(bytes) !== meta.libraryHash) return { kind: "corrupt", why: "the program library does not match its recorded hash" };
+  } else {
+    try { statSync(join(dir, PROGRAM_FILE)); } catch { return { kind: "corrupt", why: "program.json is missing" }; }
   }
   return { kind: "hit", compiled: c };
 }

@@ -1,15 +1,16 @@
 // ir.compile: lowered (or not yet lowered) ir.Program -> artifact directory -> CompiledProgram.
-// The glue between the rooms: passes (when needed), codegen, runtime handle.
+// The glue between the rooms: the target's device facts into the passes (when the program is
+// not lowered yet), the target's build, the runtime handle.
 import type { Program } from "./ir/index.js";
 import { isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
-import { compileArtifact } from "./codegen/index.js";
+import { DEFAULT_PLATFORM, getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
-import { PACKAGE_VERSION } from "./version.js";
+import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 
 export interface CompileOptions {
-  /** Target platform: "cpu" (default) or "interp". */
+  /** Target platform: one of the registered platforms ("cpu", the default, or "interp"). */
   platform?: string;
-  /** Where to write the artifacts (default: a directory under the OS temp dir keyed by content). */
+  /** Where to write the artifacts (default: a directory under the user's private cache directory, keyed by content). */
   outputDir?: string;
   /** Write passes_dump/NN_after_<Pass>.ts (+ .json for validateIr). */
   dumpPasses?: boolean;
@@ -23,23 +24,26 @@ export function rememberDumps(p: Program, dumps: PassDump[]): void {
   dumpsOf.set(p, dumps);
 }
 
+/** Runs the pass pipeline with the facts of `platform`'s device. */
+export function lowerFor(program: Program, platform: string, opts: { dump?: boolean; passes?: readonly Pass[] } = {}) {
+  const target = getTarget(platform);
+  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, dump: opts.dump, passes: opts.passes });
+}
+
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {
-  const platform = opts.platform ?? "cpu";
-  if (platform !== "cpu" && platform !== "interp") {
-    throw new Error(`ir.compile: platform '${platform}' is not supported by this build (supported: "cpu", "interp")`);
-  }
+  const target = getTarget(opts.platform ?? DEFAULT_PLATFORM);
   let lowered = program;
   let dumps: PassDump[] | undefined = dumpsOf.get(program);
   if (!isLowered(program)) {
-    const r = lowerProgram(program, { platform, dump: !!opts.dumpPasses, passes: opts.passes });
+    const r = lowerFor(program, target.name, { dump: !!opts.dumpPasses, passes: opts.passes });
     lowered = r.program;
     dumps = r.dumps;
   }
-  const { outputDir, meta } = compileArtifact(lowered, {
-    platform: platform as "cpu" | "interp",
+  const ref = target.build(lowered, {
     outputDir: opts.outputDir,
     packageVersion: PACKAGE_VERSION,
+    fingerprint: COMPILER_FINGERPRINT,
     dumps: opts.dumpPasses && dumps ? dumps.map((d) => ({ name: d.file.replace(/\.ts$/, ""), text: d.text, json: JSON.stringify(d.program.toJSON()) })) : undefined,
   });
-  return new CompiledProgram(outputDir, meta, program);
+  return new CompiledProgram(ref.outputDir, ref.meta, program);
 }

@@ -1,5 +1,5 @@
 // tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
-export * as pl from "./dsl/language.js";
+export * as pl from "./language.js";
 export * as ir from "./ir_api.js";
 export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";

@@ -5,20 +5,21 @@
 //
 // The call path on a hit: the arguments are hashed incrementally (dtype codes, dims, scalar
 // values: no strings, no allocation) into a small table of recent specializations; a hit is
-// confirmed by comparing the arguments with the entry's signature and launched through the
-// registration of the default worker without validating again (the comparison is the
-// validation). Anything else (tensor-likes other than HostTensor, a config with an output
-// directory, a first call) takes the full path: bind, key string, LRU, disk cache, compile.
+// confirmed by the registration's binder (`tryPack`: the same checks as every other call
+// form, without building an error) and launched through the worker's one launch function.
+// Anything else (tensor-likes other than HostTensor, a config with an output directory, a
+// first call) takes the full path: bind, key string, LRU, disk cache, compile.
 import { LRUCache } from "lru-cache";
 import { TsptoRuntimeError, scalarT, tensorT, type Program, type Type } from "./ir/index.js";
 import { parseKernel, paramInfo, roundTrip, sourceHash, type KernelDef, type ParamBinding } from "./dsl/index.js";
-import { lowerProgram } from "./passes/index.js";
-import { compile, rememberDumps } from "./compile.js";
+import { compile, lowerFor, rememberDumps } from "./compile.js";
+import { STAMP_FILE } from "./artifact/index.js";
+import { getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { RunConfig } from "./runtime/config.js";
 import { DeviceTensor } from "./runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "./runtime/host.js";
-import { defaultWorker, trustedLauncher, type ChipWorker } from "./runtime/worker.js";
+import { defaultWorker, type ChipWorker, type Registration } from "./runtime/worker.js";
 import { callerSpan } from "./runtime/caller.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
@@ -58,7 +59,7 @@ interface FastEntry {
   /** The in-memory cache key (the entry is live while the LRU holds it). */
   readonly key: string;
   worker: ChipWorker | null;
-  launch: ((args: readonly unknown[]) => unknown) | null;
+  reg: Registration | null;
 }
 const FAST_MAX = 64;
 
@@ -87,23 +88,6 @@ function argsHash(args: readonly unknown[], n: number, dynamic: readonly boolean
     }
   }
   return h;
-}
-
-function matches(sig: readonly ArgSig[], args: readonly unknown[]): boolean {
-  for (let i = 0; i < sig.length; i++) {
-    const s = sig[i], a = args[i];
-    if (s.t === "tensor") {
-      if (!(a instanceof HostTensor) || a.dtype !== s.dtype) return false;
-      const sh = a.shape;
-      if (sh.length !== s.shape.length) return false;
-      for (let k = 0; k < sh.length; k++) if (sh[k] !== s.shape[k]) return false;
-    } else if (s.t === "value") {
-      if (!Object.is(a, s.value)) return false;
-    } else if (typeof a !== "number" && typeof a !== "boolean") {
-      return false;
-    }
-  }
-  return true;
 }
 
 const shapeText = (s: readonly number[]) => `[${s.join(",")}]`;
@@ -179,7 +163,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const t0 = performance.now();
     const program = parseKernel(def, bindings);
     const t1 = performance.now();
-    const r = lowerProgram(program, { platform, dump: true });
+    const r = lowerFor(program, platform, { dump: true });
     if (phases) { phases.parse = t1 - t0; phases.passes = performance.now() - t1; }
     // Self-checks (tests set TSPTO_ROUNDTRIP=1): every program built, and its form after every
     // pass, must print as kernel source that parses back to a structurally equal program.
@@ -196,7 +180,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     let reason = lastSpec ? explain(lastSpec, spec) : "first call";
     if (root) {
       srcHash ??= sourceHash(def);
-      const dir = entryDir(root, def.name, diskKey(srcHash, spec.key));
+      const dir = entryDir(root, def.name, diskKey(getTarget(platform), srcHash, spec.key));
       const found = lookup(dir, platform);
       if (found.kind === "hit") {
         if (logOn("recompiles")) log(`${def.name}: loaded from the disk cache (${dir})`);
@@ -215,14 +199,14 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const t0 = performance.now();
     const lowered = lowerFrom(bindings, platform, phases);
     const t1 = performance.now();
-    const progress = logOn("compile") && process.stderr.isTTY && platform === "cpu";
-    if (progress) process.stderr.write(`tspto: compile ${def.name}: building C++ ...\r`);
+    const progress = logOn("compile") && process.stderr.isTTY;
+    if (progress) process.stderr.write(`tspto: compile ${def.name}: building for ${platform} ...\r`);
     const c = compile(lowered, { platform, ...(outputDir ? { outputDir } : {}) });
     if (progress) process.stderr.write("\x1b[2K");
     if (logOn("phases") || logOn("compile")) {
       const total = performance.now() - t0;
       let cxx = 0;
-      try { cxx = Number(JSON.parse(readFileSync(join(c.outputDir, "build", "stamp.json"), "utf8")).compileMs) || 0; } catch { /* interp, or reused */ }
+      try { cxx = Number(JSON.parse(readFileSync(join(c.outputDir, STAMP_FILE), "utf8")).compileMs) || 0; } catch { /* nothing compiled, or reused */ }
       // a reused artifact (same key, built earlier) keeps the stamp of that earlier build
       if (cxx > performance.now() - t1) cxx = 0;
       const codegen = performance.now() - t1 - cxx;
@@ -261,12 +245,12 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const list = fast.get(hash) ?? [];
     if (list.some((e) => e.compiled === compiled && e.platform === cfg.platform && e.deviceId === cfg.deviceId)) return;
     if (fastCount >= FAST_MAX) { fast.clear(); fastCount = 0; }
-    list.push({ hash, platform: cfg.platform, deviceId: cfg.deviceId, sig: spec.sig, compiled, key: spec.key, worker: null, launch: null });
+    list.push({ hash, platform: cfg.platform, deviceId: cfg.deviceId, sig: spec.sig, compiled, key: spec.key, worker: null, reg: null });
     fast.set(hash, list);
     fastCount++;
   };
 
-  /** The fast path: a recent specialization for these arguments, launched without re-validation. */
+  /** The fast path: a recent specialization for these arguments, packed by its binder and launched. */
   const fastCall = (all: unknown[]): { hit: true; result: unknown } | null => {
     if (!dynamic) return null;
     let n = all.length;
@@ -279,13 +263,14 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const list = fast.get(hash);
     if (!list) return null;
     for (const e of list) {
-      if (e.platform !== cfg.platform || e.deviceId !== cfg.deviceId || !matches(e.sig, all)) continue;
-      if (!cache.has(e.key)) return null; // evicted from the LRU: the full path decides
-      if (!e.launch || !e.worker || e.worker.closed) {
+      if (e.platform !== cfg.platform || e.deviceId !== cfg.deviceId) continue;
+      if (!e.reg || !e.worker || e.worker.closed || e.reg.closed) {
+        if (!cache.has(e.key)) return null; // evicted from the LRU: the full path decides
         e.worker = defaultWorker(cfg);
-        e.launch = trustedLauncher(e.worker, e.compiled);
+        e.reg = e.worker.registration(e.compiled);
       }
-      return { hit: true, result: e.launch(all) };
+      if (!e.reg.binder.tryPack(all, n, cfg === DEFAULT_CONFIG ? undefined : cfg)) continue;
+      return { hit: true, result: e.worker.launch(e.reg, e.reg.binder.packed) };
     }
     return null;
   };

@@ -8,4 +8,4 @@ export {
 export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
 export { parseProgramText, roundTrip } from "./text.js";
 export { sourceHash, type ConstVal } from "./resolve.js";
-export { locateKernel, loadSourceFile, type KernelSource, type SourceText } from "./source.js";
+export { locateKernel, loadSourceFile, nameFromSource, type KernelSource, type SourceText } from "./source.js";

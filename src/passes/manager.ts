@@ -2,10 +2,10 @@
 // (tests, TSPTO_VERIFY=1), and records a dump of the program after each pass.
 import { Program, verifyProgram, type VerifyOptions } from "../ir/index.js";
 
+/** What the passes know about the target: facts from its device description, never its name. */
 export interface PassContext {
-  /** Per-core scratch capacity in bytes (memory planning). */
+  /** Per-core scratch capacity in bytes (memory planning, tile sizes). */
   readonly scratchCapacity: number;
-  readonly platform: string;
 }
 
 export interface Pass {
@@ -18,7 +18,7 @@ export interface Pass {
 export interface PassDump { readonly index: number; readonly pass: string; readonly file: string; readonly text: string; readonly program: Program }
 
 export interface PipelineOptions {
-  platform?: string;
+  /** The target device's per-core scratch (Target.description.scratchBytes; default DEFAULT_SCRATCH_CAPACITY). */
   scratchCapacity?: number;
   /** Verify the IR after every pass (default: TSPTO_VERIFY=1). */
   verify?: boolean;
@@ -34,7 +34,7 @@ export class PassManager {
   constructor(readonly passes: readonly Pass[]) {}
 
   run(input: Program, opts: PipelineOptions = {}): PipelineResult {
-    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, platform: opts.platform ?? "cpu" };
+    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY };
     const verify = opts.verify ?? process.env.TSPTO_VERIFY === "1";
     const dumps: PassDump[] = [];
     const timings: { pass: string; ms: number }[] = [];

@@ -65,7 +65,7 @@ export function benchmark(compiled: CompiledProgram, args: readonly unknown[], o
   const rounds = opts.rounds ?? 100, warmup = opts.warmup ?? 3;
   if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`benchmark: rounds must be an integer >= 1, got ${rounds}`);
   if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError(`benchmark: warmup must be an integer >= 0, got ${warmup}`);
-  const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform as "cpu" }));
+  const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform }));
   const handle = worker.register(compiled);
   const dev: number[] = [], host: number[] = [];
   for (let i = 0; i < warmup + rounds; i++) {

@@ -6,16 +6,19 @@
  * and the value. The object is frozen; `with(overrides)` makes a new validated config.
  */
 
-/** The registered platforms. */
-export const PLATFORMS = Object.freeze(["cpu", "interp", "cuda"] as const);
-export type Platform = (typeof PLATFORMS)[number];
+import { DEFAULT_PLATFORM, platformNames } from "../targets/index.js";
+
+/** The registered platforms (src/targets): "cpu" (default), "interp", and any target added there. */
+export const PLATFORMS: readonly string[] = Object.freeze(platformNames());
+/** A platform name (one of PLATFORMS). */
+export type Platform = "cpu" | "interp" | (string & {});
 
 /** One value for every scope depth, or exactly 4 entries (one per depth; 0 = default). */
 export type RingSize = number | readonly [number, number, number, number] | readonly number[];
 
 export interface RunConfigOptions {
   /** "cpu" (default), "interp" or "cuda". */
-  platform?: Platform | string;
+  platform?: Platform;
   /** Device ordinal, integer >= 0 (default 0). */
   deviceId?: number;
   /** Chip swimlane tracing level: integer 0-4 or boolean (true = 4). */
@@ -201,8 +204,8 @@ export class RunConfig {
     const o = opts as Record<string, unknown>;
     const get = (k: keyof RunConfigOptions): unknown => o[k];
 
-    const platform = get("platform") ?? "cpu";
-    if (typeof platform !== "string" || !(PLATFORMS as readonly string[]).includes(platform)) {
+    const platform = get("platform") ?? DEFAULT_PLATFORM;
+    if (typeof platform !== "string" || !PLATFORMS.includes(platform)) {
       fail(typeof platform === "string" ? "range" : "type", "platform",
         `one of ${PLATFORMS.map((p) => JSON.stringify(p)).join(", ")}`, platform);
     }

@@ -7,28 +7,16 @@
 import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
-import type { CompiledMeta } from "../codegen/index.js";
+import { DFX_DIR, type CompiledMeta } from "../artifact/index.js";
+import type { DeviceTrace as NativeTrace, DeviceTraceAccess as NativeTraceAccess, DeviceTraceTask as NativeTraceTask } from "../targets/index.js";
 import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
 
-export const DFX_DIR = "dfx_outputs";
+export { DFX_DIR };
 
 /** Native TraceFlags (native/src/scheduler.h). */
 export const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
 /** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
 export const DUMP_L1_BYTES = 128;
-
-export interface NativeTraceAccess { base: bigint; nbytes: number; mode: number; before?: Uint8Array; after?: Uint8Array }
-export interface NativeTraceTask {
-  id: number; kernel: string; scope: number; core: number;
-  submitNs: number; startNs: number; endNs: number; cycles: number; instructions: number;
-  accesses: NativeTraceAccess[];
-}
-export interface NativeTrace {
-  launchStartNs: number; entryEndNs: number; launchEndNs: number; mask: number; pmuError: string;
-  argSlots: bigint[]; orchBuffers: { base: bigint; nbytes: number }[];
-  tasks: NativeTraceTask[];
-  edges: { from: number; to: number; fromAccess: number; toAccess: number }[];
-}
 
 /** The recording mask and snapshot byte cap a RunConfig asks for (0: record nothing). */
 export function recordingOf(cfg: RunConfig): { mask: number; dumpBytes: number } {

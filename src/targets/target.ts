@@ -9,7 +9,8 @@
 // The runtime (src/runtime) knows no platform by name: it asks the registry for the Target
 // of `RunConfig.platform`, opens its Device and talks to it only through this interface.
 import type { Program } from "../ir/index.js";
-import type { ArtifactDump, CompiledMeta } from "../artifact/index.js";
+import type { ArtifactDump, ArtifactRef } from "../artifact/index.js";
+export type { ArtifactRef };
 
 /** What the passes need to know about a target's device. */
 export interface DeviceDescription {
@@ -50,6 +51,20 @@ export interface DeviceStats {
   tasksRun: number;
 }
 
+/** What a recording launch leaves (DFX): tasks with their cores, times and accesses. */
+export interface DeviceTraceAccess { base: bigint; nbytes: number; mode: number; before?: Uint8Array; after?: Uint8Array }
+export interface DeviceTraceTask {
+  id: number; kernel: string; scope: number; core: number;
+  submitNs: number; startNs: number; endNs: number; cycles: number; instructions: number;
+  accesses: DeviceTraceAccess[];
+}
+export interface DeviceTrace {
+  launchStartNs: number; entryEndNs: number; launchEndNs: number; mask: number; pmuError: string;
+  argSlots: bigint[]; orchBuffers: { base: bigint; nbytes: number }[];
+  tasks: DeviceTraceTask[];
+  edges: { from: number; to: number; fromAccess: number; toAccess: number }[];
+}
+
 /** Options a worker opens a device with (from its RunConfig and the target's description). */
 export interface DeviceOptions {
   deviceId: number;
@@ -63,12 +78,6 @@ export interface DeviceOptions {
   ringTaskWindow: number;
   ringHeap: number;
   ringDepPool: number;
-}
-
-/** A built artifact as a device loads it: its directory and validated metadata. */
-export interface ArtifactRef {
-  readonly outputDir: string;
-  readonly meta: CompiledMeta;
 }
 
 /** One open device. Memory addresses are bigints; every failure is a TsptoError. */
@@ -96,7 +105,7 @@ export interface Device {
   /** DFX recording: false when this device records nothing (the worker says so once). */
   readonly records: boolean;
   setRecording(mask: number, dumpBytes: number): void;
-  takeTrace(): unknown | null;
+  takeTrace(): DeviceTrace | null;
   /** Idempotent: releases every allocation and module. */
   close(): void;
   readonly closed: boolean;
@@ -105,7 +114,10 @@ export interface Device {
 export interface BuildOptions {
   /** Where to write the artifact (default: under the user's private cache directory). */
   outputDir?: string;
+  /** Recorded in the metadata; part of the key. */
   packageVersion: string;
+  /** Fingerprint of the compiler's own code (part of the key: new tspto code never reuses an old artifact). */
+  fingerprint?: string;
   dumps?: readonly ArtifactDump[];
   /** Compile options that change the output (part of the artifact key). */
   options?: Readonly<Record<string, string | number | boolean>>;

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import type { CompiledMeta, CompiledParam } from "../codegen/meta.js";
+import type { CompiledMeta, CompiledParam } from "../artifact/index.js";
 import { DEPS_FILE, DFX_DIR, SWIMLANE_FILE } from "./dfx.js";
 import { fmtBytes, fmtInt } from "./html.js";
 

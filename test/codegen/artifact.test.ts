@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { compileArtifact, generateCpp, validateMeta } from "../../src/codegen/index.js";
+import { generateCpp } from "../../src/codegen/index.js";
+import { validateMeta } from "../../src/artifact/index.js";
+import { compileArtifact } from "./helpers.js";
 import { mulberry32, run, seedProgram, cleanup, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);

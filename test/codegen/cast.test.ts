@@ -3,7 +3,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DTYPES, INDEX, isFloat, mkFor, mkVar, type DType, type Var } from "../../src/ir/index.js";
-import { compileArtifact } from "../../src/codegen/index.js";
+import { compileArtifact } from "./helpers.js";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../../src/runtime/dtype.js";
 import { B, c, call, expectExact, load, mulberry32, run, singleKernelProgram, store, tensorVar, type Storage, cleanup, tmpDir } from "./helpers.js";
 

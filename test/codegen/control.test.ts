@@ -6,7 +6,7 @@ import {
   INDEX, Program, mkAssign, mkBreak, mkContinue, mkEval, mkFor, mkFunc, mkIf, mkReturn, mkVar, mkWhile, mkYield, scalarT, tileT, verifyProgram,
   type Var,
 } from "../../src/ir/index.js";
-import { compileArtifact } from "../../src/codegen/index.js";
+import { compileArtifact } from "./helpers.js";
 import { B, Planner, c, call, expectClose, kernel, launch, load, mulberry32, run, scalarVar, singleKernelProgram, store, tensorVar, cleanup, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);

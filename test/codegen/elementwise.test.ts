@@ -3,7 +3,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BINARY, DTYPES, UNARY, isFloat, type DType, type Expr, type Var } from "../../src/ir/index.js";
-import { compileArtifact } from "../../src/codegen/index.js";
+import { compileArtifact } from "./helpers.js";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../../src/runtime/dtype.js";
 import { c, call, expectClose, expectExact, load, mulberry32, run, scalarVar, singleKernelProgram, store, tensorVar, type HArg, type Storage, cleanup, tmpDir } from "./helpers.js";
 

@@ -6,7 +6,9 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   BINARY, Program, TsptoCompileError, UNARY, allOps, mkAssign, mkEval, mkFunc, mkReturn, mkVar, tensorT, type Var,
 } from "../../src/ir/index.js";
-import { EMITTERS, compileArtifact, generateCpp, validateMeta, type CompiledMeta } from "../../src/codegen/index.js";
+import { EMITTERS, generateCpp } from "../../src/codegen/index.js";
+import { validateMeta, type CompiledMeta } from "../../src/artifact/index.js";
+import { compileArtifact } from "./helpers.js";
 import { c, call, kernel, launch, load, run, seedProgram, singleKernelProgram, store, tensorVar, B, Planner, cleanup, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);
@@ -95,7 +97,7 @@ describe("validateMeta", () => {
     expect(validateMeta(good(), F)).toEqual(good());
   });
   it("rejects non-JSON", () => {
-    expect(() => validateMeta("{ nope", F)).toThrow(/^\/x\/compiled_meta\.json: not valid JSON/);
+    expect(() => validateMeta("{ nope", F)).toThrow(/^\[E_ARTIFACT\] \/x\/compiled_meta\.json: not valid JSON/);
   });
   it("rejects a missing field", () => {
     const m = good() as Partial<CompiledMeta>;
@@ -122,7 +124,9 @@ describe("validateMeta", () => {
     expect(() => validateMeta({ ...good(), outputIndices: [0] }, F)).toThrow("field 'outputIndices[0]' must name an out/inout parameter");
     expect(() => validateMeta({ ...good(), returns: [7] }, F)).toThrow("field 'returns[0]' must be a parameter index (< 3), got 7");
     expect(() => validateMeta({ ...good(), libraryHash: "xyz" }, F)).toThrow("field 'libraryHash' must be a sha256 hex digest");
-    expect(() => validateMeta({ ...good(), backendType: "interp" }, F)).toThrow(`field 'backendType' must be "cpp" for platform "cpu"`);
+    expect(() => validateMeta({ ...good(), library: "../elsewhere.so" }, F)).toThrow(`field 'library' must be a relative path inside the artifact directory (or null), got "../elsewhere.so"`);
+    expect(() => validateMeta({ ...good(), library: null }, F)).toThrow("field 'libraryHash' must be null when 'library' is null");
+    expect(() => validateMeta({ ...good(), platform: "CPU!" }, F)).toThrow("field 'platform' must be a platform name");
     expect(() => validateMeta({ ...good(), extra: 1 }, F)).toThrow("/x/compiled_meta.json: unknown field 'extra'");
     expect(() => validateMeta({ ...good(), scratchBytes: -1 }, F)).toThrow("field 'scratchBytes' must be an integer >= 0, got -1");
     const m = good();

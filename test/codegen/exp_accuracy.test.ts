@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CXX_FLAGS } from "../../src/codegen/build.js";
+import { CXX_FLAGS } from "../../src/targets/cpu/index.js";
 import { CPP_PRELUDE } from "../../src/codegen/cpp/prelude.js";
 import { INCLUDE_DIR, cleanup, tmpDir } from "./helpers.js";
 

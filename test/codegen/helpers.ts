@@ -12,6 +12,8 @@ import {
   tensorT, voidT, scalarT, verifyProgram,
   type Attrs, type Direction, type Span, type DType, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../../src/ir/index.js";
+import { getTarget } from "../../src/targets/index.js";
+import type { ArtifactDump } from "../../src/artifact/index.js";
 
 export const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));
 const HARNESS_SRC = fileURLToPath(new URL("./harness/harness.cc", import.meta.url));
@@ -215,4 +217,11 @@ export function expectExact(actual: ArrayLike<number | bigint>, expected: ArrayL
     if (!ok) { bad++; if (msgs.length < 8) msgs.push(`[${i}] got ${a}, expected ${e}`); }
   }
   if (bad) throw new Error(`${what}: ${bad}/${actual.length} elements differ:\n  ${msgs.join("\n  ")}`);
+}
+
+// ------------------------------------------------------------------ building artifacts
+/** Builds a lowered program into an artifact with the named target (the targets' build, as ir.compile does). */
+export function compileArtifact(p: Program, opts: { platform: string; packageVersion: string; outputDir?: string; dumps?: ArtifactDump[] }) {
+  const { platform, ...rest } = opts;
+  return getTarget(platform).build(p, rest);
 }

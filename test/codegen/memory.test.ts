@@ -3,7 +3,8 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { INDEX, TsptoCompileError, mkCall, mkFor, mkList, mkVar, tileT, type Span } from "../../src/ir/index.js";
-import { compileArtifact, generateCpp } from "../../src/codegen/index.js";
+import { generateCpp } from "../../src/codegen/index.js";
+import { compileArtifact } from "./helpers.js";
 import { B, c, call, expectExact, load, mulberry32, run, scalarVar, singleKernelProgram, store, tensorVar, cleanup, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);

@@ -2,7 +2,7 @@
 // right place of this file (file:line:col, the source line, a caret) with a hint.
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import * as pl from "../../src/dsl/language.js";
+import * as pl from "../../src/language.js";
 import { defineKernel, parseKernel, paramInfo } from "../../src/dsl/index.js";
 import { scalarT, tensorT, TsptoCompileError, TsptoError, TsptoRuntimeError, TsptoSyntaxError, TsptoTypeError, type Type } from "../../src/ir/index.js";
 import { FIX_MUTABLE } from "./fixtures/consts.js";

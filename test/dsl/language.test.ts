@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
-import * as pl from "../../src/dsl/language.js";
+import * as pl from "../../src/language.js";
 import { pl as plFromRoot } from "tspto";
 import * as plFromPackage from "tspto/language";
 import {
@@ -147,7 +147,7 @@ describe("under tsx", () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const script = join(dir, "script.ts");
     writeFileSync(script, [
-      `import * as pl from "../../../../src/dsl/language.js";`,
+      `import * as pl from "../../../../src/language.js";`,
       `import { parseKernel, paramInfo } from "../../../../src/dsl/index.js";`,
       `import { tensorT } from "../../../../src/ir/index.js";`,
       `const N = 8 * 2;`,

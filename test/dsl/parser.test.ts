@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import * as pl from "../../src/dsl/language.js";
+import * as pl from "../../src/language.js";
 import { paramInfo, parseKernel, roundTrip, sourceHash } from "../../src/dsl/index.js";
 import {
   exprType, scalarT, tensorT, tileT, typeEqual, verifyProgram,

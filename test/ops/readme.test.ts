@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { plOpNames } from "../../src/ir/index.js";
-import * as pl from "../../src/dsl/language.js";
+import * as pl from "../../src/language.js";
 
 const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
 const opsSection = readme.slice(readme.indexOf("## Ops"), readme.indexOf("## Examples"));

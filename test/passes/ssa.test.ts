@@ -6,7 +6,7 @@ import {
   getOp, inferCall, verifyProgram, INDEX, scalarT, type Expr, type Stmt, forEachStmt,
 } from "../../src/ir/index.js";
 import { ssaPass, simplifyPass, DEFAULT_SCRATCH_CAPACITY } from "../../src/passes/index.js";
-import { interpret } from "../../src/runtime/interp.js";
+import { interpret } from "../../src/ir/interpret.js";
 
 const ctx = { scratchCapacity: DEFAULT_SCRATCH_CAPACITY, platform: "cpu" };
 const op = (name: string, ...args: Expr[]) => mkCall(name, args, {}, inferCall(getOp(name), args, {}, { file: "t", line: 1, col: 1 }));

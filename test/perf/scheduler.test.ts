@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNative, type NativeDevice } from "../../src/runtime/native.js";
+import { loadNative, type NativeDevice } from "../../src/targets/native.js";
 import { coreThreadCount } from "../../src/runtime/worker.js";
 
 const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));

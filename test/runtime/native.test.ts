@@ -16,7 +16,7 @@ import {
   type DeviceOptions,
   type NativeAddon,
   type NativeDevice,
-} from "../../src/runtime/native.js";
+} from "../../src/targets/native.js";
 
 const execFileAsync = promisify(execFile);
 const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));

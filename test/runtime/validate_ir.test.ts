@@ -46,7 +46,7 @@ describe("validateIr", () => {
 
   it("needs pass dumps", () => {
     const c = ir.compile(k.lower(a, b, zeros([N, N])), { platform: "interp", outputDir: `${process.env.TMPDIR ?? "/tmp"}/tspto-nodump-${process.pid}` });
-    expect(() => c.validateIr([a, b, zeros([N, N])], expected)).toThrow(/no pass dumps; compile with ir\.compile\(program, \{ dumpPasses: true \}\)/);
+    expect(() => c.validateIr([a, b, zeros([N, N])], expected)).toThrow(/no pass dumps\n  hint: compile with ir\.compile\(program, \{ dumpPasses: true \}\)/);
   });
 });
 

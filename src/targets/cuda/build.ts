@@ -10,17 +10,19 @@
 //                               is checked before the device loads it)
 // nvcc and the host compiler run at the same time. The artifact key holds the nvcc path and
 // version, the architecture and the flags, so another toolkit or GPU gets another artifact.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Program } from "../../ir/index.js";
 import { TsptoCompileError } from "../../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END } from "../../codegen/cpp/index.js";
 import { generateCuda, type GeneratedCuda } from "../../codegen/cuda/index.js";
-import { entrySignature } from "../../codegen/meta.js";
+import { entrySignature } from "../../codegen/index.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
-import type { CompiledMeta } from "../../artifact/index.js";
+import {
+  KEY_FILE, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, canonicalJSON, checkReplaceable, defaultArtifactRoot, safeName, sha256,
+  validateMeta, writeDumps, type CompiledMeta,
+} from "../../artifact/index.js";
 import {
   CUDA_SOURCE_PATH, ENTRY_LIBRARY_PATH, ENTRY_SOURCE_PATH, FATBIN_PATH, NVCC_FLAGS, ENTRY_CXX_FLAGS,
   cudaArch, entryCxxArgs, findNvcc, hostCxx, nvccArgs, requireNvcc, runStepsAsync, runStepsSync, type Nvcc, type StepResult,
@@ -28,11 +30,6 @@ import {
 
 /** Bump when generated code changes meaning (part of the artifact key). */
 const CODEGEN_VERSION = "cuda-1";
-const KEY_FILE = ".artifact_key";
-const META_FILE = "compiled_meta.json";
-
-const sha256 = (data: string | Buffer): string => createHash("sha256").update(data).digest("hex");
-const safeName = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 64) || "program";
 
 /** The build's machine-dependent identity: nvcc (path, version), architecture, flags, host compiler. */
 export function cudaKeyParts(arch = cudaArch()): string[] {
@@ -44,25 +41,10 @@ export function cudaKeyParts(arch = cudaArch()): string[] {
 
 interface Prepared { gen: GeneratedCuda; key: string; outputDir: string; arch: string; nvcc: Nvcc; tmp: string | null; reused: ArtifactRef | null }
 
-function canonicalJSON(json: unknown): string {
-  const ids = new Map<number, number>();
-  const id = (n: number) => { let k = ids.get(n); if (k === undefined) { k = ids.size; ids.set(n, k); } return k; };
-  const walk = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === "object") {
-      const o: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) o[k] = (k === "var" || k === "ref") && typeof x === "number" ? id(x) : walk(x);
-      return o;
-    }
-    return v;
-  };
-  return JSON.stringify(walk(json));
-}
-
 function tryReuse(dir: string, key: string): ArtifactRef | null {
   try {
     if (readFileSync(join(dir, KEY_FILE), "utf8").trim() !== key) return null;
-    const meta = JSON.parse(readFileSync(join(dir, META_FILE), "utf8")) as CompiledMeta;
+    const meta = validateMeta(readFileSync(join(dir, META_FILE), "utf8"), join(dir, META_FILE));
     if (!meta.library || sha256(readFileSync(join(dir, meta.library))) !== meta.libraryHash) return null;
     const stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
     if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) return null;
@@ -104,11 +86,12 @@ function prepare(program: Program, opts: BuildOptions): Prepared {
   const pre = findPrebuilt(program, opts, gen);
   if (pre) return { gen, key: "", outputDir: pre.outputDir, arch, nvcc: { path: "", version: "" }, tmp: null, reused: pre };
   const nvcc = requireNvcc();
-  const key = sha256([CODEGEN_VERSION, opts.packageVersion, "cuda", JSON.stringify(opts.options ?? {}), canonicalJSON(program.toJSON()),
+  const key = sha256([CODEGEN_VERSION, opts.packageVersion, opts.fingerprint ?? "", "cuda", JSON.stringify(opts.options ?? {}), canonicalJSON(program.toJSON()),
     sha256(gen.source), sha256(gen.entry), ...cudaKeyParts(arch)].join("\0"));
-  const outputDir = resolve(opts.outputDir ?? join(tmpdir(), `tspto-${process.getuid?.() ?? "user"}`, "cuda", `${safeName(program.name)}-${key.slice(0, 16)}`));
+  const outputDir = resolve(opts.outputDir ?? join(defaultArtifactRoot(), `${safeName(program.name)}-${key.slice(0, 16)}`));
   const reused = tryReuse(outputDir, key);
-  if (reused) return { gen, key, outputDir, arch, nvcc, tmp: null, reused };
+  if (reused) { writeDumps(outputDir, opts.dumps, true); return { gen, key, outputDir, arch, nvcc, tmp: null, reused }; }
+  checkReplaceable(outputDir);
   mkdirSync(dirname(outputDir), { recursive: true, mode: 0o700 });
   const tmp = `${outputDir}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   for (const d of ["kernels", "orchestration", "build"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -136,6 +119,7 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
       // leave the generated source where the user can read it
       let where = tmp;
       if (!existsSync(join(p.outputDir, META_FILE))) {
+        checkReplaceable(p.outputDir);
         rmSync(p.outputDir, { recursive: true, force: true });
         renameSync(tmp, p.outputDir);
         where = p.outputDir;
@@ -155,13 +139,15 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
       sourceSha256: sha256(p.gen.source), entrySha256: sha256(p.gen.entry), fatbinSha256, librarySha256: libraryHash, key: p.key,
       kernels: p.gen.kernels, blockThreads: p.gen.blockThreads,
     }, null, 2)}\n`);
-    const sig = entrySignature(program, "cpu");
-    const meta = {
-      schema: "tspto-compiled-program", schemaVersion: 1, name: program.name, entry: program.entry, platform: "cuda",
+    const sig = entrySignature(program, { dynamicDims: false, platform: "cuda" });
+    const meta: CompiledMeta = {
+      schema: META_SCHEMA, schemaVersion: META_SCHEMA_VERSION, name: program.name, entry: program.entry, platform: "cuda",
       backendType: "cuda", runtimeName: "tspto-cuda", ...sig, scratchBytes: p.gen.scratchBytes,
       kernels: p.gen.kernels.map((k) => ({ name: k.name, symbol: k.symbol, scratchBytes: k.scratchBytes })),
       library: ENTRY_LIBRARY_PATH, libraryHash, tspto: opts.packageVersion, createdAt: new Date().toISOString(),
-    } as unknown as CompiledMeta;
+    };
+    writeDumps(tmp, opts.dumps, false);
+    validateMeta(meta, join(p.outputDir, META_FILE)); // what we write must read back
     writeFileSync(join(tmp, KEY_FILE), `${p.key}\n`);
     writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
     try {
@@ -169,6 +155,7 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
     } catch {
       const theirs = tryReuse(p.outputDir, p.key);
       if (theirs) { rmSync(tmp, { recursive: true, force: true }); return theirs; }
+      checkReplaceable(p.outputDir);
       const old = `${p.outputDir}.old-${process.pid}-${randomBytes(4).toString("hex")}`;
       try { renameSync(p.outputDir, old); } catch { /* gone */ }
       renameSync(tmp, p.outputDir);

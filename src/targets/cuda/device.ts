@@ -6,8 +6,9 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TsptoRuntimeError } from "../../ir/index.js";
-import { loadNative } from "../../runtime/native.js";
-import type { ArtifactRef, Device, DeviceOptions, DeviceStats } from "../target.js";
+import { verifiedLibrary } from "../../artifact/index.js";
+import { loadNative } from "../native.js";
+import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
 
 /** The native device object (native/src/cuda_device.cc), same surface as the cpu one. */
@@ -72,12 +73,11 @@ export class CudaDevice implements Device {
   d2d(dst: bigint, src: bigint, nbytes: number): void { try { this.#n.d2d(dst, src, nbytes); } catch (e) { throw cudaError(e); } }
   load(artifact: ArtifactRef): number {
     // both binaries are checked against their recorded hashes before anything loads them
-    const dir = artifact.outputDir, meta = artifact.meta;
-    if (!meta.library || !meta.libraryHash) throw new TsptoRuntimeError("E_ARTIFACT", `${dir}: not a cuda artifact (no library)`);
-    const lib = join(dir, meta.library);
+    const dir = artifact.outputDir;
+    // the host library: hash and directory permissions (artifact room); the fatbin: its hash in build/stamp.json
+    const lib = verifiedLibrary(artifact);
     let stamp: { fatbinSha256?: string };
     try {
-      if (sha256(readFileSync(lib)) !== meta.libraryHash) throw new Error(`${lib} does not match its recorded hash`);
       stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
       if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) throw new Error(`${join(dir, FATBIN_PATH)} does not match its recorded hash`);
     } catch (e) {
@@ -94,7 +94,7 @@ export class CudaDevice implements Device {
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
-  takeTrace(): unknown | null { return null; }
+  takeTrace(): DeviceTrace | null { return null; }
   close(): void { this.#n.close(); }
   get closed(): boolean { return this.#n.closed; }
 }

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { TsptoError } from "../../../src/ir/index.js";
 import { cudaTarget, CudaDevice } from "../../../src/targets/cuda/index.js";
-import { loadNative } from "../../../src/runtime/native.js";
+import { loadNative } from "../../../src/targets/native.js";
 import { hasCudaGpu } from "./gpu.js";
 
 const OPTS = { deviceId: 0, coreThreads: 1, schedThreads: 1, scratchBytes: 1 << 20, memoryBytes: 1 << 24, ringTaskWindow: 16, ringHeap: 1 << 20, ringDepPool: 1024 };

@@ -1,10 +1,12 @@
-// The interp platform: evaluates the IR in TypeScript from the op registry's reference
-// semantics. Works on any stage of the pipeline (pre- or post-SSA, before or after
+// The IR's meaning, executable: evaluates a program in TypeScript from the op registry's
+// reference semantics (the interp platform's device runs it). Works on any stage of the pipeline (pre- or post-SSA, before or after
 // outlining), which is what makes it the golden reference and what validateIr uses.
-import {
-  getOp, TsptoRuntimeError, type Expr, type Func, type Program, type Stmt, type Value, type EvalEnv, type Span,
-} from "../ir/index.js";
-import { formatSpan } from "../ir/errors.js";
+import "./ops/index.js";
+import { getOp } from "./registry.js";
+import { TsptoRuntimeError, formatSpan } from "./errors.js";
+import type { Expr, Func, Span, Stmt } from "./nodes.js";
+import type { Program } from "./program.js";
+import type { EvalEnv, Value } from "./values.js";
 
 type Signal =
   | { kind: "normal" }

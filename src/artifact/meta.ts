@@ -1,21 +1,19 @@
-// compiled_meta.json: what the runtime knows about a built program (it never reads IR).
-import type { Program } from "../ir/index.js";
-import { DTYPES, TsptoCompileError } from "../ir/index.js";
+// compiled_meta.json: what the runtime knows about a built program (it never reads IR). The
+// schema is the same for every target: the platform names the target that built it, and a
+// target that builds a loadable binary records it in `library` with its sha256.
+import { DTYPES, TsptoError } from "../ir/index.js";
 import type { DType } from "../ir/index.js";
-import { returnedParams } from "./cpp/generate.js";
+import { META_FILE } from "./layout.js";
 
 export const META_SCHEMA = "tspto-compiled-program";
 export const META_SCHEMA_VERSION = 1;
-export const META_FILE = "compiled_meta.json";
-export const LIBRARY_PATH = "build/libprogram.so";
-
-export type MetaPlatform = "cpu" | "interp";
+export { META_FILE };
 
 export interface CompiledParam {
   name: string;
   kind: "tensor" | "scalar";
   direction: "in" | "out" | "inout";
-  /** Tensors only. Static extents; -1 marks a dynamic dimension (interp platform only). */
+  /** Tensors only. Static extents; -1 marks a dynamic dimension (targets that support them). */
   shape?: number[];
   dtype: DType;
   /** Scalars specialized at compile time: the value the program was compiled for. */
@@ -31,9 +29,12 @@ export interface CompiledMeta {
   name: string;
   /** Entry (orchestration) function name. */
   entry: string;
-  platform: MetaPlatform;
-  backendType: "cpp" | "interp";
-  runtimeName: "tspto-cpu-sim" | "tspto-interp";
+  /** The target that built it (a registered platform name). */
+  platform: string;
+  /** What the target generated ("cpp", "cuda", "interp"). */
+  backendType: string;
+  /** The runtime that executes it ("tspto-cpu-sim", ...). */
+  runtimeName: string;
   params: CompiledParam[];
   /** Indices of the out / inout params. */
   outputIndices: number[];
@@ -43,9 +44,9 @@ export interface CompiledMeta {
   /** Per-core scratch bytes the program needs (max over kernels). */
   scratchBytes: number;
   kernels: CompiledKernel[];
-  /** Relative to the artifact dir; null on interp. */
-  library: "build/libprogram.so" | null;
-  /** sha256 (hex) of the library; null on interp. */
+  /** The loadable binary, relative to the artifact dir; null when the target loads program.json. */
+  library: string | null;
+  /** sha256 (hex) of the library; null without one. */
   libraryHash: string | null;
   /** tspto package version that built it. */
   tspto: string;
@@ -53,61 +54,16 @@ export interface CompiledMeta {
   createdAt: string;
 }
 
-/** Entry parameters, outputs and returns of a lowered program, for the metadata. */
-export function entrySignature(program: Program, platform: MetaPlatform): Pick<CompiledMeta, "params" | "outputIndices" | "returns" | "hasReturn"> {
-  const entry = program.getFunction(program.entry);
-  if (!entry) throw new TsptoCompileError("E_CODEGEN", `internal: program '${program.name}' has no entry function '${program.entry}'`);
-  const params: CompiledParam[] = entry.params.map((p) => {
-    const t = p.var.type;
-    if (t.kind === "tensor") {
-      const shape = t.shape.map((d) => {
-        if (typeof d === "number") return d;
-        if (platform === "cpu") {
-          throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the cpu platform yet (parameter '${p.var.name}')`, p.var.span,
-            "give the tensor a static shape, or use the interp platform");
-        }
-        return -1;
-      });
-      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, dtype: t.dtype };
-    }
-    if (t.kind === "scalar") {
-      const spec = (entry.attrs.specialized as Record<string, number | boolean> | undefined)?.[p.var.name];
-      return { name: p.var.name, kind: "scalar", direction: p.dir, dtype: t.dtype, ...(spec !== undefined ? { value: spec } : {}) };
-    }
-    throw new TsptoCompileError("E_CODEGEN", `internal: entry parameter '${p.var.name}' is neither a tensor nor a scalar`, p.var.span);
-  });
-  const outputIndices = params.flatMap((p, i) => (p.direction === "out" || p.direction === "inout" ? [i] : []));
-  let returns: number[] = [];
-  let hasReturn = false;
-  const findReturn = (ss: readonly import("../ir/index.js").Stmt[]): import("../ir/index.js").Return | undefined => {
-    for (const s of ss) {
-      if (s.kind === "return" && s.values.length) return s;
-      const inner = s.kind === "for" || s.kind === "while" ? findReturn(s.body) : s.kind === "if" ? findReturn(s.then) ?? findReturn(s.else) : undefined;
-      if (inner) return inner;
-    }
-    return undefined;
-  };
-  const ret = findReturn(entry.body);
-  if (ret) {
-    hasReturn = true;
-    const idx = returnedParams(entry, program);
-    returns = ret.values.map((v, k) => {
-      const i = idx[k];
-      if (i === undefined) {
-        throw new TsptoCompileError("E_RETURN", `the entry '${entry.name}' returns ${v.kind === "var" ? `'${v.name}'` : "a value"} that is not one of its parameters`, v.span,
-          "return a parameter tensor (e.g. the output argument); returning new tensors is not supported yet");
-      }
-      return i;
-    });
-  }
-  return { params, outputIndices, returns, hasReturn };
-}
-
 // ------------------------------------------------------------------ validation
-class MetaError extends Error {
+/** An artifact directory that cannot be used as it is (missing, malformed, modified). */
+export class TsptoArtifactError extends TsptoError {
+  constructor(detail: string, hint = "compile the program again (ir.compile or a jit call); an artifact directory is written only by tspto") {
+    super("E_ARTIFACT", detail, undefined, hint);
+  }
+}
+class MetaError extends TsptoArtifactError {
   constructor(file: string, problem: string) {
     super(`${file}: ${problem}`);
-    this.name = "MetaError";
   }
 }
 
@@ -169,12 +125,10 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
 
   const name = str("name", o.name);
   const entry = str("entry", o.entry);
-  const platform = oneOf("platform", o.platform, ["cpu", "interp"] as const);
-  const backendType = oneOf("backendType", o.backendType, ["cpp", "interp"] as const);
-  const runtimeName = oneOf("runtimeName", o.runtimeName, ["tspto-cpu-sim", "tspto-interp"] as const);
-  const expect = platform === "cpu" ? { backendType: "cpp", runtimeName: "tspto-cpu-sim" } : { backendType: "interp", runtimeName: "tspto-interp" };
-  if (backendType !== expect.backendType) fail("backendType", `must be "${expect.backendType}" for platform "${platform}"`, backendType);
-  if (runtimeName !== expect.runtimeName) fail("runtimeName", `must be "${expect.runtimeName}" for platform "${platform}"`, runtimeName);
+  const platform = str("platform", o.platform);
+  if (!/^[a-z][a-z0-9_-]*$/.test(platform)) fail("platform", "must be a platform name (lowercase letters, digits, _ and -)", platform);
+  const backendType = str("backendType", o.backendType);
+  const runtimeName = str("runtimeName", o.runtimeName);
 
   const params: CompiledParam[] = arr("params", o.params).map((p, i) => {
     const f = `params[${i}]`;
@@ -191,7 +145,7 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
     if (kind === "tensor") {
       if (!("shape" in p)) throw new MetaError(file, `missing field '${f}.shape' (required for tensors)`);
       out.shape = arr(`${f}.shape`, p.shape).map((d, k) => {
-        if (d === -1 && platform === "interp") return -1;
+        if (d === -1) return -1;
         return int(`${f}.shape[${k}]`, d, 1);
       });
     } else {
@@ -237,18 +191,17 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
   });
   const maxScratch = kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0);
   if (scratchBytes < maxScratch) fail("scratchBytes", `must be at least the largest kernel's scratchBytes (${maxScratch})`, scratchBytes);
-  let library: "build/libprogram.so" | null;
-  let libraryHash: string | null;
-  if (platform === "cpu") {
-    if (o.library !== LIBRARY_PATH) fail("library", `must be "${LIBRARY_PATH}" for platform "cpu"`, o.library);
-    library = LIBRARY_PATH;
-    if (typeof o.libraryHash !== "string" || !/^[0-9a-f]{64}$/.test(o.libraryHash)) fail("libraryHash", "must be a sha256 hex digest (64 lowercase hex digits) for platform \"cpu\"", o.libraryHash);
+  let library: string | null = null;
+  let libraryHash: string | null = null;
+  if (o.library !== null) {
+    library = str("library", o.library);
+    if (library.startsWith("/") || library.split("/").some((part) => part === ".." || part === "")) {
+      fail("library", "must be a relative path inside the artifact directory (or null)", library);
+    }
+    if (typeof o.libraryHash !== "string" || !/^[0-9a-f]{64}$/.test(o.libraryHash)) fail("libraryHash", "must be a sha256 hex digest (64 lowercase hex digits) when 'library' is set", o.libraryHash);
     libraryHash = o.libraryHash as string;
-  } else {
-    if (o.library !== null) fail("library", `must be null for platform "${platform}"`, o.library);
-    if (o.libraryHash !== null) fail("libraryHash", `must be null for platform "${platform}"`, o.libraryHash);
-    library = null;
-    libraryHash = null;
+  } else if (o.libraryHash !== null) {
+    fail("libraryHash", "must be null when 'library' is null", o.libraryHash);
   }
   const tspto = str("tspto", o.tspto);
   const createdAt = str("createdAt", o.createdAt);

@@ -1,61 +1,14 @@
 // Loader and typed interface of the native runtime addon (native/, built by node-gyp on
-// `npm install`). The addon is the device of the cpu platform: a memory arena, a module
-// table of dlopen'd program libraries and a persistent task scheduler. The rest of
-// src/runtime talks to the device only through the interfaces below.
+// `npm install`). The addon holds the native devices (the cpu platform's simulated chip: a
+// memory arena, a module table of dlopen'd program libraries and a persistent task
+// scheduler). Only the targets use it; the runtime talks to a `Device` (target.ts).
 import { createRequire } from "node:module";
+import { TsptoRuntimeError } from "../ir/index.js";
+import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
+export { ArgKind, type DeviceOptions } from "./target.js";
 
-/** Counters of one device. */
-export interface NativeStats {
-  /** Launches whose entry ran (successful or failed). */
-  launches: number;
-  /** Bytes copied host → device: explicit h2d plus In/InOut launch arguments. */
-  h2dBytes: number;
-  /** Bytes copied device → host: explicit d2h plus Out/InOut launch arguments. */
-  d2hBytes: number;
-  /** Arena bytes held by live allocations (each rounded up to 64 bytes): device tensors,
-   *  launch staging buffers and orchestration buffers. */
-  bytesInUse: number;
-  liveAllocations: number;
-  /** Usable arena bytes (memoryBytes rounded down to a multiple of 64). */
-  capacity: number;
-  /** Modules currently loaded. */
-  modulesLoaded: number;
-  /** loadModule calls that succeeded, cumulative. */
-  moduleLoads: number;
-  /** Kernel tasks executed (tasks skipped after a failure are not counted). */
-  tasksRun: number;
-}
-
-export interface DeviceOptions {
-  deviceId: number;
-  /** Core threads (≥ 1); each owns a scratch arena of scratchBytes. */
-  coreThreads: number;
-  /** Scheduler threads (aicpuThreadNum, ≥ 0). Accepted and validated; dispatch currently
-   *  happens on the submitting and completing threads. */
-  schedThreads: number;
-  /** Per-core scratch capacity in bytes (TsptoRuntimeApi.scratch_bytes). */
-  scratchBytes: number;
-  /** Reserved (virtual) device memory in bytes. */
-  memoryBytes: number;
-  /** Task ring slots; a submit waits while the ring is full. */
-  ringTaskWindow: number;
-  /** Bytes of task arguments + accesses in flight before a submit waits. */
-  ringHeap: number;
-  /** Dependency edges in flight before a submit waits. */
-  ringDepPool: number;
-}
-
-/** Argument kinds of NativeDevice.launch (the `kinds` array). */
-export const ArgKind = {
-  HostIn: 0,
-  HostOut: 1,
-  HostInOut: 2,
-  Device: 3,
-  Int: 4,
-  Float: 5,
-  Bool: 6,
-} as const;
-export type ArgKind = (typeof ArgKind)[keyof typeof ArgKind];
+/** Counters of the native device (DeviceStats). */
+export type NativeStats = DeviceStats;
 
 /**
  * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments); some carry
@@ -89,7 +42,7 @@ export interface NativeDevice {
    *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */
   setRecording(mask: number, dumpBytes: number): void;
   /** The trace of the last launch that recorded, once; null otherwise. */
-  takeTrace(): import("./dfx.js").NativeTrace | null;
+  takeTrace(): DeviceTrace | null;
   /** Idempotent: joins threads, unloads modules, frees all memory. */
   close(): void;
   readonly closed: boolean;
@@ -101,7 +54,7 @@ export interface NativeAddon {
   abiVersion: number;
 }
 
-/** Path of the built addon, relative to this file. */
+/** Path of the built addon, relative to this file (src/targets). */
 export const NATIVE_ADDON_PATH = "../../native/build/Release/tspto_native.node";
 
 let cached: NativeAddon | undefined;
@@ -116,18 +69,31 @@ export function loadNative(): NativeAddon {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "MODULE_NOT_FOUND") {
-      throw new Error(
-        `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/runtime): ` +
-          "run `npm install` (or `npx node-gyp rebuild --directory native`) to build it",
-        { cause: err },
-      );
+      throw new TsptoRuntimeError("E_NATIVE", `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/targets)`, undefined,
+        "build it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
     }
-    throw new Error(
-      `tspto native addon failed to load: ${e?.message ?? String(err)}; ` +
-        "rebuild it with `npx node-gyp rebuild --directory native`",
-      { cause: err },
-    );
+    throw new TsptoRuntimeError("E_NATIVE", `tspto native addon failed to load: ${e?.message ?? String(err)}`, undefined,
+      "rebuild it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
   }
   cached = addon;
   return addon;
+}
+
+/** Native error codes and the TsptoError codes they become. */
+const NATIVE_CODES: Record<string, string> = {
+  TSPTO_DEVICE_OOM: "E_DEVICE_OOM",
+  TSPTO_KERNEL_FAILURE: "E_KERNEL",
+  TSPTO_DEVICE_CLOSED: "E_CLOSED",
+};
+
+/** A native error as a TsptoError (stable code; bad-argument errors become E_ARG). */
+export function nativeError(err: unknown): Error {
+  if (err instanceof TsptoRuntimeError) return err;
+  const e = err as Error & { code?: string };
+  const code = (e?.code && NATIVE_CODES[e.code]) ?? (e instanceof TypeError || e instanceof RangeError ? "E_ARG" : "E_NATIVE");
+  const hint = code === "E_DEVICE_OOM" ? "free DeviceTensors you no longer need (freeTensor), or set TSPTO_DEVICE_MEMORY to reserve more device memory"
+    : code === "E_CLOSED" ? "construct a new ChipWorker" : undefined;
+  const out = new TsptoRuntimeError(code, e?.message ?? String(err), undefined, hint);
+  (out as { cause?: unknown }).cause = err;
+  return out;
 }

@@ -1,0 +1,201 @@
+// The binder of one registration: validates a call's arguments against the program's
+// signature (compiled_meta.json) and packs them for Device.launch, once per call. Every call
+// form (a jit call, worker.run, a registration handle, runAsync) packs through it; the jit's
+// fast path uses `tryPack`, which is the same check without building an error.
+import type { CompiledMeta } from "../artifact/index.js";
+import { TsptoRuntimeError } from "../ir/index.js";
+import { ArgKind } from "../targets/index.js";
+import { callerSpan } from "./caller.js";
+import { RunConfig } from "./config.js";
+import { DeviceTensor, type DeviceTensorOwner } from "./device_tensor.js";
+import { dtypeBytes, type DType } from "./dtype.js";
+import { asTensorLike, HostTensor } from "./host.js";
+
+export interface ParamSig {
+  readonly name: string;
+  readonly tensor: boolean;
+  readonly dir: "in" | "out" | "inout";
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly nbytes: number;
+  readonly hostKind: number;
+  readonly scalarKind: number;
+  /** A scalar the program was specialized on (its uses were folded at compile time). */
+  readonly value?: number | boolean;
+}
+
+/** What a launch takes: the packed arguments and the call's RunConfig (undefined: the worker's). */
+export interface Packed {
+  readonly args: unknown[];
+  readonly kinds: Uint8Array;
+  config: RunConfig | undefined;
+  /** The caller's arguments (what a program that returns a parameter returns). */
+  source: readonly unknown[];
+}
+
+export const rtErr = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, callerSpan(), hint);
+const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+
+function signatureOf(meta: CompiledMeta): ParamSig[] {
+  return meta.params.map((p) => {
+    const tensor = p.kind === "tensor";
+    const shape = tensor ? (p.shape ?? []).map(Number) : [];
+    return {
+      name: p.name, tensor, dir: p.direction, dtype: p.dtype as DType, shape,
+      nbytes: tensor ? shape.reduce((a, b) => a * b, 1) * dtypeBytes(p.dtype as DType) : 0,
+      hostKind: p.direction === "in" ? ArgKind.HostIn : p.direction === "out" ? ArgKind.HostOut : ArgKind.HostInOut,
+      value: p.value,
+      scalarKind: p.dtype === "bool" ? ArgKind.Bool : p.dtype === "float32" || p.dtype === "float16" || p.dtype === "bfloat16" ? ArgKind.Float : ArgKind.Int,
+    };
+  });
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A value as JSON where it has one (bigints as 12n), for messages. */
+export function show(x: unknown): string {
+  try {
+    const s = JSON.stringify(x, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
+    return s === undefined ? String(x) : s;
+  } catch {
+    return Object.prototype.toString.call(x);
+  }
+}
+
+export function describe(a: unknown): string {
+  if (a === null) return "null";
+  if (a instanceof DeviceTensor) return a.toString();
+  if (ArrayBuffer.isView(a)) return `${a.constructor.name}(${(a as unknown as { length: number }).length}) without a shape`;
+  return typeof a === "object" ? (a as object).constructor?.name ?? "object" : `${typeof a} ${String(a)}`;
+}
+
+/** Integer dtypes' ranges for scalar arguments (int64 as a safe-integer range or a bigint). */
+const INT_RANGE: Partial<Record<DType, [number, number]>> = {
+  int8: [-128, 127], int16: [-32768, 32767], int32: [-(2 ** 31), 2 ** 31 - 1], uint8: [0, 255],
+};
+
+export class Binder {
+  readonly name: string;
+  readonly sig: readonly ParamSig[];
+  readonly packed: Packed;
+  readonly #owner: DeviceTensorOwner;
+  readonly #platform: string;
+
+  constructor(meta: CompiledMeta, owner: DeviceTensorOwner) {
+    this.name = meta.name;
+    this.sig = signatureOf(meta);
+    this.packed = { args: new Array(this.sig.length), kinds: new Uint8Array(this.sig.length), config: undefined, source: [] };
+    this.#owner = owner;
+    this.#platform = meta.platform;
+  }
+
+  /**
+   * The jit's fast path: packs `args[0..n)` when they match the signature exactly (HostTensor
+   * and scalar arguments), else returns false and packs nothing useful. The same checks as
+   * `pack`, without building errors.
+   */
+  tryPack(args: readonly unknown[], n: number, config: RunConfig | undefined): boolean {
+    const sig = this.sig;
+    if (n !== sig.length) return false;
+    const out = this.packed;
+    for (let i = 0; i < n; i++) {
+      const p = sig[i], a = args[i];
+      if (p.tensor) {
+        if (!(a instanceof HostTensor) || a.dtype !== p.dtype || !sameShape(a.shape, p.shape) || a.data.byteLength < p.nbytes) return false;
+        out.args[i] = a.data;
+        out.kinds[i] = p.hostKind;
+      } else {
+        if (p.value !== undefined ? !Object.is(a, p.value) : !this.#scalarOk(p, a)) return false;
+        out.args[i] = a;
+        out.kinds[i] = p.scalarKind;
+      }
+    }
+    out.config = config;
+    out.source = args;
+    return true;
+  }
+
+  #scalarOk(p: ParamSig, a: unknown): boolean {
+    if (p.scalarKind === ArgKind.Bool) return typeof a === "boolean" || a === 0 || a === 1;
+    if (p.scalarKind === ArgKind.Float) return typeof a === "number";
+    if (typeof a === "bigint") return p.dtype === "int64" ? a >= -(2n ** 63n) && a < 2n ** 63n : false;
+    if (typeof a !== "number" || !Number.isInteger(a)) return false;
+    const r = INT_RANGE[p.dtype];
+    return r ? a >= r[0] && a <= r[1] : Number.isSafeInteger(a);
+  }
+
+  /** Validates `args` (optionally followed by a RunConfig) and packs them; throws a TsptoError naming the argument. */
+  pack(args: readonly unknown[]): Packed {
+    let n = args.length;
+    let cfg: RunConfig | undefined;
+    if (n > 0 && args[n - 1] instanceof RunConfig) { cfg = args[n - 1] as RunConfig; n--; }
+    if (cfg && cfg.platform !== this.#platform) {
+      throw rtErr("E_PLATFORM", `RunConfig.platform='${cfg.platform}' does not match ChipWorker.platform='${this.#platform}'`, "a per-launch RunConfig can change DFX flags, not the platform; use a worker of that platform");
+    }
+    const sig = this.sig;
+    if (n !== sig.length) {
+      throw rtErr("E_ARITY", `'${this.name}' takes ${sig.length} arguments (${sig.map((p) => p.name).join(", ")}), got ${n}`, "pass one argument per kernel parameter (optionally followed by a RunConfig)");
+    }
+    const out = this.packed;
+    for (let i = 0; i < n; i++) {
+      const p = sig[i];
+      const a = args[i];
+      const what = `argument '${p.name}' (#${i + 1}) of '${this.name}'`;
+      if (!p.tensor) {
+        if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
+          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`);
+        }
+        if (p.value !== undefined) {
+          if (a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
+            throw rtErr("E_SPECIALIZED", `${what} is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
+              `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`);
+          }
+        } else if (!this.#scalarOk(p, a)) {
+          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`,
+            p.scalarKind === ArgKind.Int ? `pass an integer in the range of ${p.dtype}` : p.scalarKind === ArgKind.Bool ? "pass true or false" : undefined);
+        }
+        out.args[i] = a;
+        out.kinds[i] = p.scalarKind;
+        continue;
+      }
+      if (a instanceof DeviceTensor) {
+        this.checkTensor(a, `argument '${p.name}' (#${i + 1})`);
+        if (a.dtype !== p.dtype || !sameShape(a.shape, p.shape)) throw this.#mismatch(p, i, a.shape, a.dtype);
+        out.args[i] = a.dataPtr;
+        out.kinds[i] = ArgKind.Device;
+        continue;
+      }
+      const h = a instanceof HostTensor ? a : asTensorLike(a);
+      if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`);
+      if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw this.#mismatch(p, i, h.shape, h.dtype);
+      if (h.data.byteLength < p.nbytes) {
+        throw rtErr("E_HOST_BUFFER", `${what}: its host buffer has ${h.data.byteLength} bytes, ${p.nbytes} needed (the ArrayBuffer was detached, transferred or shrunk)`,
+          "pass a tensor whose buffer is alive and large enough (a transferred or resized ArrayBuffer cannot be used)");
+      }
+      out.args[i] = h.data;
+      out.kinds[i] = p.hostKind;
+    }
+    out.config = cfg;
+    out.source = args;
+    return out;
+  }
+
+  /** A DeviceTensor argument must be a live allocation of this worker. */
+  checkTensor(t: DeviceTensor, what: string): void {
+    if (t.owner !== this.#owner) {
+      throw rtErr("E_FOREIGN", `${what}: DeviceTensor belongs to another ChipWorker`, "a DeviceTensor is bound to the worker that allocated it: allocate it on this worker, or run on its own worker");
+    }
+    if (!t.live) {
+      throw rtErr("E_FREED", `${what}: DeviceTensor is not a live allocation owned by this ChipWorker`, "it was freed (freeTensor) or its worker was closed; allocate it again");
+    }
+  }
+
+  #mismatch(p: ParamSig, i: number, shape: readonly number[], dtype: string): TsptoRuntimeError {
+    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': expected a ${p.dtype} tensor of shape ${shapeStr(p.shape)}, got ${dtype} of shape ${shapeStr(shape)}`,
+      "the program was compiled for the shapes and dtypes of its sample arguments: compile it again for these (jit calls specialize automatically)");
+  }
+}

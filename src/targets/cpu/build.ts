@@ -1,0 +1,54 @@
+// cpu target: lowered Program -> artifact directory with the generated C++ (kernels/), the
+// orchestration excerpt, and build/libprogram.so compiled by the system C++ compiler.
+import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { arch, cpus } from "node:os";
+import { join } from "node:path";
+import type { Program } from "../../ir/index.js";
+import { ENTRY_BEGIN, ENTRY_END, entrySignature, generateCpp } from "../../codegen/index.js";
+import {
+  BUILD_DIR, KERNELS_DIR, META_SCHEMA, META_SCHEMA_VERSION, ORCHESTRATION_DIR, PROGRAM_FILE, STAMP_FILE,
+  canonicalJSON, sha256, writeArtifact, type ArtifactRef,
+} from "../../artifact/index.js";
+import type { BuildOptions } from "../target.js";
+import { CXX_FLAGS, LIBRARY_PATH, SOURCE_PATH, compileLibrary, cpuFlags, toolchain } from "./toolchain.js";
+
+/** Bump when generated code changes meaning (part of the artifact key). */
+const CODEGEN_VERSION = "cpp-1";
+
+/** The cpu build's identity: toolchain, flags and the CPU it targets (-march=native). */
+export function cpuKeyParts(): string[] {
+  const tc = toolchain();
+  return [tc.command, tc.path ?? "", tc.version, CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags()];
+}
+
+export function buildCpu(program: Program, opts: BuildOptions): ArtifactRef {
+  const sig = entrySignature(program, { dynamicDims: false, platform: "cpu" });
+  const gen = generateCpp(program);
+  const tc = toolchain();
+  const key = sha256([CODEGEN_VERSION, opts.packageVersion, opts.fingerprint ?? "", "cpu", JSON.stringify(opts.options ?? {}),
+    canonicalJSON(program.toJSON()), sha256(gen.source), ...cpuKeyParts()].join("\0"));
+  return writeArtifact({ name: program.name, key, outputDir: opts.outputDir, dumps: opts.dumps }, (f) => {
+    const dir = f.dir;
+    writeFileSync(join(dir, PROGRAM_FILE), `${JSON.stringify(program.toJSON(), null, 1)}\n`);
+    for (const d of [KERNELS_DIR, ORCHESTRATION_DIR, BUILD_DIR]) mkdirSync(join(dir, d), { recursive: true });
+    writeFileSync(join(dir, SOURCE_PATH), gen.source);
+    const b = gen.source.indexOf(ENTRY_BEGIN), e = gen.source.indexOf(ENTRY_END);
+    writeFileSync(join(dir, ORCHESTRATION_DIR, "entry.cpp"),
+      `// Excerpt of ../${SOURCE_PATH}: the orchestration, compiled into ../${LIBRARY_PATH} as tspto_entry.\n${b >= 0 && e > b ? gen.source.slice(b, e + ENTRY_END.length) : ""}\n`);
+    writeFileSync(join(dir, ORCHESTRATION_DIR, "README.md"),
+      `The orchestration of '${program.entry}' runs on the host as \`tspto_entry\` in ../${LIBRARY_PATH}; it submits one task per InCore call to the runtime.\nentry.cpp is the excerpt of ../${SOURCE_PATH} that defines it.\n`);
+    // on a compile failure, leave the generated source where the user can read it
+    const { flags, ms } = compileLibrary(tc, dir, program.name, () => join(f.publishPartial(), SOURCE_PATH));
+    const libraryHash = sha256(readFileSync(join(dir, LIBRARY_PATH)));
+    writeFileSync(join(dir, STAMP_FILE), `${JSON.stringify({
+      compiler: tc.command, compilerPath: tc.path, version: tc.version, flags, compileMs: Math.round(ms),
+      sourceSha256: sha256(gen.source), librarySha256: libraryHash, key,
+    }, null, 2)}\n`);
+    return {
+      schema: META_SCHEMA, schemaVersion: META_SCHEMA_VERSION, name: program.name, entry: program.entry, platform: "cpu",
+      backendType: "cpp", runtimeName: "tspto-cpu-sim", ...sig,
+      scratchBytes: gen.kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0),
+      kernels: gen.kernels, library: LIBRARY_PATH, libraryHash, tspto: opts.packageVersion, createdAt: new Date().toISOString(),
+    };
+  });
+}

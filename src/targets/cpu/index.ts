@@ -1,0 +1,19 @@
+// The cpu target (the default platform): generated C++ on the native runtime's simulated
+// chip (a device-memory arena, a persistent thread pool of core threads, a task scheduler).
+import type { Target } from "../target.js";
+import { buildCpu } from "./build.js";
+import { toolchainIdentity } from "./toolchain.js";
+import { CpuDevice } from "./device.js";
+
+/** Per-core scratch of the simulated chip (bytes). */
+export const CPU_SCRATCH_BYTES = 1 << 20;
+
+export const cpuTarget: Target = {
+  name: "cpu",
+  summary: "generated C++ on the native runtime (a simulated chip: host memory arena, thread pool)",
+  description: { scratchBytes: CPU_SCRATCH_BYTES },
+  build: buildCpu,
+  cacheKeyParts: toolchainIdentity,
+  openDevice: (opts) => new CpuDevice(opts),
+};
+export { CXX_FLAGS, installPrecompiledHeader, whichSync, abiIncludeDir } from "./toolchain.js";

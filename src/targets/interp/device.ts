@@ -1,0 +1,208 @@
+// The interp platform's device: device memory is TypeScript memory (one ArrayBuffer per
+// allocation, at a virtual 64-byte-aligned address that is never handed out twice), modules
+// are lowered programs (program.json), and a launch evaluates the entry with the reference
+// interpreter. Host arguments are staged like a real device does (In copied in, Out copied
+// back, counted); DeviceTensor arguments are read and written in place.
+import { readProgram, type ArtifactRef } from "../../artifact/index.js";
+import {
+  TsptoRuntimeError, interpret, newTensor, type InterpStats, type Program, type TensorType, type TensorValue, type Value,
+} from "../../ir/index.js";
+import { ArgKind, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace } from "../target.js";
+
+const ALIGN = 64n;
+const hex = (a: bigint) => `0x${a.toString(16)}`;
+const err = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, undefined, hint);
+
+interface Allocation { readonly base: bigint; readonly size: number; readonly bytes: Uint8Array }
+
+export class InterpDevice implements Device {
+  readonly records = false;
+  readonly #capacity: number;
+  readonly #allocs = new Map<bigint, Allocation>();
+  #next = 1n << 32n;
+  #inUse = 0;
+  readonly #modules = new Map<number, Program>();
+  #nextModule = 1;
+  #closed = false;
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly #s = { launches: 0, h2dBytes: 0, d2hBytes: 0, moduleLoads: 0, tasksRun: 0 };
+
+  constructor(opts: DeviceOptions) {
+    this.#capacity = Math.floor(opts.memoryBytes / 64) * 64;
+  }
+
+  #open(op: string): void {
+    if (this.#closed) throw err("E_CLOSED", `${op}: device is closed`, "construct a new ChipWorker");
+  }
+
+  #size(op: string, nbytes: number): void {
+    if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw err("E_ARG", `${op}: nbytes must be a non-negative integer, got ${String(nbytes)}`);
+  }
+
+  alloc(nbytes: number): bigint {
+    this.#open("alloc");
+    this.#size("alloc", nbytes);
+    const reserved = Math.max(64, Math.ceil(nbytes / 64) * 64);
+    if (this.#inUse + reserved > this.#capacity) {
+      throw err("E_DEVICE_OOM", `device out of memory: requested ${nbytes} bytes, ${this.#inUse} bytes in use of ${this.#capacity} bytes capacity`,
+        "free DeviceTensors you no longer need (freeTensor), or set TSPTO_DEVICE_MEMORY to reserve more device memory");
+    }
+    const base = this.#next;
+    this.#next += BigInt(reserved) + ALIGN;
+    this.#allocs.set(base, { base, size: nbytes, bytes: new Uint8Array(reserved) });
+    this.#inUse += reserved;
+    return base;
+  }
+
+  free(addr: bigint): void {
+    this.#open("free");
+    const a = this.#allocs.get(addr);
+    if (!a) throw err("E_ARG", `free: ${this.#describe(addr)}`);
+    this.#allocs.delete(addr);
+    this.#inUse -= a.bytes.byteLength;
+  }
+
+  isLive(addr: bigint): boolean {
+    return this.#allocs.has(addr);
+  }
+
+  #describe(addr: bigint): string {
+    for (const a of this.#allocs.values()) {
+      if (addr > a.base && addr < a.base + BigInt(a.bytes.byteLength)) {
+        return `${hex(addr)} is an interior pointer (offset ${addr - a.base} into the allocation at ${hex(a.base)} of ${a.size} bytes), not the start of an allocation`;
+      }
+    }
+    return `${hex(addr)} is not a live allocation (already freed or never allocated)`;
+  }
+
+  /** The bytes [addr, addr+nbytes) inside one live allocation. */
+  #range(op: string, addr: bigint, nbytes: number): Uint8Array {
+    this.#size(op, nbytes);
+    if (typeof addr !== "bigint") throw err("E_ARG", `${op}: address must be a bigint, got ${typeof addr}`);
+    for (const a of this.#allocs.values()) {
+      if (addr >= a.base && (addr < a.base + BigInt(a.size) || (addr === a.base && nbytes === 0))) {
+        const off = Number(addr - a.base);
+        if (nbytes > a.size - off) {
+          throw err("E_RANGE", `${op}: range [${hex(addr)}, ${hex(addr)} + ${nbytes}) leaves the allocation at ${hex(a.base)} of ${a.size} bytes (${a.size - off} bytes available from ${hex(addr)})`);
+        }
+        return a.bytes.subarray(off, off + nbytes);
+      }
+    }
+    throw err("E_ARG", `${op}: ${hex(addr)} is not inside a live allocation (freed, never allocated, or past the end of one)`);
+  }
+
+  #view(op: string, v: ArrayBufferView, nbytes: number): Uint8Array {
+    if (!ArrayBuffer.isView(v)) throw err("E_ARG", `${op}: host must be a TypedArray`);
+    if (v.byteLength < nbytes) throw err("E_RANGE", `${op}: host buffer has ${v.byteLength} bytes, ${nbytes} requested`);
+    return new Uint8Array(v.buffer, v.byteOffset, nbytes);
+  }
+
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void {
+    this.#open("h2d");
+    this.#range("h2d", addr, nbytes).set(this.#view("h2d", src, nbytes));
+    this.#s.h2dBytes += nbytes;
+  }
+
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void {
+    this.#open("d2h");
+    const src = this.#range("d2h", addr, nbytes);
+    this.#view("d2h", dst, nbytes).set(src);
+    this.#s.d2hBytes += nbytes;
+  }
+
+  d2d(dst: bigint, src: bigint, nbytes: number): void {
+    this.#open("d2d");
+    this.#range("d2d", dst, nbytes).set(this.#range("d2d", src, nbytes));
+  }
+
+  load(artifact: ArtifactRef): number {
+    this.#open("load");
+    const program = readProgram(artifact);
+    const id = this.#nextModule++;
+    this.#modules.set(id, program);
+    this.#s.moduleLoads++;
+    return id;
+  }
+
+  unload(module: number): void {
+    this.#modules.delete(module);
+  }
+
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
+    this.#open("launch");
+    const program = this.#modules.get(module);
+    if (!program) throw err("E_ARG", `launch: unknown module id ${module}`);
+    const entry = program.entryFunction;
+    const values: Value[] = [];
+    const writeBack: { tv: TensorValue; host: ArrayBufferView; nbytes: number }[] = [];
+    entry.params.forEach((p, i) => {
+      const a = args[i];
+      const kind = kinds[i];
+      if (p.var.type.kind !== "tensor") {
+        values.push(kind === ArgKind.Bool ? Boolean(a) : Number(a));
+        return;
+      }
+      const t = p.var.type as TensorType;
+      const shape = t.shape.map(Number);
+      if (kind === ArgKind.Device) {
+        // in place: a typed view of the allocation's bytes
+        const empty = newTensor([0], t.dtype);
+        const Ctor = empty.data.constructor as (new (b: ArrayBufferLike, off: number, n: number) => TensorValue["data"]) & { BYTES_PER_ELEMENT: number };
+        const n = shape.reduce((x, y) => x * y, 1);
+        const bytes = this.#range(`launch argument #${i + 1}`, a as bigint, n * Ctor.BYTES_PER_ELEMENT);
+        values.push({ ...empty, shape, data: new Ctor(bytes.buffer, bytes.byteOffset, n) });
+        return;
+      }
+      const tv = newTensor(shape, t.dtype);
+      const nbytes = tv.data.byteLength;
+      const host = a as ArrayBufferView;
+      if (!ArrayBuffer.isView(host) || host.byteLength < nbytes) {
+        throw err("E_ARG", `launch: argument #${i + 1} host buffer has ${ArrayBuffer.isView(host) ? host.byteLength : 0} bytes, ${nbytes} needed (detached or shrunk?)`);
+      }
+      if (kind !== ArgKind.HostOut) {
+        new Uint8Array(tv.data.buffer, tv.data.byteOffset, nbytes).set(new Uint8Array(host.buffer, host.byteOffset, nbytes));
+        this.#s.h2dBytes += nbytes;
+      }
+      if (kind !== ArgKind.HostIn) writeBack.push({ tv, host, nbytes });
+      values.push(tv);
+    });
+    const stats: InterpStats = { tasks: 0 };
+    this.#s.launches++;
+    const t0 = process.hrtime.bigint();
+    interpret(program, values, stats);
+    const ns = Number(process.hrtime.bigint() - t0);
+    this.#s.tasksRun += stats.tasks;
+    for (const w of writeBack) {
+      if (w.host.byteLength < w.nbytes) throw err("E_ARG", `launch: an output host buffer shrank to ${w.host.byteLength} bytes during the launch`);
+      new Uint8Array(w.host.buffer, w.host.byteOffset, w.nbytes).set(new Uint8Array(w.tv.data.buffer, w.tv.data.byteOffset, w.nbytes));
+      this.#s.d2hBytes += w.nbytes;
+    }
+    return ns;
+  }
+
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
+    const run = this.#queue.then(() => this.launch(module, args, kinds));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  stats(): DeviceStats {
+    return {
+      ...this.#s, bytesInUse: this.#inUse, liveAllocations: this.#allocs.size, capacity: this.#capacity,
+      modulesLoaded: this.#modules.size,
+    };
+  }
+
+  setRecording(): void { /* interp records nothing (Device.records = false) */ }
+  takeTrace(): DeviceTrace | null { return null; }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#allocs.clear();
+    this.#modules.clear();
+    this.#inUse = 0;
+  }
+
+  get closed(): boolean { return this.#closed; }
+}
