@@ -5,6 +5,43 @@
 import { CudaDevice } from "../src/targets/cuda/index.js";
 import { gpuChecks, runChecks } from "../test/targets/cuda/gpu_checks.js";
 
+if (process.argv.includes("--verify-prebuilt")) {
+  await verifyPrebuilt();
+  process.exit(0);
+}
+
+/**
+ * Without a GPU and without nvcc (TSPTO_NVCC=off): every program the checks and the benchmark
+ * compile must come from the prebuilt artifacts ($TSPTO_CUDA_PREBUILT). Examples stop at the
+ * device (E_NO_GPU) after their first kernel compiled; E_NVCC means a prebuilt one is missing.
+ */
+async function verifyPrebuilt(): Promise<void> {
+  process.env.TSPTO_NVCC = "off";
+  const { ir, zeros } = await import("tspto");
+  const { corpusPrograms, exampleFiles, runExample } = await import("../test/targets/cuda/corpus.js");
+  const k = await import("../bench/gpu_kernels.js");
+  let found = 0;
+  const missing: string[] = [];
+  const tryBuild = (name: string, f: () => unknown) => {
+    try { f(); found++; } catch (e) { missing.push(`${name}: ${(e as Error).message.split("\n")[0]}`); }
+  };
+  for (const [name, p] of await corpusPrograms()) tryBuild(name, () => ir.compile(p, { platform: "cuda" }));
+  const cuda = (await import("tspto")).RunConfig;
+  const cfg = new cuda({ platform: "cuda" });
+  tryBuild("gpuAdd", () => { const a = zeros([k.ADD_ROWS, k.ADD_COLS]); k.gpuAdd.compile(a, a, a, cfg); });
+  tryBuild("gpuSoftmax", () => { const a = zeros([k.SMX_ROWS, k.SMX_COLS]); k.gpuSoftmax.compile(a, a, cfg); });
+  tryBuild("gpuMatmul", () => { const a = zeros([k.GMM, k.GMM], "bfloat16"); k.gpuMatmul.compile(a, a, zeros([k.GMM, k.GMM]), cfg); });
+  tryBuild("tinyAdd", () => { k.tinyAdd.compile(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]), cfg); });
+  for (const f of exampleFiles()) {
+    try { await runExample(f, "cuda"); found++; } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === "E_NO_GPU") found++; else missing.push(`example ${f}: ${(e as Error).message.split("\n")[0]}`);
+    }
+  }
+  process.stdout.write(`prebuilt: ${found} found, ${missing.length} missing\n${missing.map((m) => `  missing ${m}\n`).join("")}`);
+  if (missing.length) process.exit(1);
+}
+
 const checks = gpuChecks();
 const t0 = performance.now();
 let gpu = true;

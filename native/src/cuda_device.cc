@@ -4,7 +4,6 @@
 
 #include <dlfcn.h>
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -134,12 +133,10 @@ struct KernelArgs {
   int64_t v[kMaxSlots];
   int64_t lo_slot, hi_slot, start, step, trips;
   int64_t gscratch;
-  int64_t err;
+  int64_t err;      // device memory: the failure record
+  int64_t errflag;  // host-mapped: set after a failure was recorded
 };
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -181,12 +178,19 @@ CudaDeviceCore::CudaDeviceCore(const DeviceOptions& options) : options_(options)
   size_t free_b = 0, total_b = 0;
   Check(api_->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo");
   capacity_ = total_b;
-  void* err = nullptr;
-  Check(api_->cuMemHostAlloc(&err, kErrWords * sizeof(int64_t), kCuMemHostAllocDeviceMap), "cuMemHostAlloc");
-  err_host_ = static_cast<int64_t*>(err);
-  std::memset(err_host_, 0, kErrWords * sizeof(int64_t));
+  // the kernels' failure record lives in device memory (atomics there are safe); a host-mapped
+  // flag word tells the host, without a copy, that there is one to read
+  void* flag = nullptr;
+  Check(api_->cuMemHostAlloc(&flag, 64, kCuMemHostAllocDeviceMap), "cuMemHostAlloc");
+  err_host_ = static_cast<int64_t*>(flag);
+  std::memset(err_host_, 0, 64);
+  CUdeviceptr fd = 0;
+  Check(api_->cuMemHostGetDevicePointer(&fd, flag, 0), "cuMemHostGetDevicePointer");
+  err_flag_dev_ = fd;
   CUdeviceptr ed = 0;
-  Check(api_->cuMemHostGetDevicePointer(&ed, err, 0), "cuMemHostGetDevicePointer");
+  Check(api_->cuMemAlloc(&ed, kErrWords * sizeof(int64_t)), "cuMemAlloc");
+  Check(api_->cuMemsetD8Async(ed, 0, kErrWords * sizeof(int64_t), stream_), "cuMemsetD8Async");
+  Check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   err_dev_ = ed;
   rt_.ctx = this;
   rt_.scratch_bytes = static_cast<int64_t>(options.scratch_bytes);
@@ -229,6 +233,8 @@ void CudaDeviceCore::Close() {
   staging_ = nullptr;
   if (err_host_) api_->cuMemFreeHost(err_host_);
   err_host_ = nullptr;
+  if (err_dev_) api_->cuMemFree(err_dev_);
+  err_dev_ = 0;
   if (ev_start_) api_->cuEventDestroy(ev_start_);
   if (ev_end_) api_->cuEventDestroy(ev_end_);
   if (stream_) api_->cuStreamDestroy(stream_);
@@ -559,6 +565,7 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
   ka.trips = d[4];
   const int64_t grid = d[5] < 1 ? 1 : d[5];
   ka.err = static_cast<int64_t>(self->err_dev_);
+  ka.errflag = static_cast<int64_t>(self->err_flag_dev_);
   try {
     const int64_t gs = m->gscratch[index];
     if (gs > 0) {
@@ -600,10 +607,14 @@ int CudaDeviceCore::ApiWaitAll(void* ctx) {
     ApiFail(ctx, ("a kernel failed on the GPU: " + CuMessage(self->api_.get(), rc)).c_str());
     return 1;
   }
-  if (self->err_host_ && self->err_host_[0] != 0) {
-    if (self->cur_ && self->cur_->report) self->cur_->report(&self->rt_, self->err_host_);
+  if (self->err_host_ && reinterpret_cast<volatile int64_t*>(self->err_host_)[0] != 0) {
+    int64_t rec[kErrWords] = {};
+    const CUresult r1 = self->api_->cuMemcpyDtoHAsync(rec, self->err_dev_, sizeof rec, self->stream_);
+    const CUresult r2 = self->api_->cuMemsetD8Async(self->err_dev_, 0, sizeof rec, self->stream_);
+    self->api_->cuStreamSynchronize(self->stream_);
+    self->err_host_[0] = 0;
+    if (r1 == 0 && r2 == 0 && self->cur_ && self->cur_->report) self->cur_->report(&self->rt_, rec);
     else ApiFail(ctx, "a cuda kernel recorded a failure");
-    std::memset(self->err_host_, 0, kErrWords * sizeof(int64_t));
     return 1;
   }
   return self->failed_ ? 1 : 0;

@@ -113,8 +113,9 @@ class CudaDeviceCore {
   uint64_t capacity_ = 0;
   uint8_t* staging_ = nullptr;  // pinned
   uint64_t staging_bytes_ = 0;
-  int64_t* err_host_ = nullptr;  // host-mapped failure record of the kernels
-  uint64_t err_dev_ = 0;
+  int64_t* err_host_ = nullptr;  // host-mapped flag word: a kernel recorded a failure
+  uint64_t err_flag_dev_ = 0;    // its device address
+  uint64_t err_dev_ = 0;         // the failure record (device memory, CUDA_ERR_WORDS int64)
   std::multimap<uint64_t, uint64_t> spare_;  // launch staging buffers kept for reuse: size -> address
 
   std::mutex modules_mu_;

@@ -156,7 +156,9 @@ __device__ __noinline__ void tspto_fail(const TsptoCudaArgs& a, int site, int ra
   if (atomicCAS(e, 0ull, 1ull) == 0ull) {
     e[1] = (unsigned long long)site;
     for (int i = 0; i < rank && i < 8; ++i) e[2 + i] = (unsigned long long)off[i];
-    __threadfence();
+    __threadfence_system();
+    volatile int64_t* flag = (volatile int64_t*)(intptr_t)a.errflag;
+    if (flag) *flag = 1;
   }
 }
 

@@ -16,7 +16,7 @@ export const DEFAULT_CUDA_ARCH = "sm_90";
 export const NVCC_FLAGS: readonly string[] = ["-std=c++17", "-O3", "--expt-relaxed-constexpr", "-diag-suppress", "177,550", "-fatbin"];
 export const ENTRY_CXX_FLAGS: readonly string[] = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
 
-const NVCC_HINT = "install the CUDA toolkit (nvcc), or set $CUDA_HOME to its directory (nvcc is looked up in $CUDA_HOME/bin, /usr/local/cuda/bin, then $PATH)";
+const NVCC_HINT = "install the CUDA toolkit (nvcc), or set $CUDA_HOME to its directory (nvcc is looked up in $TSPTO_NVCC, $CUDA_HOME/bin, /usr/local/cuda/bin, then $PATH)";
 
 function which(cmd: string): string | null {
   if (cmd.includes("/")) return existsSync(cmd) ? resolve(cmd) : null;
@@ -31,11 +31,16 @@ function which(cmd: string): string | null {
 export interface Nvcc { path: string; version: string }
 let nvccMemo: { env: string; nvcc: Nvcc | null } | undefined;
 
-/** nvcc from $CUDA_HOME/bin, /usr/local/cuda/bin or $PATH, with its release line; null when absent. */
+/**
+ * nvcc from $TSPTO_NVCC (a path; "off": none), else $CUDA_HOME/bin, /usr/local/cuda/bin or
+ * $PATH, with its release line; null when absent.
+ */
 export function findNvcc(): Nvcc | null {
-  const env = `${process.env.CUDA_HOME ?? ""}\0${process.env.PATH ?? ""}`;
+  const env = `${process.env.TSPTO_NVCC ?? ""}\0${process.env.CUDA_HOME ?? ""}\0${process.env.PATH ?? ""}`;
   if (nvccMemo && nvccMemo.env === env) return nvccMemo.nvcc;
-  const cands = [process.env.CUDA_HOME ? join(process.env.CUDA_HOME, "bin", "nvcc") : null, "/usr/local/cuda/bin/nvcc", which("nvcc")];
+  const forced = process.env.TSPTO_NVCC;
+  const cands = forced ? (forced === "off" ? [] : [forced])
+    : [process.env.CUDA_HOME ? join(process.env.CUDA_HOME, "bin", "nvcc") : null, "/usr/local/cuda/bin/nvcc", which("nvcc")];
   let nvcc: Nvcc | null = null;
   for (const c of cands) {
     if (!c || !existsSync(c)) continue;
@@ -51,7 +56,10 @@ export function findNvcc(): Nvcc | null {
 
 export function requireNvcc(): Nvcc {
   const n = findNvcc();
-  if (!n) throw new TsptoCompileError("E_NVCC", "no CUDA compiler found (nvcc is not in $CUDA_HOME/bin, /usr/local/cuda/bin or on $PATH)", undefined, NVCC_HINT);
+  if (!n) {
+    throw new TsptoCompileError("E_NVCC", process.env.TSPTO_NVCC === "off" ? "no CUDA compiler: TSPTO_NVCC=off" : `no CUDA compiler found (nvcc is not ${process.env.TSPTO_NVCC ? `at TSPTO_NVCC=${process.env.TSPTO_NVCC}` : "in $CUDA_HOME/bin, /usr/local/cuda/bin or on $PATH"})`,
+      undefined, NVCC_HINT);
+  }
   return n;
 }
 
