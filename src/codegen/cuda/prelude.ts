@@ -26,12 +26,14 @@ export const CUDA_PRELUDE = String.raw`#include <cstdint>
 // held in slots lo_slot / hi_slot into gridDim.x bands (block b runs iterations
 // [trips*b/grid, trips*(b+1)/grid)). gscratch: per-block tile scratch in device memory for
 // kernels whose tiles do not fit in shared memory (block b at b * scratch bytes). err: the
-// launch's failure record (CUDA_ERR_WORDS int64: flag, site, offsets).
+// launch's failure record in device memory (CUDA_ERR_WORDS int64: flag, site, offsets);
+// errflag: a host-mapped word set to 1 after a failure was recorded (read without a copy).
 struct TsptoCudaArgs {
   int64_t v[${CUDA_MAX_SLOTS}];
   int64_t lo_slot, hi_slot, start, step, trips;
   int64_t gscratch;
   int64_t err;
+  int64_t errflag;
 };
 
 namespace {

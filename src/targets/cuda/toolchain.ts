@@ -14,7 +14,7 @@ export const ENTRY_LIBRARY_PATH = "build/libentry.so";
 export const DEFAULT_CUDA_ARCH = "sm_90";
 
 export const NVCC_FLAGS: readonly string[] = ["-std=c++17", "-O3", "--expt-relaxed-constexpr", "-diag-suppress", "177,550", "-fatbin"];
-export const ENTRY_CXX_FLAGS: readonly string[] = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
+export const ENTRY_CXX_FLAGS: readonly string[] = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-Wno-psabi"];
 
 const NVCC_HINT = "install the CUDA toolkit (nvcc), or set $CUDA_HOME to its directory (nvcc is looked up in $TSPTO_NVCC, $CUDA_HOME/bin, /usr/local/cuda/bin, then $PATH)";
 
