@@ -9,5 +9,6 @@ export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host.js";
 export type { DType } from "./ir/index.js";
 export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
+export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";

@@ -4,16 +4,16 @@ import { PassManager, type Pass, type PipelineOptions, type PipelineResult } fro
 import { inlinePass } from "./inline.js";
 import { ssaPass } from "./ssa.js";
 import { simplifyPass } from "./simplify.js";
-import { outlinePass } from "./outline.js";
-import { memoryPlanPass } from "./memory.js";
-import { depsPass } from "./deps.js";
-import { flattenPass } from "./flatten.js";
+import { outlinePass } from "./outline_scopes.js";
+import { memoryPlanPass } from "./plan_memory.js";
+import { depsPass } from "./derive_deps.js";
+import { flattenPass } from "./flatten_tiles.js";
 import { tensorToTilePass } from "./tensor_to_tile.js";
-import { spmdPass } from "./spmd.js";
+import { spmdPass } from "./split_parallel_loops.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
 export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, flattenPass, memoryPlanPass, spmdPass, depsPass };
-export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./spmd.js";
+export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
 export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, flattenPass, memoryPlanPass, spmdPass, depsPass];
@@ -24,3 +24,4 @@ export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered 
 export function lowerProgram(p: Program, opts: PipelineOptions = {}): PipelineResult {
   return new PassManager(opts.passes ?? DEFAULT_PASSES).run(p, opts);
 }
+export { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward_loads.js";

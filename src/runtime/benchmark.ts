@@ -4,6 +4,7 @@
 import type { CompiledProgram } from "./compiled.js";
 import { RunConfig } from "./config.js";
 import { ChipWorker, defaultWorker } from "./worker.js";
+import { rtErr, show } from "./binder.js";
 
 const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -63,8 +64,8 @@ export interface BenchmarkOptions { rounds?: number; warmup?: number; config?: R
 
 export function benchmark(compiled: CompiledProgram, args: readonly unknown[], opts: BenchmarkOptions = {}): BenchmarkStats {
   const rounds = opts.rounds ?? 100, warmup = opts.warmup ?? 3;
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`benchmark: rounds must be an integer >= 1, got ${rounds}`);
-  if (!Number.isInteger(warmup) || warmup < 0) throw new RangeError(`benchmark: warmup must be an integer >= 0, got ${warmup}`);
+  if (!Number.isInteger(rounds) || rounds < 1) throw rtErr("E_ARG", `benchmark: rounds must be an integer >= 1, got ${show(rounds)}`);
+  if (!Number.isInteger(warmup) || warmup < 0) throw rtErr("E_ARG", `benchmark: warmup must be an integer >= 0, got ${show(warmup)}`);
   const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform }));
   const handle = worker.register(compiled);
   const dev: number[] = [], host: number[] = [];

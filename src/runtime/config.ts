@@ -17,7 +17,7 @@ export type Platform = "cpu" | "interp" | (string & {});
 export type RingSize = number | readonly [number, number, number, number] | readonly number[];
 
 export interface RunConfigOptions {
-  /** "cpu" (default), "interp" or "cuda". */
+  /** A registered platform (src/targets): "cpu" (default) or "interp". */
   platform?: Platform;
   /** Device ordinal, integer >= 0 (default 0). */
   deviceId?: number;
@@ -37,7 +37,7 @@ export interface RunConfigOptions {
   ringHeap?: RingSize;
   /** Dependency pool entries: integer in [4, 2^31-1], or 4 entries (0 = default). Default 1024. */
   ringDepPool?: RingSize;
-  /** AICPU scheduler threads, integer >= 1 (default 1). */
+  /** AICPU scheduler threads, integer >= 1 (default 1): accepted and validated, inert on the cpu device (dispatch runs on the submitting and completing threads; see docs/architecture.md). */
   aicpuThreadNum?: number;
   /** Harness-only: relative tolerance for golden comparisons (default 1e-5). */
   rtol?: number;

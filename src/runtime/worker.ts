@@ -51,6 +51,9 @@ const DEFAULT_MEMORY_BYTES = Number(process.env.TSPTO_DEVICE_MEMORY ?? 16 * 2 **
 export class Registration {
   closed = false;
   handle: RegistrationHandle | undefined;
+  /** Async launches in flight; an unregister waits for them before the module is unloaded. */
+  inflight = 0;
+  unloadPending = false;
   constructor(readonly compiled: ProgramHandle, readonly binder: Binder, readonly module: number) {}
   get name(): string { return this.compiled.meta.name; }
 }
@@ -72,7 +75,8 @@ export class ChipWorker implements Disposable {
   #device: Device | null = null;
   #closed = false;
   #everInit = false;
-  readonly #tensors = new Set<DeviceTensor>();
+  /** Live DeviceTensors by address. */
+  readonly #tensors = new Map<bigint, DeviceTensor>();
   /** In-flight async launches per DeviceTensor; a free waits for them (see freeTensor). */
   readonly #holds = new Map<DeviceTensor, number>();
   readonly #pendingFree = new Set<DeviceTensor>();
@@ -126,7 +130,7 @@ export class ChipWorker implements Disposable {
     const nbytes = shape.reduce((a, b) => a * b, 1) * dtypeBytes(dtype);
     const ptr = dev.alloc(nbytes);
     const t = new DeviceTensor(ptr, shape, dtype, nbytes, this.#owner);
-    this.#tensors.add(t);
+    this.#tensors.set(ptr, t);
     if (opts.init !== undefined) {
       const h = asTensorLike(opts.init);
       if (!h || h.dtype !== dtype || h.shape.length !== shape.length || h.shape.some((d, i) => d !== shape[i])) {
@@ -149,7 +153,7 @@ export class ChipWorker implements Disposable {
     if (t.owner !== this.#owner) throw rtErr("E_FOREIGN", "freeTensor: the DeviceTensor belongs to another ChipWorker", "free it with the worker that allocated it");
     if (this.#closed || !t.live) return;
     t.live = false;
-    this.#tensors.delete(t);
+    this.#tensors.delete(t.dataPtr);
     if (this.#holds.has(t)) { this.#pendingFree.add(t); return; }
     this.#device!.free(t.dataPtr);
   }
@@ -216,7 +220,16 @@ export class ChipWorker implements Disposable {
     if (reg.closed) return;
     reg.closed = true;
     if (this.#regs.get(reg.compiled) === reg) this.#regs.delete(reg.compiled);
-    if (this.#device && !this.#closed) this.#device.unload(reg.module);
+    if (reg.inflight > 0) reg.unloadPending = true; // unloaded when its last async launch settles
+    else if (this.#device && !this.#closed) this.#device.unload(reg.module);
+  }
+
+  #settled(reg: Registration, held: readonly DeviceTensor[]): void {
+    this.#release(held);
+    if (--reg.inflight === 0 && reg.unloadPending) {
+      reg.unloadPending = false;
+      if (this.#device && !this.#closed) this.#device.unload(reg.module);
+    }
   }
 
   register(compiled: ProgramHandle): RegistrationHandle {
@@ -227,7 +240,7 @@ export class ChipWorker implements Disposable {
       compiled: { value: compiled, enumerable: true },
       closed: { get: () => reg.closed || this.#closed, enumerable: true },
       unregister: { value: () => this.#unregister(reg) },
-      callAsync: { value: (...args: unknown[]) => this.#async(() => this.launchAsync(reg, this.#bind(reg, args))) },
+      callAsync: { value: (...args: unknown[]) => this.#async(() => this.launch(reg, this.#bind(reg, args), true)) },
     });
     reg.handle = handle;
     return handle;
@@ -242,7 +255,7 @@ export class ChipWorker implements Disposable {
   runAsync(compiled: ProgramHandle, ...args: unknown[]): Promise<unknown> {
     return this.#async(() => {
       const reg = this.registration(compiled);
-      return this.launchAsync(reg, this.#bind(reg, args));
+      return this.launch(reg, this.#bind(reg, args), true);
     });
   }
 
@@ -259,11 +272,15 @@ export class ChipWorker implements Disposable {
   }
 
   /**
-   * The one launch: every call form (a jit call, run, a registration handle) ends here with
-   * arguments its registration's binder packed. Runs under the packed RunConfig (else the
-   * worker's): DFX recording when it asks for it. Returns the program's result.
+   * The one launch: every call form (a jit call, run, a registration handle, runAsync and
+   * callAsync) ends here with arguments its registration's binder packed. Runs under the
+   * packed RunConfig (else the worker's), with DFX recording when it asks for it, and returns
+   * the program's result — or, with `async`, a Promise of it from a launch off the JS thread
+   * that holds the DeviceTensors it uses until it completes.
    */
-  launch(reg: Registration, packed: Packed): unknown {
+  launch(reg: Registration, packed: Packed): unknown;
+  launch(reg: Registration, packed: Packed, async: true): Promise<unknown>;
+  launch(reg: Registration, packed: Packed, async = false): unknown {
     if (reg.closed || this.#closed) {
       throw rtErr("E_HANDLE_CLOSED", `registration of '${reg.name}' is closed (its worker was closed or it was unregistered)`, "register the program again: worker.register(compiled)");
     }
@@ -273,40 +290,34 @@ export class ChipWorker implements Disposable {
     if (rec.mask !== 0 && !dev.records) this.#warnNoDfx();
     const recording = rec.mask !== 0 && dev.records;
     if (recording || this.#devMask !== 0) this.#setRecording(recording ? rec.mask : 0, recording ? rec.dumpBytes : 0);
-    this.lastDeviceNs = dev.launch(reg.module, packed.args, packed.kinds);
-    if (recording) this.#writeTrace(reg, cfg);
-    return this.#result(reg, packed.source);
-  }
-
-  /** The launch off the JS thread: DeviceTensors it uses are held until it completes. */
-  async launchAsync(reg: Registration, packed: Packed): Promise<unknown> {
-    if (reg.closed || this.#closed) {
-      throw rtErr("E_HANDLE_CLOSED", `registration of '${reg.name}' is closed (its worker was closed or it was unregistered)`, "register the program again: worker.register(compiled)");
+    if (!async) {
+      this.lastDeviceNs = dev.launch(reg.module, packed.args, packed.kinds);
+      if (recording) this.#writeTrace(reg, cfg);
+      return this.#result(reg, packed.source);
     }
-    const dev = this.#device!;
-    const cfg = packed.config ?? this.config;
-    const rec = packed.config ? recordingOf(cfg) : this.#cfgRec;
+    // Launches of one device run in order: the recording mask set now applies to this launch.
     const args = [...packed.args], kinds = packed.kinds.slice(), source = packed.source;
     const held = this.#hold(reg, args);
-    if (rec.mask !== 0 && !dev.records) this.#warnNoDfx();
-    const recording = rec.mask !== 0 && dev.records;
-    // Launches of one device run in order: the mask set now applies to this launch.
-    this.#setRecording(recording ? rec.mask : 0, recording ? rec.dumpBytes : 0);
-    try {
-      this.lastDeviceNs = await dev.launchAsync(reg.module, args, kinds);
-    } finally {
-      this.#release(held);
-    }
-    if (recording) this.#writeTrace(reg, cfg);
-    return this.#result(reg, source);
+    reg.inflight++;
+    let p: Promise<number>;
+    try { p = dev.launchAsync(reg.module, args, kinds); } catch (e) { this.#settled(reg, held); throw e; }
+    return p.then((ns) => {
+      this.#settled(reg, held);
+      this.lastDeviceNs = ns;
+      if (recording) this.#writeTrace(reg, cfg);
+      return this.#result(reg, source);
+    }, (e: unknown) => {
+      this.#settled(reg, held);
+      throw e;
+    });
   }
 
   #hold(reg: Registration, args: readonly unknown[]): DeviceTensor[] {
     const held: DeviceTensor[] = [];
     const sig = reg.binder.sig;
     for (let i = 0; i < sig.length; i++) {
-      if (typeof args[i] !== "bigint") continue;
-      for (const t of this.#tensors) if (t.dataPtr === args[i]) { held.push(t); this.#holds.set(t, (this.#holds.get(t) ?? 0) + 1); break; }
+      const t = typeof args[i] === "bigint" ? this.#tensors.get(args[i] as bigint) : undefined;
+      if (t) { held.push(t); this.#holds.set(t, (this.#holds.get(t) ?? 0) + 1); }
     }
     return held;
   }
@@ -364,9 +375,11 @@ export class ChipWorker implements Disposable {
     if (this.#closed) return;
     const before = this.#device ? this.stats : null;
     const registrations = this.#regs.size;
-    for (const reg of [...this.#regs.values()]) this.#unregister(reg);
+    // the device's close releases every module (after the launch that runs now); queued async
+    // launches then fail with E_CLOSED rather than finding their module gone
+    for (const reg of [...this.#regs.values()]) { reg.inflight = Math.max(reg.inflight, 1); this.#unregister(reg); }
     const tensors = this.#tensors.size;
-    for (const t of this.#tensors) t.live = false;
+    for (const t of this.#tensors.values()) t.live = false;
     this.#tensors.clear();
     this.#pendingFree.clear();
     this.#holds.clear();

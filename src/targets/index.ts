@@ -19,10 +19,6 @@ export function platformNames(): string[] {
   return [...TARGETS.keys()];
 }
 
-export function hasTarget(name: string): boolean {
-  return TARGETS.has(name);
-}
-
 /** The Target of a platform; an unknown name is an E_PLATFORM error listing the known ones. */
 export function getTarget(name: string, span?: Span): Target {
   const t = TARGETS.get(name);

@@ -2,7 +2,7 @@
 // a malformed file raises.
 import { readFileSync } from "node:fs";
 
-export const DFX_DIR = "dfx_outputs";
+export { DFX_DIR } from "../artifact/index.js";
 export const SWIMLANE_FILE = "swimlane.json";
 export const DEPS_FILE = "deps.json";
 export const SWIMLANE_HTML = "swimlane.html";

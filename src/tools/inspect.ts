@@ -4,11 +4,11 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import type { CompiledMeta, CompiledParam } from "../artifact/index.js";
+import { KERNELS_DIR, META_FILE, PASSES_DUMP_DIR, PROGRAM_FILE, STAMP_FILE, type CompiledMeta, type CompiledParam } from "../artifact/index.js";
 import { DEPS_FILE, DFX_DIR, SWIMLANE_FILE } from "./dfx.js";
 import { fmtBytes, fmtInt } from "./html.js";
 
-export const META_FILE = "compiled_meta.json";
+export { META_FILE };
 const META_SCHEMA = "tspto-compiled-program";
 
 /** The artifact directory is missing or is not one; `message` names the path and what is missing. */
@@ -147,14 +147,14 @@ export function inspectArtifact(dirArg: string): InspectReport {
 
   // passes
   const passes: PassDumpInfo[] = [];
-  const dumpDir = join(dir, "passes_dump");
+  const dumpDir = join(dir, PASSES_DUMP_DIR);
   if (existsSync(dumpDir)) {
     const names = readdirSync(dumpDir);
     const stems = names.map((n) => /^(\d+)_after_(.+)\.ts$/.exec(n)).filter((m): m is RegExpExecArray => !!m)
       .sort((a, b) => Number(a[1]) - Number(b[1]) || (a[2] < b[2] ? -1 : 1));
     let prev: string | null = null;
     for (const m of stems) {
-      const file = join("passes_dump", m[0]);
+      const file = join(PASSES_DUMP_DIR, m[0]);
       const text = readFileSync(join(dir, file), "utf8");
       passes.push({
         index: Number(m[1]), pass: m[2], file, lines: countLines(text), bytes: Buffer.byteLength(text),
@@ -167,7 +167,7 @@ export function inspectArtifact(dirArg: string): InspectReport {
   // generated code and build outputs
   const code = [...listFiles(dir, "kernels"), ...listFiles(dir, "orchestration")].map((p) => fileInfo(dir, p));
   let library: InspectReport["library"] = null;
-  const libRel = meta.library ?? (existsSync(join(dir, "build", "libprogram.so")) ? "build/libprogram.so" : null);
+  const libRel = meta.library;
   if (libRel) {
     const full = join(dir, libRel);
     if (existsSync(full)) {
@@ -181,7 +181,7 @@ export function inspectArtifact(dirArg: string): InspectReport {
     }
   }
   let stamp: InspectReport["stamp"] = null;
-  const stampFile = join(dir, "build", "stamp.json");
+  const stampFile = join(dir, STAMP_FILE);
   if (existsSync(stampFile)) {
     try {
       stamp = JSON.parse(readFileSync(stampFile, "utf8"));
@@ -189,8 +189,8 @@ export function inspectArtifact(dirArg: string): InspectReport {
       warnings.push("build/stamp.json is not valid JSON");
     }
   }
-  if (meta.platform === "cpu" && !code.some((f) => f.path === "kernels/program.cpp")) warnings.push("kernels/program.cpp is missing");
-  const programJson = existsSync(join(dir, "program.json")) ? fileInfo(dir, "program.json") : null;
+  if (meta.library && !code.some((f) => f.path.startsWith(`${KERNELS_DIR}/`))) warnings.push(`${KERNELS_DIR}/ holds no generated source for ${meta.library}`);
+  const programJson = existsSync(join(dir, PROGRAM_FILE)) ? fileInfo(dir, PROGRAM_FILE) : null;
   if (!programJson) warnings.push("program.json is missing");
   const report = listFiles(dir, "report").map((p) => fileInfo(dir, p));
   const dfx: DfxFileInfo[] = listFiles(dir, DFX_DIR).map((p) => {
@@ -232,7 +232,7 @@ export function formatReport(r: InspectReport): string {
   // passes
   out.push("");
   if (r.passes.length) {
-    out.push(`passes (${r.passes.length} dumps in ${join(r.dir, "passes_dump")})`);
+    out.push(`passes (${r.passes.length} dumps in ${join(r.dir, PASSES_DUMP_DIR)})`);
     const pw = Math.max(...r.passes.map((p) => p.pass.length));
     for (const p of r.passes) {
       out.push(`  ${String(p.index).padStart(2, "0")}  ${p.pass.padEnd(pw)}  ${String(p.lines).padStart(5)} lines${p.json ? "  +json" : ""}${p.unchanged ? "  (unchanged)" : ""}`);
@@ -243,7 +243,7 @@ export function formatReport(r: InspectReport): string {
   // code
   out.push("");
   out.push("generated code");
-  if (m.platform === "interp") out.push("  nothing compiled: platform interp evaluates program.json");
+  if (!m.library) out.push(`  nothing compiled: platform ${m.platform} evaluates ${PROGRAM_FILE}`);
   else if (!r.code.length) out.push("  (none)");
   const cw = Math.max(24, ...r.code.map((f) => f.path.length), r.library?.path.length ?? 0, r.programJson?.path.length ?? 0);
   for (const f of r.code) out.push(`  ${f.path.padEnd(cw)}  ${sizeText(f)}`);

@@ -10,7 +10,7 @@ import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var }
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, returnedParams, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit, type SpmdSubmit } from "./spmd.js";
-import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "./forward.js";
+import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,

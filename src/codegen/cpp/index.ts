@@ -3,4 +3,3 @@ export { generateCpp, generateEntryCpp, kernelSymbols, ident, type SubmitHook, E
 export { EMITTERS, emitterFor, type Emitter, type ElementwiseEmitter, type ScalarEmitter, type TileStmtEmitter, type TensorStmtEmitter, type KernelCtx } from "./emitters.js";
 export { CPP_PRELUDE } from "./prelude.js";
 export { checkSpmdAttr, type SpmdSubmit } from "./spmd.js";
-export { forwardableLoads, type ForwardedLoad } from "./forward.js";

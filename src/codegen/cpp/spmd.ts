@@ -1,9 +1,9 @@
 // Submission of a call split into row bands (the `spmd` attribute of the SplitParallelLoops
-// pass, src/passes/spmd.ts): the orchestration submits min(maxChunks, rt->core_count) tasks
+// pass, src/passes/split_parallel_loops.ts): the orchestration submits min(maxChunks, rt->core_count) tasks
 // of the same kernel, each over a contiguous range of loop iterations passed in the loop
 // bound slots, and each declaring only the rows of the banded tensors it touches.
 import { TsptoCompileError, type Call } from "../../ir/index.js";
-import type { SpmdAttr } from "../../passes/spmd.js";
+import type { SpmdAttr } from "../../passes/index.js";
 import { cstr, type KernelCtx } from "./emitters.js";
 
 export interface SpmdSubmit {

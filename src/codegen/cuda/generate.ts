@@ -24,13 +24,14 @@
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import {
-  CPP_PRELUDE, generateEntryCpp, ident, checkSpmdAttr, forwardableLoads, type ForwardedLoad,
+  CPP_PRELUDE, generateEntryCpp, ident, checkSpmdAttr,
   type KernelCtx as CppCtx, type SpmdSubmit,
 } from "../cpp/index.js";
 import {
   cstr, doubleLit, intLit, scalarCType, scratchCType, spanWhere, storageCType,
   type CExpr, type ScalarCType, type TensorRef,
 } from "../cpp/emitters.js";
+import { forwardableLoads, type ForwardedLoad } from "../../passes/index.js";
 import { CUDA_BLOCK_THREADS, CUDA_MAX_SLOTS, CUDA_PRELUDE } from "./prelude.js";
 import { cudaEmitterFor, type CudaCtx, type ElemPlan, type TileDest, type FailSite } from "./emitters.js";
 
@@ -173,7 +174,7 @@ class KernelGen implements CudaCtx {
   readonly failExit = "return;";
   readonly scratchBytes: number;
   readonly global: boolean;
-  /** Loads read straight from the tensor by the store that uses them (src/codegen/cpp/forward.ts). */
+  /** Loads read straight from the tensor by the store that uses them (src/passes/forward_loads.ts). */
   private readonly forwarded: Map<number, ForwardedLoad>;
 
   constructor(private readonly fn: Func, private readonly symbol: string, private readonly sites: FailSite[]) {

@@ -1,4 +1,4 @@
-// Load forwarding (cpu codegen): `store(f(load(a, off, S), load(b, off, S)), off, out)` — the
+// Load forwarding (an analysis of lowered kernels that code generators use): `store(f(load(a, off, S), load(b, off, S)), off, out)` — the
 // shape tensor-to-tile gives every elementwise pl.assign — need not copy the windows of a
 // and b into scratch first: when a loaded tile is used only by the elementwise expression of
 // the next store of the same window (same offsets, same tile shape, tensors of the same
@@ -6,8 +6,8 @@
 // Element i of the window is read just before element i of the output is written, as in
 // the staged code, so the result is bit-identical (also when `out` aliases `a`); the loaded
 // values are stored in the tile's own type (no conversion: float32 and integer dtypes only).
-import type { Expr, Func, Stmt, TensorType, TileType } from "../../ir/index.js";
-import { forEachExpr, numel } from "../../ir/index.js";
+import type { Expr, Func, Stmt, TensorType, TileType } from "../ir/index.js";
+import { forEachExpr, numel } from "../ir/index.js";
 
 export interface ForwardedLoad {
   /** The tensor variable read (a kernel parameter or alias of one). */

@@ -4,7 +4,7 @@
 // regions overlap with a write. Also checks that a kernel writes only Out/InOut params.
 import { TsptoCompileError, effectsOf, forEachExpr, getOp, mapStmtExprs, mkCall, type Func, type Program, type AttrValue, type Span } from "../ir/index.js";
 import type { Pass } from "./manager.js";
-import { tensorAccess } from "./outline.js";
+import { tensorAccess } from "./outline_scopes.js";
 
 export const depsPass: Pass = {
   name: "DeriveDeps",
