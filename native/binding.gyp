@@ -10,7 +10,8 @@
         "src/arena.cc",
         "src/cuda_device.cc",
         "src/device.cc",
-        "src/scheduler.cc"
+        "src/scheduler.cc",
+        "src/mpi.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -1,7 +1,7 @@
 // tspto: a TypeScript kernel DSL with a JIT. The package root exports every name in API.md.
 export * as pl from "./language.js";
 export * as ir from "./ir_api.js";
-export { ChipWorker, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
+export { ChipWorker, type ChipWorkerOptions, type RegistrationHandle, type WorkerStats } from "./runtime/worker.js";
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
 export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";
@@ -12,3 +12,4 @@ export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoR
 export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
+export { DistributedWorker, ShardedTensor, DistributedBenchmark, RankLostError, type DistributedOptions, type ReduceOp } from "./distributed/index.js";

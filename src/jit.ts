@@ -11,7 +11,8 @@
 // first call) takes the full path: bind, key string, LRU, disk cache, compile.
 import { LRUCache } from "lru-cache";
 import { TsptoRuntimeError, scalarT, tensorT, type Program, type Type } from "./ir/index.js";
-import { parseKernel, paramInfo, roundTrip, sourceHash, type KernelDef, type ParamBinding } from "./dsl/index.js";
+import { parseKernel, roundTrip, type KernelDef, type ParamBinding } from "./dsl/index.js";
+import { paramInfo, sourceHash } from "./front_memo.js";
 import { compile, lowerFor, rememberDumps } from "./compile.js";
 import { STAMP_FILE } from "./artifact/index.js";
 import { getTarget } from "./targets/index.js";
@@ -23,10 +24,15 @@ import { defaultWorker, type ChipWorker, type Registration } from "./runtime/wor
 import { callerSpan } from "./runtime/caller.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
+import type { JitCallable } from "./jit_types.js";
 import { join } from "node:path";
 
-export interface JitFunction<F extends (...args: never[]) => unknown = (...args: never[]) => unknown> {
-  (...args: [...Parameters<F>, RunConfig?] | unknown[]): unknown;
+/**
+ * What pl.jit returns. Called with one argument per kernel parameter (src/jit_types.ts maps
+ * each to what a caller may pass), optionally followed by a RunConfig.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface JitFunction<F extends (...args: never[]) => unknown = (...args: any[]) => any> extends JitCallable<F> {
   /** Specialize + compile (cached); same key -> the identical CompiledProgram. */
   compile(...sampleArgs: unknown[]): CompiledProgram;
   /** Specialize + run the passes; returns the lowered program (no artifacts, no cache). */

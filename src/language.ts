@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 // `pl`, as users import it (`import { pl } from "tspto"`, `import * as pl from "tspto/language"`):
 // the kernel language's declarations (src/dsl/language.ts) plus `pl.jit`, which records a
 // kernel definition and returns its JitFunction (src/jit.ts). Kept out of src/dsl so that the
@@ -54,8 +55,9 @@ function checkOptions(opts: unknown, who: string, site: KernelSite | null): JitO
   return o;
 }
 
-function define(kind: KernelKind, fn: unknown, opts: unknown, who: string, decorator?: ClassMethodDecoratorContext): KernelDef {
-  const site = captureSite();
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+function define(entry: Function, kind: KernelKind, fn: unknown, opts: unknown, who: string, decorator?: ClassMethodDecoratorContext): KernelDef {
+  const site = captureSite(entry);
   const span = site ? { file: site.file, line: site.line, col: site.col } : undefined;
   if (typeof fn !== "function") {
     throw new TsptoSyntaxError("E_SYNTAX", `${who} expects a function, got ${fn === null ? "null" : typeof fn}`, span,
@@ -70,7 +72,7 @@ function define(kind: KernelKind, fn: unknown, opts: unknown, who: string, decor
     }
     name = String(decorator.name);
   } else {
-    name = (site && nameFromSource(site, kind)) || fn.name || "kernel";
+    name = (site && nameFromSource(site, kind, fn.name)) || fn.name || "kernel";
   }
   return defineKernel(kind, fn as KernelFn, o, name, site, decorator !== undefined);
 }
@@ -79,14 +81,17 @@ function jitImpl(fnOrOpts: unknown, second?: unknown): unknown {
   if (typeof fnOrOpts === "object" && fnOrOpts !== null && !Array.isArray(fnOrOpts)) {
     // @pl.jit({ scope }) — the decorator factory form
     const opts = fnOrOpts;
-    return (method: unknown, context: ClassMethodDecoratorContext) => createJitFunction(define("orchestration", method, opts, "@pl.jit", context));
+    const decorate = (method: unknown, context: ClassMethodDecoratorContext): unknown =>
+      createJitFunction(define(decorate, "orchestration", method, opts, "@pl.jit", context));
+    return decorate;
   }
-  if (isMethodContext(second)) return createJitFunction(define("orchestration", fnOrOpts, undefined, "@pl.jit", second));
-  return createJitFunction(define("orchestration", fnOrOpts, second, "pl.jit"));
+  if (isMethodContext(second)) return createJitFunction(define(jitImpl, "orchestration", fnOrOpts, undefined, "@pl.jit", second));
+  return createJitFunction(define(jitImpl, "orchestration", fnOrOpts, second, "pl.jit"));
 }
 
 function subKernel(kind: "incore" | "inline") {
-  return (fn: unknown, opts?: unknown): unknown => createJitFunction(define(kind, fn, opts, `pl.jit.${kind}`));
+  const wrap = (fn: unknown, opts?: unknown): unknown => createJitFunction(define(wrap, kind, fn, opts, `pl.jit.${kind}`));
+  return wrap;
 }
 
 /** Wrap a kernel: `pl.jit(fn, opts?)`, `@pl.jit`, `pl.jit.incore(fn)`, `pl.jit.inline(fn)`. */

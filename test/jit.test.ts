@@ -92,15 +92,20 @@ describe("JitFunction", () => {
 
   it("wrong arity names the parameters and the call site", () => {
     const a = randn([8, 8], { seed: 8 });
+    // @ts-expect-error wrong arity is a type error too (the run-time error is checked)
     expect(() => scale(a, zeros([8, 8]))).toThrow(/'scale' takes 3 arguments \(a, out, k\), got 2/);
+    // @ts-expect-error wrong arity
     expect(() => scale(a, zeros([8, 8]))).toThrow(/jit\.test\.ts:\d+:\d+/);
+    // @ts-expect-error a string for a tensor
     expect(() => scale(a, "x", 2)).toThrow(/argument 'out' \(#2\) of 'scale' must be a tensor or a number/);
   });
 
   it("a DeviceTensor at a jit entry asks for a compiled program", () => {
     using w = new ChipWorker(new RunConfig());
     const dt = w.allocTensor([8, 8], "float32", { init: randn([8, 8], { seed: 9 }) });
+    // @ts-expect-error a DeviceTensor carries no metadata for the specializer (the run-time error is checked)
     expect(() => scale(dt, zeros([8, 8]), 2)).toThrow("missing inferred tensor metadata for parameter 'a'");
+    // @ts-expect-error a DeviceTensor at a jit entry
     expect(() => scale(dt, zeros([8, 8]), 2)).toThrow(/jit\.test\.ts:\d+:\d+[\s\S]*compile the program from samples/);
     // the advised route works
     const compiled = scale.compile(zeros([8, 8]), zeros([8, 8]), 2);

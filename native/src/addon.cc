@@ -18,6 +18,7 @@
 
 #include "cuda_device.h"
 #include "device.h"
+#include "mpi.h"
 #include "errors.h"
 #include "tspto_abi.h"
 
@@ -62,6 +63,7 @@ struct EnvState {
 
 struct AddonData {
   std::shared_ptr<EnvState> state;
+  Napi::FunctionReference device_ctor;  // to recognise Device objects (DeviceCoreOf)
 };
 
 // ---------------------------------------------------------------------------------------
@@ -663,6 +665,8 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
 
   std::shared_ptr<CoreT> core_;
   std::vector<LaunchArg> args_;  // reused by the synchronous launch
+
+  friend std::shared_ptr<DeviceCore> tspto::DeviceCoreOf(Napi::Env, Napi::Value, const char*);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -670,16 +674,30 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto state = std::make_shared<EnvState>();
-  env.SetInstanceData<AddonData>(new AddonData{state});
+  env.SetInstanceData<AddonData>(new AddonData{state, Napi::FunctionReference()});
   // Runs at env teardown, after in-flight async work has completed: close what is open.
   env.AddCleanupHook([state]() { state->CloseAll(); });
-  exports.Set("Device", DeviceWrap<DeviceCore>::Define(env, "Device"));
+  Napi::Function device = DeviceWrap<DeviceCore>::Define(env, "Device");
+  env.GetInstanceData<AddonData>()->device_ctor = Napi::Persistent(device);
+  exports.Set("Device", device);
   exports.Set("CudaDevice", DeviceWrap<CudaDeviceCore>::Define(env, "CudaDevice"));
+  exports.Set("mpi", MpiBinding(env));
   exports.Set("abiVersion", Napi::Number::New(env, TSPTO_ABI_VERSION));
   return exports;
 }
 
 }  // namespace
+
+std::shared_ptr<DeviceCore> DeviceCoreOf(Napi::Env env, Napi::Value v, const char* what) {
+  AddonData* data = env.GetInstanceData<AddonData>();
+  if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(data->device_ctor.Value())) {
+    throw Napi::TypeError::New(env, std::string(what) + ": expected a Device, got " + Describe(v));
+  }
+  DeviceWrap<DeviceCore>* w = DeviceWrap<DeviceCore>::Unwrap(v.As<Napi::Object>());
+  if (!w->core_ || w->core_->closed()) throw ToJsError(env, DeviceError(std::string(what) + ": device is closed", kCodeClosed));
+  return w->core_;
+}
+
 }  // namespace tspto
 
 static Napi::Object InitTsptoNative(Napi::Env env, Napi::Object exports) {

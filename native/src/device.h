@@ -88,6 +88,13 @@ class DeviceCore {
   // platform's executor (which plays the device) are not transfers and pass false.
   void H2D(uint64_t addr, const void* src, uint64_t nbytes, bool counted = true);
   void D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted = true);
+  // The host pointer of device range [addr, addr + nbytes), checked against the arena's
+  // records like a copy (for in-place collectives, native/src/mpi.cc). Not a transfer.
+  uint8_t* Resolve(const char* op, uint64_t addr, uint64_t nbytes) {
+    CheckOpen();
+    arena_->CheckRange(op, addr, nbytes);
+    return reinterpret_cast<uint8_t*>(addr);
+  }
 
   uint32_t LoadModule(const std::string& path);
   void UnloadModule(uint32_t id);

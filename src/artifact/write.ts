@@ -19,12 +19,12 @@ export interface ArtifactDump {
   json?: string;
 }
 
-export const sha256 = (data: string | Buffer): string => createHash("sha256").update(data).digest("hex");
+export const sha256 = (data: string | Uint8Array): string => createHash("sha256").update(data).digest("hex");
 export const safeName = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 64) || "program";
 const rand = (): string => randomBytes(4).toString("hex");
 
 /** Writes `file` through a temporary file and a rename (readers see the old or the new content). */
-export function writeAtomic(file: string, data: string | Buffer): void {
+export function writeAtomic(file: string, data: string | Uint8Array): void {
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}-${rand()}`;
   writeFileSync(tmp, data);

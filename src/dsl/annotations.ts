@@ -1,7 +1,7 @@
 // Type annotations of kernel source: `pl.Tensor<[M, N], pl.FP32>`, `pl.Out<...>`, `pl.InOut<...>`,
 // `pl.Tile<[M, N], pl.FP32, pl.Mem.Vec, { validShape: [..]; addr: N }>`, `pl.Scalar<pl.INT32>`,
 // `number`, `boolean`, `void` and tuples `[A, B]` (return types). They are read syntactically.
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { TsptoSyntaxError, TsptoTypeError } from "../ir/errors.js";
 import type { Direction, Span } from "../ir/nodes.js";
 import { isDType, MEMS, scalarT, tensorT, tileT, typeStr, type DType, type Dim, type Mem, type Type } from "../ir/types.js";

@@ -6,7 +6,7 @@
 // Var (a later pass builds SSA with iterArgs/yields). The SSA text forms (`pl.forRange`,
 // `pl.whileLoop`, `pl.ifElse`, `pl.yield`, `pl.break(v)`, `pl.continue(v)`) map to the
 // corresponding IR nodes with iterArgs and results.
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { TsptoCompileError, TsptoSyntaxError, TsptoTypeError } from "../ir/errors.js";
 import {
   exprType, mkAssign, mkBreak, mkCall, mkConst, mkContinue, mkEval, mkFor, mkFunc, mkIf, mkList, mkReturn, mkScope,
@@ -84,17 +84,20 @@ interface Frame {
 
 type Flow = Set<Local> | null; // definitely-assigned tracked locals; null = unreachable (everything)
 
-const ARITH_ASSIGN: Partial<Record<ts.SyntaxKind, string>> = {
+// Built on first use: the compiler (ts.SyntaxKind) is loaded only when a kernel is parsed.
+let arithAssignTable: Partial<Record<ts.SyntaxKind, string>> | undefined;
+const arithAssign = (): Partial<Record<ts.SyntaxKind, string>> => (arithAssignTable ??= {
   [ts.SyntaxKind.PlusEqualsToken]: "+", [ts.SyntaxKind.MinusEqualsToken]: "-", [ts.SyntaxKind.AsteriskEqualsToken]: "*",
   [ts.SyntaxKind.SlashEqualsToken]: "/", [ts.SyntaxKind.PercentEqualsToken]: "%",
-};
-const BINARY_OPS: Partial<Record<ts.SyntaxKind, string>> = {
+});
+let binaryOpsTable: Partial<Record<ts.SyntaxKind, string>> | undefined;
+const binaryOps = (): Partial<Record<ts.SyntaxKind, string>> => (binaryOpsTable ??= {
   [ts.SyntaxKind.PlusToken]: "+", [ts.SyntaxKind.MinusToken]: "-", [ts.SyntaxKind.AsteriskToken]: "*", [ts.SyntaxKind.SlashToken]: "/",
   [ts.SyntaxKind.PercentToken]: "%", [ts.SyntaxKind.LessThanToken]: "<", [ts.SyntaxKind.LessThanEqualsToken]: "<=",
   [ts.SyntaxKind.GreaterThanToken]: ">", [ts.SyntaxKind.GreaterThanEqualsToken]: ">=", [ts.SyntaxKind.EqualsEqualsEqualsToken]: "===",
   [ts.SyntaxKind.ExclamationEqualsEqualsToken]: "!==", [ts.SyntaxKind.EqualsEqualsToken]: "===", [ts.SyntaxKind.ExclamationEqualsToken]: "!==",
   [ts.SyntaxKind.AmpersandAmpersandToken]: "&&", [ts.SyntaxKind.BarBarToken]: "||",
-};
+});
 
 /** Edit distance, for "did you mean" hints. */
 function editDistance(a: string, b: string): number {
@@ -473,7 +476,7 @@ export class FunctionBuilder {
         case "yield": case "break": case "continue": return this.jumpStmt(pl, e, span, out);
       }
     }
-    if (ts.isBinaryExpression(e) && (e.operatorToken.kind === ts.SyntaxKind.EqualsToken || ARITH_ASSIGN[e.operatorToken.kind])) {
+    if (ts.isBinaryExpression(e) && (e.operatorToken.kind === ts.SyntaxKind.EqualsToken || arithAssign()[e.operatorToken.kind])) {
       return this.assignment(e, span, out);
     }
     if ((ts.isPostfixUnaryExpression(e) || ts.isPrefixUnaryExpression(e)) &&
@@ -491,7 +494,7 @@ export class FunctionBuilder {
   }
 
   private assignment(e: ts.BinaryExpression, span: Span, out: Stmt[]): void {
-    const compound = ARITH_ASSIGN[e.operatorToken.kind];
+    const compound = arithAssign()[e.operatorToken.kind];
     if (ts.isIdentifier(e.left)) {
       const l = this.assignable(e.left);
       let value = this.expr(e.right);
@@ -830,7 +833,7 @@ export class FunctionBuilder {
     if (ts.isIdentifier(e)) return this.identifier(e);
     if (ts.isPrefixUnaryExpression(e)) return this.prefix(e);
     if (ts.isBinaryExpression(e)) {
-      const op = BINARY_OPS[e.operatorToken.kind];
+      const op = binaryOps()[e.operatorToken.kind];
       if (!op) {
         const t = e.operatorToken.getText();
         if (e.operatorToken.kind >= ts.SyntaxKind.FirstAssignment && e.operatorToken.kind <= ts.SyntaxKind.LastAssignment) {

@@ -5,7 +5,8 @@ export {
   allKernelDefs, captureSite, defineKernel, findKernelDefs, isKernelDef, kernelDefOf, kernelDefsIn,
   type KernelDef, type KernelKind, type KernelOptions, type KernelSite,
 } from "./kernel.js";
+// the jit layer reads paramInfo and sourceHash through its memo (src/front_memo.ts)
 export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
 export { parseProgramText, roundTrip } from "./text.js";
-export { sourceHash, type ConstVal } from "./resolve.js";
-export { locateKernel, loadSourceFile, nameFromSource, type KernelSource, type SourceText } from "./source.js";
+export { sourceHash, trackHashedDefs, type ConstVal } from "./resolve.js";
+export { locateKernel, loadSourceFile, nameFromSource, trackSourceReads, type KernelSource, type SourceText } from "./source.js";

@@ -5,9 +5,10 @@
 //
 // Every definition is also kept in a global registry by (file, name), so that an entry kernel
 // can find the `pl.jit.incore` / `pl.jit.inline` sub-kernels it calls by name.
-import { dirname, isAbsolute, resolve as resolvePath, sep } from "node:path";
+import { isAbsolute, resolve as resolvePath, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Attrs } from "../ir/nodes.js";
+import { isOwnFile } from "../ir/package_root.js";
 
 export type KernelKind = "orchestration" | "incore" | "inline";
 
@@ -42,8 +43,6 @@ export interface KernelDef {
 
 // ---------------------------------------------------------------- call sites
 
-/** tspto's own sources (src/): frames there are the library's, never the user's. */
-const SRC_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 
 /** Helpers that decorator down-levelling (esbuild, tsc) puts between the decorator and the class. */
 const DECORATOR_HELPER = /^(?:__decorateElement|__decorate|__esDecorate|__runInitializers|Reflect\.decorate|_ts_decorate)\b/;
@@ -64,14 +63,19 @@ export function framePath(loc: string): string | null {
 }
 
 /**
- * The user's call site of the DSL function that is running: the first stack frame outside
- * tspto's src/, node_modules and decorator helpers. Under tsx and vitest frames are source-mapped to
- * the original `.ts` file.
+ * The user's call site of the DSL function that is running: the first stack frame below
+ * `entry` (the public function the user called, when given) outside tspto's src/ and dist/,
+ * node_modules and decorator helpers. Under tsx and vitest frames are source-mapped to the
+ * original `.ts` file. `entry` matters when tspto is inlined into the user's bundle: its
+ * frames are then in the user's file too, and only V8's frame cut tells them apart.
  */
-export function captureSite(): KernelSite | null {
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+export function captureSite(entry?: Function): KernelSite | null {
   const saved = Error.stackTraceLimit;
   Error.stackTraceLimit = 30;
-  const stack = new Error().stack ?? "";
+  const holder: { stack?: string } = {};
+  if (entry) Error.captureStackTrace(holder, entry);
+  const stack = entry ? `Error\n${holder.stack?.split("\n").slice(1).join("\n") ?? ""}` : new Error().stack ?? "";
   Error.stackTraceLimit = saved;
   for (const line of stack.split("\n").slice(1)) {
     const m = FRAME.exec(line);
@@ -80,7 +84,7 @@ export function captureSite(): KernelSite | null {
     if (DECORATOR_HELPER.test(fnName.replace(/^(?:Object|Function)\./, ""))) continue;
     const file = framePath(m[2]);
     if (!file) continue;
-    if (file.startsWith(SRC_DIR + sep) || file.includes(`${sep}node_modules${sep}`)) continue;
+    if (isOwnFile(file) || file.includes(`${sep}node_modules${sep}`)) continue;
     return { file, line: Number(m[3]), col: Number(m[4]) };
   }
   return null;

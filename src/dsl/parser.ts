@@ -6,7 +6,7 @@
 // an InCore function, pl.jit.inline → an Inline function), each specialized on the argument
 // types at its call site; one kernel called with two type signatures becomes `name` and
 // `name_1`.
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { TsptoSyntaxError, TsptoTypeError } from "../ir/errors.js";
 import { exprType, mkConst, type Direction, type Expr, type Func, type Span } from "../ir/nodes.js";
 import { Program } from "../ir/program.js";

@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, resolve as resolvePath } from "node:path";
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { DTYPE_CONST, MEMS, type DType } from "../ir/types.js";
 import { findKernelDefs, kernelDefOf, kernelDefsIn, type KernelDef, type KernelKind } from "./kernel.js";
 import {
@@ -329,7 +329,9 @@ function fromDeclaration(d: Declaration, src: SourceText, name: string, depth: n
       const v = evalConst(init, (n, at) => lookupIn(src, n, at, depth + 1));
       return v ? { kind: "const", value: v } : { kind: "other", what: "a const whose value is not a compile-time constant" };
     }
-    case "let": return { kind: "other", what: "a let/var variable (only const bindings are folded)" };
+    case "let":
+      if (isBundledLanguageNamespace(d.decl, src)) return { kind: "pl" };
+      return { kind: "other", what: "a let/var variable (only const bindings are folded)" };
     case "function": return { kind: "other", what: "a plain function (not a kernel)", isFunction: true };
     case "class": return { kind: "other", what: "a class" };
     case "param": return { kind: "other", what: "a parameter or loop variable of an enclosing function" };
@@ -344,6 +346,29 @@ function fromDeclaration(d: Declaration, src: SourceText, name: string, depth: n
       return resolveExport(file, d.imported, depth + 1);
     }
   }
+}
+
+/**
+ * A bundler's namespace object for `pl` (tspto inlined into an application's bundle): esbuild
+ * turns `pl.at(...)` into `language_exports.at(...)` with `var language_exports = {};
+ * __export(language_exports, { at: () => at, jit: () => jit, load: () => load, ... })`. The
+ * object is recognized by that shape: an empty object literal filled by one `__export` call
+ * whose getters include the DSL's `jit`, `at`, `load` and `store`.
+ */
+function isBundledLanguageNamespace(decl: ts.VariableDeclaration, src: SourceText): boolean {
+  if (!ts.isIdentifier(decl.name) || !decl.initializer || !ts.isObjectLiteralExpression(decl.initializer) ||
+    decl.initializer.properties.length !== 0) return false;
+  const name = decl.name.text;
+  const stmts = decl.parent?.parent?.parent;
+  if (!stmts || !("statements" in stmts)) return false;
+  for (const st of (stmts as { statements: readonly ts.Statement[] }).statements) {
+    if (!ts.isExpressionStatement(st) || !ts.isCallExpression(st.expression)) continue;
+    const [target, all] = st.expression.arguments;
+    if (!target || !all || !ts.isIdentifier(target) || target.text !== name || !ts.isObjectLiteralExpression(all)) continue;
+    const keys = new Set(all.properties.map((p) => (p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : "")));
+    return ["jit", "at", "load", "store"].every((k) => keys.has(k));
+  }
+  return false;
 }
 
 /** The binding `name` exported by module `file` (following re-exports). */
@@ -478,7 +503,21 @@ function freeNames(node: ts.Node): string[] {
  * The jit cache key holds it, so editing a kernel, a constant it folds or a sub-kernel
  * invalidates cached programs, while editing unrelated code does not.
  */
+let onHashed: ((def: KernelDef) => void) | null = null;
+
+/** Runs `f`, calling `each` with every kernel whose source hash it takes (src/dsl/memo.ts). */
+export function trackHashedDefs<T>(f: () => T, each: (def: KernelDef) => void): T {
+  const outer = onHashed;
+  onHashed = (d) => { each(d); outer?.(d); };
+  try {
+    return f();
+  } finally {
+    onHashed = outer;
+  }
+}
+
 export function sourceHash(def: KernelDef, visiting: Set<KernelDef> = new Set()): string {
+  onHashed?.(def);
   const ks = locateKernel(def);
   const memo = hashes.get(def);
   if (memo && memo.key === ks.src.hash && visiting.size === 0) return memo.hash;

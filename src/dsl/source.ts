@@ -5,7 +5,7 @@
 // function's `toString()` is parsed instead. Parsed files are cached with their text hash.
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { registerSource } from "../ir/errors.js";
 import type { Span } from "../ir/nodes.js";
 import type { KernelDef, KernelKind, KernelSite } from "./kernel.js";
@@ -58,9 +58,25 @@ export function sourceFromText(text: string, file: string): SourceText {
 // ---------------------------------------------------------------- files
 
 const fileCache = new Map<string, { mtimeMs: number; size: number; src: SourceText } | null>();
+let reads: Set<string> | null = null;
+
+/** Runs `f`, returning every file loadSourceFile was asked for meanwhile (src/dsl/memo.ts). */
+export function trackSourceReads(f: () => void): string[] {
+  const outer = reads;
+  const mine = new Set<string>();
+  reads = mine;
+  try {
+    f();
+  } finally {
+    reads = outer;
+    if (outer) for (const x of mine) outer.add(x);
+  }
+  return [...mine];
+}
 
 /** The parsed `.ts` file at `file`, or null when it cannot be read. Re-parsed when its text changes. */
 export function loadSourceFile(file: string): SourceText | null {
+  reads?.add(file);
   let st: { mtimeMs: number; size: number };
   try {
     st = statSync(file);
@@ -172,13 +188,68 @@ export function jitCallAt(src: SourceText, site: KernelSite, kind?: KernelKind):
   return cands.sort((a, b) => dist(a) - dist(b))[0].call;
 }
 
+const textCache = new Map<string, { mtimeMs: number; size: number; text: string } | null>();
+
+/** The text of `file` (cached by mtime and size), or null when unreadable. Does not parse. */
+function fileText(file: string): string | null {
+  let st: { mtimeMs: number; size: number };
+  try { st = statSync(file); } catch { return null; }
+  const hit = textCache.get(file);
+  if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.text;
+  try {
+    const text = readFileSync(file, "utf8");
+    textCache.set(file, { mtimeMs: st.mtimeMs, size: st.size, text });
+    return text;
+  } catch {
+    return null;
+  }
+}
+
+const JIT_HEAD = /\bjit\s*(?:\.\s*(?:incore|inline)\s*)?\(\s*(?:async\s+)?(function\b\s*\*?\s*([A-Za-z_$][\w$]*)?|\(|[A-Za-z_$][\w$]*\s*=>)/g;
+const BINDING = /\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=;]*)?=\s*(?:[\w$]+\s*\.\s*)*$/;
+
+/**
+ * The kernel name at `site` read from the file's text without parsing it: the name of the
+ * `function` a `jit(` call at the site wraps, else the `const` the call is bound to.
+ * undefined when the text there is not of these forms (the caller then parses).
+ */
+function nameFromText(site: KernelSite): string | null | undefined {
+  const text = fileText(site.file);
+  if (text === null) return undefined;
+  let lineStart = 0;
+  for (let l = 1; l < site.line; l++) {
+    const nl = text.indexOf("\n", lineStart);
+    if (nl < 0) return undefined;
+    lineStart = nl + 1;
+  }
+  const at = lineStart + site.col - 1;
+  const lineEnd = text.indexOf("\n", at) < 0 ? text.length : text.indexOf("\n", at);
+  // the jit call nearest the site on its line
+  JIT_HEAD.lastIndex = lineStart;
+  let best: RegExpExecArray | null = null;
+  for (let m = JIT_HEAD.exec(text); m && m.index <= lineEnd; m = JIT_HEAD.exec(text)) {
+    if (!best || Math.abs(m.index - at) < Math.abs(best.index - at)) best = m;
+  }
+  if (!best) return undefined;
+  if (best[2]) return best[2];
+  const before = text.slice(lineStart, best.index);
+  const bound = BINDING.exec(before);
+  if (bound) return bound[1];
+  return undefined;
+}
+
 /**
  * The name of the kernel defined at `site` as written in the source: its function's name,
  * else the const it is bound to (`const NAME = pl.jit((a) => ...)`). Preferred over
  * `fn.name`, which transpilers may rename (esbuild turns `const k = pl.jit(function k() {})`
  * into `function k2`).
  */
-export function nameFromSource(site: KernelSite, kind?: KernelKind): string | null {
+export function nameFromSource(site: KernelSite, kind?: KernelKind, fnName = ""): string | null {
+  const scanned = nameFromText(site);
+  if (scanned !== undefined) return scanned;
+  // The text scan found no name: a fn.name is as good as the parse's answer would usually be,
+  // and it keeps the compiler unloaded at definition time (see ./typescript.ts).
+  if (fnName) return null;
   const src = loadSourceFile(site.file);
   if (!src) return null;
   const call = jitCallAt(src, site, kind);
@@ -289,13 +360,24 @@ function findJitFunction(src: SourceText, def: KernelDef): KernelFnNode | null {
   return named[0]?.fn ?? null;
 }
 
-/** The static method `name` decorated with @pl.jit nearest to the site line (the decorator helper's frame points at or near it). */
+/**
+ * The static method `name` decorated with @pl.jit nearest to the site line (the decorator
+ * helper's frame points at or near it); in emitted JavaScript, the static method `name`.
+ */
 function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): ts.MethodDeclaration | null {
   const cands: ts.MethodDeclaration[] = [];
   forEachNode(src.sf, (n) => {
     if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && n.name.text === name &&
       (ts.getDecorators(n) ?? []).some(isJitDecorator)) cands.push(n);
   });
+  // JavaScript emitted with the decorators lowered (tsc, esbuild: `__esDecorate` /
+  // `__decorateElement` calls after the class) keeps the method without its decorator.
+  if (!cands.length) {
+    forEachNode(src.sf, (n) => {
+      if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && n.name.text === name &&
+        (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.StaticKeyword)) cands.push(n);
+    });
+  }
   if (!cands.length) return null;
   const range = (m: ts.MethodDeclaration) => ({ from: lineCol(src, m.getStart(src.sf)).line, to: lineCol(src, m.getEnd()).line });
   const dist = (m: ts.MethodDeclaration) => {

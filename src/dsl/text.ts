@@ -3,7 +3,7 @@
 //   const f = pl.jit(function f(a: pl.Tensor<[4, 8], pl.FP32>, ...): RET { ... }, { attrs: {...} });
 // declarations (pl.jit.incore / pl.jit.inline for the other kinds); functions call each other
 // by name; every parameter and return type is fully annotated; nothing is folded.
-import ts from "typescript";
+import { ts } from "./typescript.js";
 import { TsptoSyntaxError } from "../ir/errors.js";
 import type { AttrValue, Attrs, Direction, Func, FunctionKind } from "../ir/nodes.js";
 import { Program } from "../ir/program.js";

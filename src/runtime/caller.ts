@@ -1,10 +1,8 @@
 // Locates the user's call site (the first stack frame outside tspto's own sources) so that
 // errors at dispatch name the user's file:line:col. Only used on error paths.
 import { fileURLToPath } from "node:url";
-import { dirname, resolve } from "node:path";
 import type { Span } from "../ir/index.js";
-
-const SRC_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+import { isOwnFile } from "../ir/package_root.js";
 
 export function callerSpan(): Span | undefined {
   const stack = new Error().stack ?? "";
@@ -13,7 +11,7 @@ export function callerSpan(): Span | undefined {
     if (!m) continue;
     let file = m[1];
     if (file.startsWith("file://")) { try { file = fileURLToPath(file); } catch { continue; } }
-    if (file.startsWith("node:") || file.includes("/node_modules/") || file.startsWith(SRC_DIR + "/")) continue;
+    if (file.startsWith("node:") || file.includes("/node_modules/") || isOwnFile(file)) continue;
     return { file, line: Number(m[2]), col: Number(m[3]) };
   }
   return undefined;

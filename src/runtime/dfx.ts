@@ -56,9 +56,13 @@ function locate(regions: Region[], a: NativeTraceAccess): { name: string; offset
 
 const MODE = ["", "read", "write", "readwrite"];
 
-/** Writes the DFX files `cfg` asks for from one launch's trace. Returns the directory. */
-export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, trace: NativeTrace, coreCount: number, deviceId: number): string {
-  const dir = join(outputDir, DFX_DIR);
+/**
+ * Writes the DFX files `cfg` asks for from one launch's trace. Returns the directory:
+ * `<outputDir>/dfx_outputs/`, or `<outputDir>/dfx_outputs/<subdir>/` for a device of a
+ * DistributedWorker (`rank_<r>/device_<d>`).
+ */
+export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, trace: NativeTrace, coreCount: number, deviceId: number, subdir = ""): string {
+  const dir = join(outputDir, DFX_DIR, subdir);
   mkdirSync(dir, { recursive: true });
   const t0 = trace.launchStartNs;
   const us = (ns: number) => (ns - t0) / 1000;
@@ -86,7 +90,11 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
       ev.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
       ev.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
     }
-    writeAtomic(join(dir, "swimlane.json"), JSON.stringify({ traceEvents: ev, displayTimeUnit: "ns", launchUs: (trace.launchEndNs - t0) / 1000 }));
+    // The launch's start on the wall clock (µs since the epoch), so that traces of several
+    // processes (ranks) can be put on one timeline: the trace clock is CLOCK_MONOTONIC, as
+    // process.hrtime is, so the offset between the two clocks is measured now.
+    const startUnixUs = Math.round((performance.timeOrigin + performance.now()) * 1000 - Number(process.hrtime.bigint() - BigInt(t0)) / 1000);
+    writeAtomic(join(dir, "swimlane.json"), JSON.stringify({ traceEvents: ev, displayTimeUnit: "ns", launchUs: (trace.launchEndNs - t0) / 1000, startUnixUs }));
   }
 
   if (cfg.enableDepGen) {

@@ -67,6 +67,11 @@ export interface RegistrationHandle {
 }
 
 let nextWorkerId = 1;
+/** Options of a ChipWorker beyond its RunConfig (what layers above the runtime set). */
+export interface ChipWorkerOptions {
+  /** Where under dfx_outputs/ this worker's DFX files go (e.g. rank_0/device_1; default: dfx_outputs/ itself). */
+  readonly dfxSubdir?: string;
+}
 
 export class ChipWorker implements Disposable {
   readonly config: RunConfig;
@@ -89,10 +94,13 @@ export class ChipWorker implements Disposable {
   #devDump = 0;
   readonly #cfgRec: { mask: number; dumpBytes: number };
   #cores = 1;
+  /** Where under dfx_outputs/ this worker's DFX files go ("" = dfx_outputs/ itself). */
+  readonly #dfxSubdir: string;
 
-  constructor(config: RunConfig = new RunConfig()) {
+  constructor(config: RunConfig = new RunConfig(), opts: ChipWorkerOptions = {}) {
     if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })");
     this.config = config;
+    this.#dfxSubdir = opts.dfxSubdir ?? "";
     this.target = getTarget(config.platform);
     this.#cfgRec = recordingOf(config);
     this.init();
@@ -113,6 +121,11 @@ export class ChipWorker implements Disposable {
     });
     this.#everInit = true;
     return this;
+  }
+
+  /** The open Device (for layers above the runtime, e.g. collectives handing device ranges to MPI); throws once closed. */
+  get device(): Device {
+    return this.#dev();
   }
 
   #dev(): Device {
@@ -349,7 +362,7 @@ export class ChipWorker implements Disposable {
 
   #writeTrace(reg: Registration, cfg: RunConfig): void {
     const trace = this.#device!.takeTrace();
-    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId);
+    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId, this.#dfxSubdir);
   }
 
   #warnNoDfx(): void {

@@ -3,7 +3,9 @@
 // memory arena, a module table of dlopen'd program libraries and a persistent task
 // scheduler). Only the targets use it; the runtime talks to a `Device` (target.ts).
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { TsptoRuntimeError } from "../ir/index.js";
+import { packageRoot } from "../ir/package_root.js";
 import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
 export { ArgKind, type DeviceOptions } from "./target.js";
 
@@ -54,29 +56,39 @@ export interface NativeAddon {
   abiVersion: number;
 }
 
-/** Path of the built addon, relative to this file (src/targets). */
-export const NATIVE_ADDON_PATH = "../../native/build/Release/tspto_native.node";
+/** Path of the built addon, relative to the package root (src/ir/package_root.ts). */
+export const NATIVE_ADDON_PATH = "native/build/Release/tspto_native.node";
 
 let cached: NativeAddon | undefined;
 
 /** Loads the addon once per module instance (each worker_thread loads its own). */
 export function loadNative(): NativeAddon {
   if (cached !== undefined) return cached;
-  const require = createRequire(import.meta.url);
+  const path = join(packageRoot(), NATIVE_ADDON_PATH);
   let addon: NativeAddon;
   try {
-    addon = require(NATIVE_ADDON_PATH) as NativeAddon;
+    addon = createRequire(path)(path) as NativeAddon;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "MODULE_NOT_FOUND") {
-      throw new TsptoRuntimeError("E_NATIVE", `tspto native addon not found (${NATIVE_ADDON_PATH} relative to src/targets)`, undefined,
-        "build it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
+      throw new TsptoRuntimeError("E_NATIVE", `tspto native addon not found (${path})`, undefined, rebuildHint());
     }
-    throw new TsptoRuntimeError("E_NATIVE", `tspto native addon failed to load: ${e?.message ?? String(err)}`, undefined,
-      "rebuild it: `npm rebuild tspto` in an app that depends on tspto, `npm install` in a tspto checkout");
+    throw new TsptoRuntimeError("E_NATIVE", `tspto native addon failed to load: ${e?.message ?? String(err)}`, undefined, rebuildHint());
   }
   cached = addon;
   return addon;
+}
+
+/**
+ * The command that builds the addon where tspto is: `npm rebuild tspto` in an application
+ * (npm 11 skips a dependency's install script until it is approved), `npm install` in a
+ * checkout of tspto itself.
+ */
+export function rebuildHint(): string {
+  const inApp = /[\\/]node_modules[\\/]/.test(packageRoot());
+  return inApp
+    ? "build it with `npm rebuild tspto` in your project (npm 11 runs tspto's install script only once approved: `npm install-scripts approve tspto`); it needs a C++17 compiler, make and python3"
+    : "build it with `npm install` (or `npm run build:native`) in the tspto checkout; it needs a C++17 compiler, make and python3";
 }
 
 /** Native error codes and the TsptoError codes they become. */

@@ -1,4 +1,4 @@
-// The `tspto` command line (bin/tspto.mjs loads this through tsx).
+// The `tspto` command line (bin/tspto.mjs loads this from dist/, or through tsx in a checkout that has not been built).
 //   tspto inspect <outputDir> [--json] [--trace] [--graph] [--out <file>]
 // Exit codes: 0 ok, 1 an error (missing directory, not an artifact, a malformed DFX file),
 // 2 a usage error.
@@ -9,6 +9,7 @@ import { DEPS_FILE, DEPS_HTML, DFX_DIR, DfxFormatError, SWIMLANE_FILE, SWIMLANE_
 import { parseDeps, renderDepsHtml } from "./graph.js";
 import { InspectError, META_FILE, formatReport, inspectArtifact } from "./inspect.js";
 import { parseTrace, renderTraceHtml } from "./trace.js";
+import { MERGED_SWIMLANE_FILE, findRankTraces, mergeRankTraces } from "./ranks.js";
 
 export const USAGE = `Usage: tspto inspect <outputDir> [options]
 
@@ -19,7 +20,9 @@ library, and the DFX outputs recorded under <outputDir>/${DFX_DIR}/.
 Options:
   --json          print the summary as JSON
   --trace         render ${DFX_DIR}/${SWIMLANE_FILE} (Chrome trace) as a swimlane
-                  HTML page, written to ${DFX_DIR}/${SWIMLANE_HTML}; prints its path
+                  HTML page, written to ${DFX_DIR}/${SWIMLANE_HTML}; prints its path.
+                  A distributed run's ${DFX_DIR}/rank_<r>/device_<d>/ swimlanes are
+                  merged into one timeline (a row per rank, device and core)
   --graph         render ${DFX_DIR}/${DEPS_FILE} (task dependency graph) as an HTML
                   page, written to ${DFX_DIR}/${DEPS_HTML}; prints its path
   --out <file>    write the page of --trace or --graph there instead
@@ -102,8 +105,22 @@ function write(file: string, html: string): void {
   writeFileSync(file, html);
 }
 
-/** Render <dir>/dfx_outputs/swimlane.json; returns the page's path. */
+/**
+ * Render <dir>/dfx_outputs/swimlane.json; returns the page's path. A distributed run's
+ * per-device swimlanes (dfx_outputs/rank_<r>/device_<d>/) are merged into one timeline with a
+ * row per rank, device and core (also written as dfx_outputs/swimlane_ranks.json).
+ */
 export function renderTrace(dir: string, out?: string): string {
+  const ranks = findRankTraces(join(dir, DFX_DIR));
+  if (ranks.length > 0) {
+    const merged = mergeRankTraces(ranks);
+    const input = join(dir, DFX_DIR, MERGED_SWIMLANE_FILE);
+    write(input, JSON.stringify(merged));
+    const model = parseTrace(merged, input);
+    const file = resolve(out ?? join(dir, DFX_DIR, SWIMLANE_HTML));
+    write(file, renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}, ${merged.ranks.length} rank${merged.ranks.length === 1 ? "" : "s"}, ${ranks.length} device${ranks.length === 1 ? "" : "s"}`, source: input }));
+    return file;
+  }
   const input = dfxInput(dir, SWIMLANE_FILE, "--trace");
   const model = parseTrace(readJsonFile(input), input);
   const file = resolve(out ?? join(dir, DFX_DIR, SWIMLANE_HTML));

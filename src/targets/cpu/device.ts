@@ -14,6 +14,9 @@ export class CpuDevice implements Device {
     try { this.#n = new Native.Device(opts); } catch (e) { throw nativeError(e); }
   }
 
+  /** @internal The native device itself: src/distributed hands its memory to MPI in place (the addon checks every range against the arena). */
+  get native(): NativeDevice { return this.#n; }
+
   alloc(nbytes: number): bigint { try { return this.#n.alloc(nbytes); } catch (e) { throw nativeError(e); } }
   free(addr: bigint): void { try { this.#n.free(addr); } catch (e) { throw nativeError(e); } }
   isLive(addr: bigint): boolean { return this.#n.isLive(addr); }

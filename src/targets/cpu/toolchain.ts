@@ -6,8 +6,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { arch, cpus, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { TsptoCompileError } from "../../ir/index.js";
+import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE } from "../../codegen/index.js";
 import { sha256, writeAtomic } from "../../artifact/index.js";
 
@@ -19,17 +19,11 @@ export const SOURCE_PATH = "kernels/program.cpp";
 const rand = (): string => randomBytes(4).toString("hex");
 
 // ------------------------------------------------------------------ toolchain
-/** native/include, found relative to this source file (src/codegen or a built copy of it). */
+/** native/include of the tspto package (src/ir/package_root.ts finds it from src/, dist/ or a bundle). */
 export function abiIncludeDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const cand = join(dir, "native", "include");
-    if (existsSync(join(cand, "tspto_abi.h"))) return cand;
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  throw new TsptoCompileError("E_CXX", `cannot find native/include/tspto_abi.h above ${dirname(fileURLToPath(import.meta.url))}`, undefined,
+  const cand = join(packageRoot(), "native", "include");
+  if (existsSync(join(cand, "tspto_abi.h"))) return cand;
+  throw new TsptoCompileError("E_CXX", `cannot find native/include/tspto_abi.h in ${packageRoot()}`, undefined,
     "the tspto package is incomplete: native/include must ship with it");
 }
 
