@@ -8,7 +8,10 @@ export { CompiledProgram } from "./runtime/compiled.js";
 export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host.js";
 export type { DType } from "./ir/index.js";
-export { TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError } from "./ir/errors.js";
+export {
+  TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,
+  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError, TSPTO_ERROR_CLASSES,
+} from "./ir/errors.js";
 export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";

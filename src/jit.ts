@@ -10,7 +10,7 @@
 // Anything else (tensor-likes other than HostTensor, a config with an output directory, a
 // first call) takes the full path: bind, key string, LRU, disk cache, compile.
 import { LRUCache } from "lru-cache";
-import { TsptoRuntimeError, scalarT, tensorT, type Program, type Type } from "./ir/index.js";
+import { TsptoArgumentError, TsptoRuntimeError, scalarT, tensorT, type DType, type Program, type Type } from "./ir/index.js";
 import { parseKernel, roundTrip, type KernelDef, type ParamBinding } from "./dsl/index.js";
 import { paramInfo, sourceHash } from "./front_memo.js";
 import { compile, lowerFor, rememberDumps } from "./compile.js";
@@ -22,6 +22,7 @@ import { DeviceTensor } from "./runtime/device_tensor.js";
 import { HostTensor, asTensorLike } from "./runtime/host.js";
 import { defaultWorker, type ChipWorker, type Registration } from "./runtime/worker.js";
 import { callerSpan } from "./runtime/caller.js";
+import { checkScalar } from "./runtime/args.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
 import type { JitCallable } from "./jit_types.js";
@@ -51,7 +52,7 @@ const CACHE_MAX = 256;
 type ArgSig =
   | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly number[] }
   | { readonly t: "value"; readonly name: string; readonly value: number | boolean }
-  | { readonly t: "dynamic"; readonly name: string };
+  | { readonly t: "dynamic"; readonly name: string; readonly dtype: DType };
 
 interface Spec { readonly key: string; readonly platform: string; readonly sig: readonly ArgSig[] }
 
@@ -148,15 +149,20 @@ export function createJitFunction(def: KernelDef): JitFunction {
       }
       if (typeof a === "number" || typeof a === "boolean") {
         const dyn = p.kind === "scalar" && p.annotated?.kind === "scalar";
+        if (dyn) checkScalar((p.annotated as { dtype: DType }).dtype, a, p.name, i, def.name); // 1.5 / NaN / true for an int
         const type: Type = dyn ? p.annotated! : scalarT(typeof a === "boolean" ? "bool" : Number.isInteger(a) ? "int64" : "float32");
         key += dyn ? `|${p.name}:s` : `|${p.name}=${typeof a === "boolean" ? a : Object.is(a, -0) ? "-0" : a}`;
-        sig.push(dyn ? { t: "dynamic", name: p.name } : { t: "value", name: p.name, value: a });
+        sig.push(dyn ? { t: "dynamic", name: p.name, dtype: (p.annotated as { dtype: DType }).dtype } : { t: "value", name: p.name, value: a });
         return dyn ? { name: p.name, type } : { name: p.name, type, value: a };
       }
       const h = a instanceof HostTensor ? a : asTensorLike(a);
       if (!h) {
         throw new TsptoRuntimeError("E_ARG", `argument '${p.name}' (#${i + 1}) of '${def.name}' must be a tensor or a number, got ${a === null ? "null" : typeof a}`, callerSpan(),
           "pass a HostTensor (tensor/zeros/randn), a tensor-like {data, shape}, or a number");
+      }
+      if (h.shape.includes(0)) {
+        throw new TsptoArgumentError("E_SHAPE", `argument '${p.name}' (#${i + 1}) of '${def.name}' has shape [${h.shape.join(", ")}]; kernels take tensors whose every dimension is >= 1`, callerSpan(),
+          "zero-size tensors are not supported as kernel arguments: skip the call when there is no data, or pass a [1]-shaped tensor", { argument: p.name, position: i + 1 });
       }
       key += `|${p.name}:${h.dtype}[${h.shape.join(",")}]`;
       sig.push({ t: "tensor", name: p.name, dtype: h.dtype, shape: [...h.shape] });

@@ -18,7 +18,7 @@ process.env.TSPTO_EXAMPLES_QUIET = "1";
 describe("examples", () => {
   it("the PyPTO corpus is all here", () => {
     for (const name of ["hello_world", "elementwise", "scalar_ops", "activation", "matmul", "concat", "fused_linear", "softmax",
-      "normalization", "matmul_acc", "assemble", "dyn_valid_shape", "task_graph", "vector_dag", "ffn", "control_flow"]) {
+      "normalization", "matmul_acc", "assemble", "dyn_valid_shape", "task_graph", "vector_dag", "ffn", "control_flow", "transformer_block"]) {
       expect(ported).toContain(`${name}.ts`);
     }
   });

@@ -72,6 +72,18 @@ struct AddonData {
 Napi::Error ToJsError(Napi::Env env, const DeviceError& e) {
   Napi::Error err = Napi::Error::New(env, e.what());
   if (*e.code() != '\0') err.Set("code", Napi::String::New(env, e.code()));
+  if (e.arg_index() >= 0) err.Set("argIndex", Napi::Number::New(env, static_cast<double>(e.arg_index())));
+  return err;
+}
+
+// A native call argument of the wrong type (TypeError) or range (RangeError), with code
+// TSPTO_BAD_ARGUMENT (and argIndex for launch arguments).
+Napi::Error BadArg(Napi::Env env, const std::string& message, bool range = false,
+                   int64_t arg_index = -1, const char* code = kCodeBadArgument) {
+  Napi::Error err = range ? static_cast<Napi::Error>(Napi::RangeError::New(env, message))
+                          : static_cast<Napi::Error>(Napi::TypeError::New(env, message));
+  err.Set("code", Napi::String::New(env, code));
+  if (arg_index >= 0) err.Set("argIndex", Napi::Number::New(env, static_cast<double>(arg_index)));
   return err;
 }
 
@@ -84,6 +96,8 @@ auto Guard(Napi::Env env, Body body) -> decltype(body()) {
     throw ToJsError(env, e);
   } catch (const Napi::Error&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw ToJsError(env, DeviceError("tspto native: host out of memory", kCodeOutOfMemory));
   } catch (const std::exception& e) {
     throw Napi::Error::New(env, std::string("tspto native: ") + e.what());
   }
@@ -135,9 +149,8 @@ bool ToUint64(Napi::Value v, uint64_t* out) {
 uint64_t AddressArg(Napi::Env env, Napi::Value v, const char* method) {
   uint64_t addr = 0;
   if (!ToUint64(v, &addr)) {
-    throw Napi::TypeError::New(env, std::string(method) +
-                                        ": address must be a non-negative bigint, got " +
-                                        Describe(v));
+    throw BadArg(env, std::string(method) + ": address must be a non-negative bigint, got " +
+                          Describe(v));
   }
   return addr;
 }
@@ -145,9 +158,8 @@ uint64_t AddressArg(Napi::Env env, Napi::Value v, const char* method) {
 uint64_t ByteCountArg(Napi::Env env, Napi::Value v, const char* method) {
   uint64_t n = 0;
   if (!ToUint64(v, &n)) {
-    throw Napi::TypeError::New(env, std::string(method) +
-                                        ": nbytes must be a non-negative integer, got " +
-                                        Describe(v));
+    throw BadArg(env, std::string(method) + ": nbytes must be a non-negative integer, got " +
+                          Describe(v));
   }
   return n;
 }
@@ -186,55 +198,53 @@ bool HostView(napi_env env, napi_value v, uint8_t** data, uint64_t* bytes) {
 uint32_t ModuleIdArg(Napi::Env env, Napi::Value v, const char* method) {
   uint64_t id = 0;
   if (!v.IsNumber() || !ToUint64(v, &id) || id > std::numeric_limits<uint32_t>::max()) {
-    throw Napi::TypeError::New(env, std::string(method) +
-                                        ": module id must be a non-negative integer, got " +
-                                        Describe(v));
+    throw BadArg(env, std::string(method) + ": module id must be a non-negative integer, got " +
+                          Describe(v));
   }
   return static_cast<uint32_t>(id);
 }
 
-// Converts launch(moduleId, args, kinds) arguments. Host views are referenced by pointer;
-// when `keep` is given (async launch) each view gets a persistent reference so it stays
-// alive until the launch completes.
+// Converts launch(moduleId, args, kinds) arguments. Host views are referenced by pointer
+// with their LIVE byte length (a detached buffer has 0); when `keep` is given (async
+// launch) each host view gets a persistent reference (keep[i], empty for other kinds) so
+// the launch can re-read it on the JS thread when it completes.
 void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* module_id,
                  std::vector<LaunchArg>* out, std::vector<Napi::ObjectReference>* keep) {
   Napi::Env env = info.Env();
   *module_id = ModuleIdArg(env, info[0], method);
   if (!info[1].IsArray()) {
-    throw Napi::TypeError::New(env, std::string(method) + ": args must be an array, got " +
-                                        Describe(info[1]));
+    throw BadArg(env, std::string(method) + ": args must be an array, got " + Describe(info[1]));
   }
   Napi::Array arr = info[1].As<Napi::Array>();
   if (!info[2].IsTypedArray() ||
       info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    throw Napi::TypeError::New(env, std::string(method) + ": kinds must be a Uint8Array, got " +
-                                        Describe(info[2]));
+    throw BadArg(env, std::string(method) + ": kinds must be a Uint8Array, got " + Describe(info[2]));
   }
   Napi::Uint8Array kinds = info[2].As<Napi::Uint8Array>();
   const uint32_t n = arr.Length();
   if (kinds.ElementLength() != n) {
-    throw Napi::TypeError::New(env, std::string(method) + ": kinds has " +
-                                        std::to_string(kinds.ElementLength()) +
-                                        " entries but args has " + std::to_string(n));
+    throw BadArg(env, std::string(method) + ": kinds has " + std::to_string(kinds.ElementLength()) +
+                          " entries but args has " + std::to_string(n));
   }
   const uint8_t* kind_data = kinds.Data();
   out->resize(n);
+  if (keep != nullptr) keep->resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     LaunchArg& a = (*out)[i];
     a = LaunchArg{};
     a.kind = kind_data[i];
     Napi::Value v = arr.Get(i);
     auto bad = [&](const char* expected) {
-      return Napi::TypeError::New(env, std::string(method) + ": argument " + std::to_string(i) +
-                                           " (" + ArgKindName(a.kind) + ") must be " + expected +
-                                           ", got " + Describe(v));
+      return BadArg(env, std::string(method) + ": argument " + std::to_string(i) + " (" +
+                             ArgKindName(a.kind) + ") must be " + expected + ", got " + Describe(v),
+                    false, i);
     };
     switch (a.kind) {
       case kArgHostIn:
       case kArgHostOut:
       case kArgHostInOut:
         if (!HostView(env, v, &a.host, &a.host_bytes)) throw bad("an ArrayBufferView");
-        if (keep != nullptr) keep->push_back(Napi::Persistent(v.As<Napi::Object>()));
+        if (keep != nullptr) (*keep)[i] = Napi::Persistent(v.As<Napi::Object>());
         break;
       case kArgDevice: {
         uint64_t addr = 0;
@@ -274,9 +284,9 @@ void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* m
         }
         break;
       default:
-        throw Napi::TypeError::New(env, std::string(method) + ": kinds[" + std::to_string(i) +
-                                            "] = " + std::to_string(a.kind) +
-                                            " is not an argument kind (0..6)");
+        throw BadArg(env, std::string(method) + ": kinds[" + std::to_string(i) + "] = " +
+                              std::to_string(a.kind) + " is not an argument kind (0..6)",
+                     false, i);
     }
   }
 }
@@ -287,15 +297,16 @@ void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* m
 template <typename Core>
 class LaunchWorker : public Napi::AsyncWorker {
  public:
+  using Plan = typename Core::Plan;
+  // `plan` was prepared with stage_now: host inputs are already staged, device tensors and
+  // the module are held until this worker is done.
   LaunchWorker(Napi::Env env, std::shared_ptr<Core> core, Napi::Object device,
-               uint32_t module_id, std::vector<LaunchArg> args,
-               std::vector<Napi::ObjectReference> keep)
+               std::unique_ptr<Plan> plan, std::vector<Napi::ObjectReference> keep)
       : Napi::AsyncWorker(env, "tspto.launchAsync"),
         deferred_(Napi::Promise::Deferred::New(env)),
         core_(std::move(core)),
         device_(Napi::Persistent(device)),
-        module_id_(module_id),
-        args_(std::move(args)),
+        plan_(std::move(plan)),
         keep_(std::move(keep)) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
@@ -303,7 +314,7 @@ class LaunchWorker : public Napi::AsyncWorker {
  protected:
   void Execute() override {
     try {
-      ns_ = core_->Launch(module_id_, args_);
+      ns_ = core_->Launch(plan_.get());
     } catch (const DeviceError& e) {
       code_ = e.code();
       SetError(e.what());
@@ -312,11 +323,30 @@ class LaunchWorker : public Napi::AsyncWorker {
     }
   }
 
+  // On the JS thread: re-read each result view (it may have been detached or shrunk while
+  // the launch ran), copy the results, then release staging and holds.
   void OnOK() override {
-    deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(ns_)));
+    Napi::Env env = Env();
+    std::vector<std::pair<uint8_t*, uint64_t>> hosts(plan_->args.size(), {nullptr, 0});
+    for (size_t i = 0; i < keep_.size() && i < hosts.size(); ++i) {
+      if (keep_[i].IsEmpty()) continue;
+      uint8_t* data = nullptr;
+      uint64_t len = 0;
+      if (HostView(env, keep_[i].Value(), &data, &len)) hosts[i] = {data, len};
+    }
+    try {
+      core_->CopyResults(*plan_, "launchAsync", hosts);
+    } catch (const DeviceError& e) {
+      plan_->Release();
+      deferred_.Reject(ToJsError(env, e).Value());
+      return;
+    }
+    plan_->Release();
+    deferred_.Resolve(Napi::Number::New(env, static_cast<double>(ns_)));
   }
 
   void OnError(const Napi::Error& e) override {
+    plan_->Release();
     Napi::Error err = e;
     if (*code_ != '\0') err.Set("code", Napi::String::New(Env(), code_));
     deferred_.Reject(err.Value());
@@ -326,9 +356,8 @@ class LaunchWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   std::shared_ptr<Core> core_;  // keeps the device state alive until completion
   Napi::ObjectReference device_;      // keeps the JS Device from being collected
-  uint32_t module_id_;
-  std::vector<LaunchArg> args_;
-  std::vector<Napi::ObjectReference> keep_;  // host views referenced by args_
+  std::unique_ptr<Plan> plan_;
+  std::vector<Napi::ObjectReference> keep_;  // host views by argument index (or empty)
   uint64_t ns_ = 0;
   const char* code_ = "";
 };
@@ -342,6 +371,7 @@ template <typename CoreT>
 class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
  public:
   using Base = Napi::ObjectWrap<DeviceWrap<CoreT>>;
+  using Plan = typename CoreT::Plan;  // LaunchPlan (cpu) or CudaDeviceCore::Plan
   static Napi::Function Define(Napi::Env env, const char* name) {
     return Base::DefineClass(
         env, name,
@@ -368,9 +398,9 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
 
   explicit DeviceWrap(const Napi::CallbackInfo& info) : Base(info) {
     Napi::Env env = info.Env();
-    if (!info.IsConstructCall()) throw Napi::TypeError::New(env, "Device must be called with new");
+    if (!info.IsConstructCall()) throw BadArg(env, "Device must be called with new");
     if (!info[0].IsObject()) {
-      throw Napi::TypeError::New(env, "Device: options must be an object, got " + Describe(info[0]));
+      throw BadArg(env, "Device: options must be an object, got " + Describe(info[0]));
     }
     Napi::Object o = info[0].As<Napi::Object>();
     DeviceOptions opts;
@@ -397,10 +427,11 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     Napi::Value v = o.Get(name);
     const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
     if (!(d == std::trunc(d) && d >= lo && d <= hi)) {
-      throw Napi::RangeError::New(
-          o.Env(), std::string("Device: option '") + name + "' must be an integer in [" +
+      throw BadArg(o.Env(),
+                   std::string("Device: option '") + name + "' must be an integer in [" +
                        std::to_string(static_cast<uint64_t>(lo)) + ", " +
-                       std::to_string(static_cast<uint64_t>(hi)) + "], got " + Describe(v));
+                       std::to_string(static_cast<uint64_t>(hi)) + "], got " + Describe(v),
+                   true);
     }
     return static_cast<uint64_t>(d);
   }
@@ -418,11 +449,12 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     return Napi::BigInt::New(env, addr);
   }
 
-  void Free(const Napi::CallbackInfo& info) {
+  // Returns true when the release was deferred (launches in flight hold the allocation).
+  Napi::Value Free(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[0], "free");
-    Guard(env, [&] { core.Free(addr); });
+    return Napi::Boolean::New(env, Guard(env, [&] { return core.Free(addr); }));
   }
 
   Napi::Value IsLive(const Napi::CallbackInfo& info) {
@@ -439,14 +471,14 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     uint8_t* data = nullptr;
     uint64_t len = 0;
     if (!HostView(env, v, &data, &len)) {
-      throw Napi::TypeError::New(env, std::string(method) + ": " + role +
-                                          " must be an ArrayBufferView, got " + Describe(v));
+      throw BadArg(env, std::string(method) + ": " + role + " must be an ArrayBufferView, got " +
+                            Describe(v));
     }
     if (len < nbytes) {
-      throw Napi::RangeError::New(env, std::string(method) + ": " + role + " has " +
-                                           std::to_string(len) + " bytes, fewer than nbytes=" +
-                                           std::to_string(nbytes) + " (device address " +
-                                           Hex(addr) + ")");
+      throw BadArg(env, std::string(method) + ": " + role + " has " + std::to_string(len) +
+                            " bytes, fewer than nbytes=" + std::to_string(nbytes) +
+                            " (device address " + Hex(addr) + ")",
+                   true, -1, kCodeHostView);
     }
     return data;
   }
@@ -508,10 +540,28 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     Napi::Env env = info.Env();
     CoreT& core = Core(env);
     if (!info[0].IsString()) {
-      throw Napi::TypeError::New(env, "loadModule: path must be a string, got " + Describe(info[0]));
+      throw BadArg(env, "loadModule: path must be a string, got " + Describe(info[0]));
     }
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return Napi::Number::New(env, Guard(env, [&] { return core.LoadModule(path); }));
+    // Optional argBytes: per entry parameter, the bytes of its tensor (-1 for scalars).
+    // Every launch then checks each host view's live length against them.
+    std::vector<int64_t> arg_bytes;
+    if (!info[1].IsUndefined()) {
+      if (!info[1].IsArray()) {
+        throw BadArg(env, "loadModule: argBytes must be an array of integers, got " + Describe(info[1]));
+      }
+      Napi::Array a = info[1].As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); ++i) {
+        Napi::Value v = a.Get(i);
+        const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+        if (!(d == std::trunc(d) && d >= -1 && d <= kMaxSafeInteger)) {
+          throw BadArg(env, "loadModule: argBytes[" + std::to_string(i) +
+                                "] must be an integer >= -1, got " + Describe(v), true);
+        }
+        arg_bytes.push_back(static_cast<int64_t>(d));
+      }
+    }
+    return Napi::Number::New(env, Guard(env, [&] { return core.LoadModule(path, std::move(arg_bytes)); }));
   }
 
   void UnloadModule(const Napi::CallbackInfo& info) {
@@ -526,9 +576,15 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
   Napi::Value Launch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     CoreT& core = Core(env);
-    uint32_t module_id = 0;
-    ParseLaunch(info, "launch", &module_id, &args_, nullptr);
-    const uint64_t ns = Guard(env, [&] { return core.Launch(module_id, args_); });
+    ParseLaunch(info, "launch", &plan_.module_id, &plan_.args, nullptr);
+    struct Done {  // staging and holds released on every path; the module let go
+      Plan& plan;
+      ~Done() { plan.Release(); plan.module.reset(); }
+    } done{plan_};
+    const uint64_t ns = Guard(env, [&] {
+      core.Prepare(&plan_, "launch", /*stage_now=*/false);
+      return core.Launch(&plan_);
+    });
     return Napi::Number::New(env, static_cast<double>(ns));
   }
 
@@ -536,13 +592,13 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
   Napi::Value LaunchAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     try {
-      Core(env);
-      uint32_t module_id = 0;
-      std::vector<LaunchArg> args;
+      CoreT& core = Core(env);
+      auto plan = std::make_unique<Plan>();
       std::vector<Napi::ObjectReference> keep;
-      ParseLaunch(info, "launchAsync", &module_id, &args, &keep);
-      auto* worker = new LaunchWorker<CoreT>(env, core_, this->Value(), module_id, std::move(args),
-                                      std::move(keep));
+      ParseLaunch(info, "launchAsync", &plan->module_id, &plan->args, &keep);
+      // Validated, pinned and staged now, on the JS thread.
+      Guard(env, [&] { core.Prepare(plan.get(), "launchAsync", /*stage_now=*/true); });
+      auto* worker = new LaunchWorker<CoreT>(env, core_, this->Value(), std::move(plan), std::move(keep));
       Napi::Promise promise = worker->Promise();
       worker->Queue();
       return promise;
@@ -564,6 +620,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     set("d2hBytes", s.d2h_bytes);
     set("bytesInUse", s.bytes_in_use);
     set("liveAllocations", s.live_allocations);
+    set("pendingFrees", s.pending_frees);
     set("capacity", s.capacity);
     set("modulesLoaded", s.modules_loaded);
     set("moduleLoads", s.module_loads);
@@ -579,8 +636,9 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     const double mask = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
     const double dump = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
     if (!(mask >= 0 && mask <= 7 && mask == std::trunc(mask)) || !(dump >= 0 && dump == std::trunc(dump))) {
-      throw Napi::RangeError::New(env, "setRecording: mask must be an integer in [0, 7] and dumpBytes >= 0, got " +
-                                           Describe(info[0]) + ", " + Describe(info[1]));
+      throw BadArg(env, "setRecording: mask must be an integer in [0, 7] and dumpBytes >= 0, got " +
+                            Describe(info[0]) + ", " + Describe(info[1]),
+                   true);
     }
     core.SetRecording(static_cast<uint32_t>(mask), static_cast<uint64_t>(dump));
   }
@@ -664,7 +722,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
   }
 
   std::shared_ptr<CoreT> core_;
-  std::vector<LaunchArg> args_;  // reused by the synchronous launch
+  Plan plan_;  // reused by the synchronous launch (declared after core_: destroyed first)
 
   friend std::shared_ptr<DeviceCore> tspto::DeviceCoreOf(Napi::Env, Napi::Value, const char*);
 };

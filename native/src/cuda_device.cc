@@ -140,7 +140,18 @@ struct KernelArgs {
 
 }  // namespace
 
+// The device's CUDA context. Modules hold it so that one a launch still holds after
+// UnloadModule (or Close) is unloaded by the last holder -- and not at all once the context
+// is released (destroying the primary context unloaded it).
+struct CudaDeviceCore::Context {
+  std::mutex mu;
+  bool released = false;
+  std::shared_ptr<CudaApi> api;
+  CUcontext ctx = nullptr;
+};
+
 struct CudaDeviceCore::Module {
+  std::shared_ptr<Context> context;
   void* handle = nullptr;
   CUmodule cumod = nullptr;
   int (*entry)(const TsptoRuntimeApi*, const int64_t*) = nullptr;
@@ -150,6 +161,18 @@ struct CudaDeviceCore::Module {
   std::vector<int64_t> shared, gscratch;
   int block_threads = 256;
   std::string path;
+  // Bytes of each entry parameter's tensor (-1: not a tensor), given at load; empty: unknown.
+  std::vector<int64_t> arg_bytes;
+  ~Module() {
+    if (cumod != nullptr && context) {
+      std::lock_guard<std::mutex> l(context->mu);
+      if (!context->released) {
+        context->api->cuCtxSetCurrent(context->ctx);
+        context->api->cuModuleUnload(cumod);
+      }
+    }
+    if (handle != nullptr) dlclose(handle);
+  }
 };
 
 void CudaDeviceCore::Check(int rc, const char* what) {
@@ -171,6 +194,9 @@ CudaDeviceCore::CudaDeviceCore(const DeviceOptions& options) : options_(options)
   }
   Check(api_->cuDeviceGet(&device_, static_cast<int>(options.device_id)), "cuDeviceGet");
   Check(api_->cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  context_ = std::make_shared<Context>();
+  context_->api = api_;
+  context_->ctx = ctx_;
   Check(api_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
   Check(api_->cuStreamCreate(&stream_, kCuStreamNonBlocking), "cuStreamCreate");
   Check(api_->cuEventCreate(&ev_start_, 0), "cuEventCreate");
@@ -217,16 +243,16 @@ void CudaDeviceCore::Close() {
   api_->cuCtxSetCurrent(ctx_);
   if (stream_) api_->cuStreamSynchronize(stream_);
   {
+    // Modules that queued launches still hold are unloaded when those let go (or went with
+    // the context, released below).
     std::lock_guard<std::mutex> m(modules_mu_);
-    for (auto& kv : modules_) {
-      if (kv.second->cumod) api_->cuModuleUnload(kv.second->cumod);
-      if (kv.second->handle) dlclose(kv.second->handle);
-    }
     modules_.clear();
   }
   std::lock_guard<std::mutex> m(mem_mu_);
   for (auto& kv : allocs_) api_->cuMemFree(kv.first);
   allocs_.clear();
+  for (auto& kv : deferred_) api_->cuMemFree(kv.first);
+  deferred_.clear();
   spare_.clear();
   bytes_in_use_ = 0;
   if (staging_) api_->cuMemFreeHost(staging_);
@@ -239,7 +265,11 @@ void CudaDeviceCore::Close() {
   if (ev_end_) api_->cuEventDestroy(ev_end_);
   if (stream_) api_->cuStreamDestroy(stream_);
   stream_ = ev_start_ = ev_end_ = nullptr;
-  api_->cuDevicePrimaryCtxRelease(device_);
+  {
+    std::lock_guard<std::mutex> cl(context_->mu);
+    context_->released = true;
+    api_->cuDevicePrimaryCtxRelease(device_);
+  }
 }
 
 // ------------------------------------------------------------------ memory
@@ -265,12 +295,62 @@ uint64_t CudaDeviceCore::AllocLocked(uint64_t nbytes) {
   return p;
 }
 
-void CudaDeviceCore::FreeLocked(uint64_t addr) {
+bool CudaDeviceCore::FreeLocked(uint64_t addr, const char* op) {
   auto it = allocs_.find(addr);
-  if (it == allocs_.end()) throw DeviceError("free: " + Hex(addr) + " is not the start of a live allocation");
+  if (it == allocs_.end()) throw DeviceError(std::string(op) + ": " + DescribeNonLiveLocked(addr), kCodeBadAddress);
+  if (it->second.pins > 0) {
+    // Launches in flight use it: the address dies now, the memory at the last unpin.
+    deferred_.emplace(addr, it->second);
+    allocs_.erase(it);
+    return true;
+  }
   bytes_in_use_ -= it->second.size;
   api_->cuMemFree(addr);
   allocs_.erase(it);
+  return false;
+}
+
+std::string CudaDeviceCore::DescribeNonLiveLocked(uint64_t addr) const {
+  auto d = deferred_.find(addr);
+  if (d != deferred_.end()) {
+    return Hex(addr) + " is not a live allocation (freed; its memory is released when the " +
+           std::to_string(d->second.pins) + " launch(es) in flight that use it finish)";
+  }
+  auto it = allocs_.upper_bound(addr);
+  if (it != allocs_.begin()) {
+    --it;
+    if (addr == it->first) return "";
+    if (addr < it->first + it->second.size) {
+      return Hex(addr) + " is an interior pointer (offset " + std::to_string(addr - it->first) +
+             " into the allocation at " + Hex(it->first) + " of " + std::to_string(it->second.size) +
+             " bytes), not the start of an allocation";
+    }
+  }
+  return Hex(addr) + " is not a live allocation of this device (already freed, never allocated, or a foreign pointer)";
+}
+
+uint64_t CudaDeviceCore::PinLocked(uint64_t addr, std::string* why) {
+  auto it = allocs_.find(addr);
+  if (it == allocs_.end()) {
+    *why = DescribeNonLiveLocked(addr);
+    return 0;
+  }
+  ++it->second.pins;
+  return it->second.generation;
+}
+
+void CudaDeviceCore::UnpinLocked(uint64_t addr, uint64_t generation) {
+  auto it = allocs_.find(addr);
+  if (it != allocs_.end() && it->second.generation == generation) {
+    if (it->second.pins > 0) --it->second.pins;
+    return;
+  }
+  auto d = deferred_.find(addr);
+  if (d == deferred_.end() || d->second.generation != generation) return;
+  if (--d->second.pins > 0) return;
+  bytes_in_use_ -= d->second.size;  // the deferred free happens now
+  api_->cuMemFree(addr);
+  deferred_.erase(d);
 }
 
 uint64_t CudaDeviceCore::Alloc(uint64_t nbytes) {
@@ -280,12 +360,12 @@ uint64_t CudaDeviceCore::Alloc(uint64_t nbytes) {
   return AllocLocked(nbytes);
 }
 
-void CudaDeviceCore::Free(uint64_t addr) {
+bool CudaDeviceCore::Free(uint64_t addr) {
   CheckOpen();
   std::lock_guard<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   api_->cuStreamSynchronize(stream_);
-  FreeLocked(addr);
+  return FreeLocked(addr);
 }
 
 bool CudaDeviceCore::IsLive(uint64_t addr) {
@@ -299,7 +379,7 @@ void CudaDeviceCore::CheckRange(uint64_t addr, uint64_t nbytes, const char* what
     --it;
     if (addr >= it->first && addr + nbytes <= it->first + it->second.size && addr + nbytes >= addr) return;
   }
-  throw DeviceError(std::string(what) + ": [" + Hex(addr) + ", +" + std::to_string(nbytes) + ") is not inside one live allocation");
+  throw DeviceError(std::string(what) + ": [" + Hex(addr) + ", +" + std::to_string(nbytes) + ") is not inside one live allocation", kCodeBadAddress);
 }
 
 void CudaDeviceCore::Stage(uint64_t bytes) {
@@ -320,14 +400,30 @@ void CudaDeviceCore::H2D(uint64_t addr, const void* src, uint64_t nbytes, bool c
   std::lock_guard<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CheckRange(addr, nbytes, "h2d");
+  CopyInLocked(addr, src, nbytes);
+  if (counted) h2d_bytes_ += nbytes;
+}
+
+void CudaDeviceCore::CopyInLocked(uint64_t dst, const void* src, uint64_t nbytes) {
+  if (nbytes == 0) return;
   Stage(nbytes);
   for (uint64_t off = 0; off < nbytes; off += staging_bytes_) {
     const uint64_t n = nbytes - off < staging_bytes_ ? nbytes - off : staging_bytes_;
     std::memcpy(staging_, static_cast<const uint8_t*>(src) + off, n);
-    Check(api_->cuMemcpyHtoDAsync(addr + off, staging_, n, stream_), "cuMemcpyHtoDAsync");
+    Check(api_->cuMemcpyHtoDAsync(dst + off, staging_, n, stream_), "cuMemcpyHtoDAsync");
     Check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
-  if (counted) h2d_bytes_ += nbytes;
+}
+
+void CudaDeviceCore::CopyOutLocked(void* dst, uint64_t src, uint64_t nbytes) {
+  if (nbytes == 0) return;
+  Stage(nbytes);
+  for (uint64_t off = 0; off < nbytes; off += staging_bytes_) {
+    const uint64_t n = nbytes - off < staging_bytes_ ? nbytes - off : staging_bytes_;
+    Check(api_->cuMemcpyDtoHAsync(staging_, src + off, n, stream_), "cuMemcpyDtoHAsync");
+    Check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    std::memcpy(static_cast<uint8_t*>(dst) + off, staging_, n);
+  }
 }
 
 void CudaDeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted) {
@@ -335,13 +431,7 @@ void CudaDeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted
   std::lock_guard<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CheckRange(addr, nbytes, "d2h");
-  Stage(nbytes);
-  for (uint64_t off = 0; off < nbytes; off += staging_bytes_) {
-    const uint64_t n = nbytes - off < staging_bytes_ ? nbytes - off : staging_bytes_;
-    Check(api_->cuMemcpyDtoHAsync(staging_, addr + off, n, stream_), "cuMemcpyDtoHAsync");
-    Check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    std::memcpy(static_cast<uint8_t*>(dst) + off, staging_, n);
-  }
+  CopyOutLocked(dst, addr, nbytes);
   if (counted) d2h_bytes_ += nbytes;
 }
 
@@ -356,25 +446,24 @@ void CudaDeviceCore::D2D(uint64_t dst, uint64_t src, uint64_t nbytes) {
 }
 
 // ------------------------------------------------------------------ modules
-uint32_t CudaDeviceCore::LoadModule(const std::string& path) {
+uint32_t CudaDeviceCore::LoadModule(const std::string& path, std::vector<int64_t> arg_bytes) {
   CheckOpen();
   auto m = std::make_shared<Module>();
+  m->context = context_;
   m->path = path;
+  m->arg_bytes = std::move(arg_bytes);
   const size_t slash = path.rfind('/');
   const std::string fatbin_path = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "program.fatbin";
   std::ifstream in(fatbin_path, std::ios::binary);
-  if (!in) throw DeviceError("loadModule: cannot read " + fatbin_path);
+  if (!in) throw DeviceError("loadModule: cannot read " + fatbin_path, kCodeModule);
   std::vector<char> image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   m->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m->handle) {
     const char* why = dlerror();
-    throw DeviceError("loadModule: cannot load " + path + ": " + (why ? why : "dlopen failed"));
+    throw DeviceError("loadModule: cannot load " + path + ": " + (why ? why : "dlopen failed"), kCodeModule);
   }
-  auto fail = [&](const std::string& msg) {
-    dlclose(m->handle);
-    m->handle = nullptr;
-    throw DeviceError("loadModule: " + path + ": " + msg);
-  };
+  // The Module's destructor unloads what was loaded (library, CUDA module).
+  auto fail = [&](const std::string& msg) { throw DeviceError("loadModule: " + path + ": " + msg, kCodeModule); };
   auto abi = reinterpret_cast<int (*)()>(dlsym(m->handle, "tspto_abi_version"));
   m->entry = reinterpret_cast<int (*)(const TsptoRuntimeApi*, const int64_t*)>(dlsym(m->handle, "tspto_entry"));
   m->report = reinterpret_cast<void (*)(const TsptoRuntimeApi*, const int64_t*)>(dlsym(m->handle, "tspto_cuda_report"));
@@ -386,7 +475,7 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path) {
   if (!abi || abi() != TSPTO_ABI_VERSION) fail("not a tspto program library of ABI version " + std::to_string(TSPTO_ABI_VERSION));
   if (!m->entry || !m->report || !count || !threads || !names || !shared || !gscratch) fail("not a cuda program library (kernel table missing)");
   m->block_threads = *threads;
-  std::lock_guard<std::mutex> l(mem_mu_);
+  std::unique_lock<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CUresult rc = api_->cuModuleLoadData(&m->cumod, image.data());
   if (rc != 0) fail("cuModuleLoadData of " + fatbin_path + " failed: " + CuMessage(api_.get(), rc) +
@@ -394,16 +483,17 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path) {
   for (int i = 0; i < *count; ++i) {
     CUfunction f = nullptr;
     rc = api_->cuModuleGetFunction(&f, m->cumod, names[i]);
-    if (rc != 0) { api_->cuModuleUnload(m->cumod); fail(std::string("kernel ") + names[i] + " not found in " + fatbin_path); }
+    if (rc != 0) fail(std::string("kernel ") + names[i] + " not found in " + fatbin_path);
     if (shared[i] > 48 * 1024) {
       rc = api_->cuFuncSetAttribute(f, kCuFuncAttrMaxDynamicShared, static_cast<int>(shared[i]));
-      if (rc != 0) { api_->cuModuleUnload(m->cumod); fail(std::string("kernel ") + names[i] + " needs " + std::to_string(shared[i]) + " bytes of shared memory: " + CuMessage(api_.get(), rc)); }
+      if (rc != 0) fail(std::string("kernel ") + names[i] + " needs " + std::to_string(shared[i]) + " bytes of shared memory: " + CuMessage(api_.get(), rc));
     }
     m->fns.push_back(f);
     m->names.push_back(names[i]);
     m->shared.push_back(shared[i]);
     m->gscratch.push_back(gscratch[i]);
   }
+  l.unlock();
   std::lock_guard<std::mutex> ml(modules_mu_);
   const uint32_t id = next_module_id_++;
   modules_[id] = m;
@@ -413,20 +503,15 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path) {
 
 void CudaDeviceCore::UnloadModule(uint32_t id) {
   CheckOpen();
-  std::lock_guard<std::mutex> l(launch_mu_);
-  std::shared_ptr<Module> m;
-  {
-    std::lock_guard<std::mutex> ml(modules_mu_);
-    auto it = modules_.find(id);
-    if (it == modules_.end()) throw DeviceError("unloadModule: no module " + std::to_string(id));
-    m = it->second;
-    modules_.erase(it);
+  std::shared_ptr<Module> last;  // unloaded (if this was the last holder) outside the lock
+  std::lock_guard<std::mutex> ml(modules_mu_);
+  auto it = modules_.find(id);
+  if (it == modules_.end()) {
+    throw DeviceError("unloadModule: unknown module id " + std::to_string(id) +
+                      " (never loaded or already unloaded)", kCodeModule);
   }
-  std::lock_guard<std::mutex> ml(mem_mu_);
-  api_->cuCtxSetCurrent(ctx_);
-  api_->cuStreamSynchronize(stream_);
-  if (m->cumod) api_->cuModuleUnload(m->cumod);
-  if (m->handle) dlclose(m->handle);
+  last = std::move(it->second);
+  modules_.erase(it);
 }
 
 DeviceStats CudaDeviceCore::Stats() {
@@ -443,6 +528,7 @@ DeviceStats CudaDeviceCore::Stats() {
     if (gscratch_addr_ && allocs_.count(gscratch_addr_)) { spare += allocs_[gscratch_addr_].size; n++; }
     s.bytes_in_use = bytes_in_use_ - spare;
     s.live_allocations = allocs_.size() - n;
+    s.pending_frees = deferred_.size();
     s.capacity = capacity_;
   }
   {
@@ -455,92 +541,178 @@ DeviceStats CudaDeviceCore::Stats() {
 }
 
 // ------------------------------------------------------------------ launch
-uint64_t CudaDeviceCore::Launch(uint32_t module_id, const std::vector<LaunchArg>& args) {
-  CheckOpen();
-  std::lock_guard<std::mutex> l(launch_mu_);
-  CheckOpen();
-  return LaunchLocked(module_id, args);
+// The LaunchPlan protocol of the cpu core (device.cc), with the same shared checks.
+
+void CudaDeviceCore::Plan::Release() {
+  if (!held || device == nullptr) return;
+  held = false;
+  device->ReleasePlan(this);
 }
 
-uint64_t CudaDeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args) {
-  std::shared_ptr<Module> mod;
-  {
-    std::lock_guard<std::mutex> ml(modules_mu_);
-    auto it = modules_.find(module_id);
-    if (it == modules_.end()) throw DeviceError("launch: no module " + std::to_string(module_id) + " (unloaded?)");
-    mod = it->second;
+void CudaDeviceCore::ReleasePlan(Plan* plan) {
+  std::lock_guard<std::mutex> l(mem_mu_);
+  if (closed()) {  // Close freed every allocation (staging and deferred frees included)
+    for (LaunchArg& a : plan->args) a.staged = a.generation = 0;
+    return;
   }
   api_->cuCtxSetCurrent(ctx_);
+  api_->cuStreamSynchronize(stream_);  // nothing on the stream still uses them
+  for (LaunchArg& a : plan->args) {
+    if (a.staged != 0) {
+      auto it = allocs_.find(a.staged);
+      if (it != allocs_.end()) spare_.emplace(it->second.size, a.staged);  // kept for the next launch
+      a.staged = 0;
+    }
+    if (a.generation != 0) {
+      UnpinLocked(static_cast<uint64_t>(a.value), a.generation);
+      a.generation = 0;
+    }
+  }
+}
+
+uint64_t CudaDeviceCore::TakeStagingLocked(uint64_t nbytes, bool zero) {
+  const uint64_t size = nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
+  auto it = spare_.find(size);
+  if (it == spare_.end()) return AllocLocked(nbytes);  // zero-filled
+  const uint64_t p = it->second;
+  spare_.erase(it);
+  if (zero) Check(api_->cuMemsetD8Async(p, 0, size, stream_), "cuMemsetD8Async");
+  return p;
+}
+
+void CudaDeviceCore::StageArgsLocked(Plan* plan) {
+  for (LaunchArg& a : plan->args) {
+    if (a.kind == kArgHostIn || a.kind == kArgHostInOut) {
+      a.staged = TakeStagingLocked(a.stage_bytes, false);
+      CopyInLocked(a.staged, a.host, a.stage_bytes);
+      h2d_bytes_ += a.stage_bytes;
+    } else if (a.kind == kArgHostOut) {
+      a.staged = TakeStagingLocked(a.stage_bytes, true);
+    }
+  }
+}
+
+void CudaDeviceCore::Prepare(Plan* plan, const char* method, bool stage_now) {
+  CheckOpen();
+  plan->device = this;
+  {
+    std::lock_guard<std::mutex> ml(modules_mu_);
+    auto it = modules_.find(plan->module_id);
+    if (it == modules_.end()) {
+      throw DeviceError(std::string(method) + ": unknown module id " + std::to_string(plan->module_id) +
+                            " (never loaded or already unloaded)",
+                        kCodeModule);
+    }
+    plan->module = it->second;
+  }
+  const std::vector<int64_t>& expect = plan->module->arg_bytes;
+  CheckArgCount(plan->args, expect, method);
+  plan->held = true;  // from here on, a throw releases what was pinned/staged so far
+  try {
+    std::lock_guard<std::mutex> l(mem_mu_);
+    for (size_t i = 0; i < plan->args.size(); ++i) {
+      LaunchArg& a = plan->args[i];
+      if (a.kind <= kArgHostInOut) {
+        CheckHostArg(&a, i, expect, method);
+      } else if (a.kind == kArgDevice) {
+        std::string why;
+        a.generation = PinLocked(static_cast<uint64_t>(a.value), &why);
+        if (a.generation == 0) {
+          throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (device tensor): " + why,
+                            kCodeBadAddress, static_cast<int64_t>(i));
+        }
+      }
+    }
+    if (stage_now) {
+      api_->cuCtxSetCurrent(ctx_);
+      StageArgsLocked(plan);
+      for (LaunchArg& a : plan->args) {
+        if (a.kind <= kArgHostInOut) a.host = nullptr;  // never touched off the JS thread
+      }
+      plan->prestaged = true;
+    }
+  } catch (...) {
+    plan->Release();
+    throw;
+  }
+}
+
+void CudaDeviceCore::CopyResults(const Plan& plan, const char* method,
+                                 const std::vector<std::pair<uint8_t*, uint64_t>>& hosts) {
+  CheckOpen();  // the staging buffers are gone with a closed device
+  CheckResultViews(plan.args, hosts, method);  // nothing is written unless all fit
+  std::lock_guard<std::mutex> l(mem_mu_);
+  api_->cuCtxSetCurrent(ctx_);
+  for (size_t i = 0; i < plan.args.size(); ++i) {
+    const LaunchArg& a = plan.args[i];
+    if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
+    CopyOutLocked(hosts[i].first, a.staged, a.stage_bytes);
+    d2h_bytes_ += a.stage_bytes;
+  }
+}
+
+uint64_t CudaDeviceCore::Launch(Plan* plan) {
+  std::lock_guard<std::mutex> l(launch_mu_);
+  CheckOpen();  // under the lock: Close() may have run while this launch waited
+  return LaunchLocked(plan);
+}
+
+uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
+  Module* mod = plan->module.get();
+  std::vector<LaunchArg>& args = plan->args;
+  api_->cuCtxSetCurrent(ctx_);
   launches_++;
-  cur_ = mod.get();
+  cur_ = mod;
   started_ = false;
   failed_ = false;
   fail_message_.clear();
   orch_buffers_.clear();
-  std::vector<int64_t> slots(args.size());
-  std::vector<uint64_t> staged(args.size(), 0);  // launch staging buffers (device addresses)
-  auto release = [&]() {
+  // Orchestration buffers are released when this scope ends, on success and on every
+  // failure path, once the stream is idle (staging buffers belong to the plan).
+  struct LaunchBuffers {
+    CudaDeviceCore* d;
+    ~LaunchBuffers() {
+      std::lock_guard<std::mutex> m(d->mem_mu_);
+      d->api_->cuStreamSynchronize(d->stream_);
+      for (uint64_t b : d->orch_buffers_) { try { d->FreeLocked(b); } catch (...) {} }
+      d->orch_buffers_.clear();
+      d->cur_ = nullptr;
+    }
+  } buffers{this};
+  if (!plan->prestaged) {
     std::lock_guard<std::mutex> m(mem_mu_);
-    api_->cuStreamSynchronize(stream_);
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (!staged[i]) continue;
-      spare_.emplace(allocs_[staged[i]].size, staged[i]);  // kept for the next launch of this size
-    }
-    for (uint64_t b : orch_buffers_) { try { FreeLocked(b); } catch (...) {} }
-    orch_buffers_.clear();
-  };
-  try {
-    {
-      std::lock_guard<std::mutex> m(mem_mu_);
-      for (size_t i = 0; i < args.size(); ++i) {
-        const LaunchArg& a = args[i];
-        if (a.kind <= kArgHostInOut) {
-          const uint64_t size = a.host_bytes == 0 ? 64 : (a.host_bytes + 63) / 64 * 64;
-          auto it = spare_.find(size);
-          if (it != spare_.end()) { staged[i] = it->second; spare_.erase(it); } else { staged[i] = AllocLocked(a.host_bytes); }
-          slots[i] = static_cast<int64_t>(staged[i]);
-        } else if (a.kind == kArgDevice) {
-          if (!allocs_.count(static_cast<uint64_t>(a.value))) {
-            throw DeviceError("launch: argument " + std::to_string(i) + " (" + Hex(static_cast<uint64_t>(a.value)) + ") is not a live allocation of this device");
-          }
-          slots[i] = a.value;
-        } else {
-          slots[i] = a.value;
-        }
-      }
-    }
-    for (size_t i = 0; i < args.size(); ++i) {
-      const LaunchArg& a = args[i];
-      if (a.kind == kArgHostIn || a.kind == kArgHostInOut) {
-        H2D(staged[i], a.host, a.host_bytes);
-      } else if (a.kind == kArgHostOut) {
-        Check(api_->cuMemsetD8Async(staged[i], 0, a.host_bytes, stream_), "cuMemsetD8Async");
-      }
-    }
-    const int rc = mod->entry(&rt_, slots.data());
-    if (rc != 0 || failed_) {
-      ApiWaitAll(this);
-      const std::string msg = fail_message_.empty() ? "the orchestration returned " + std::to_string(rc) : fail_message_;
-      throw DeviceError("kernel failure: " + msg, kCodeKernelFailure);
-    }
-    uint64_t ns = 0;
-    if (started_) {
-      float ms = 0;
-      Check(api_->cuEventElapsedTime(&ms, ev_start_, ev_end_), "cuEventElapsedTime");
-      ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
-    }
-    for (size_t i = 0; i < args.size(); ++i) {
-      const LaunchArg& a = args[i];
-      if (a.kind == kArgHostOut || a.kind == kArgHostInOut) D2H(a.host, staged[i], a.host_bytes);
-    }
-    release();
-    cur_ = nullptr;
-    return ns;
-  } catch (...) {
-    release();
-    cur_ = nullptr;
-    throw;
+    StageArgsLocked(plan);
   }
+  std::vector<int64_t> slots(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const LaunchArg& a = args[i];
+    // host kinds: the staging buffer; a device tensor: pinned by Prepare (live when queued)
+    slots[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
+  }
+  const int rc = mod->entry(&rt_, slots.data());
+  if (rc != 0 || failed_) {
+    ApiWaitAll(this);
+    const std::string msg = fail_message_.empty() ? "the orchestration returned " + std::to_string(rc) : fail_message_;
+    throw DeviceError("kernel failure: " + msg, kCodeKernelFailure);
+  }
+  uint64_t ns = 0;
+  if (started_) {
+    float ms = 0;
+    Check(api_->cuEventElapsedTime(&ms, ev_start_, ev_end_), "cuEventElapsedTime");
+    ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+  }
+  // Results of host Out / InOut arguments, only for successful launches. A synchronous
+  // launch runs on the JS thread, so its views are as Prepare validated them; a prestaged
+  // (async) launch is copied back by CopyResults on the JS thread.
+  if (!plan->prestaged) {
+    std::lock_guard<std::mutex> m(mem_mu_);
+    for (const LaunchArg& a : args) {
+      if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
+      CopyOutLocked(a.host, a.staged, a.stage_bytes);
+      d2h_bytes_ += a.stage_bytes;
+    }
+  }
+  return ns;
 }
 
 int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,

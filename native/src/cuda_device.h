@@ -9,7 +9,13 @@
 //    counted in stats like the cpu platform's.
 //  - modules: a program's host orchestration (build/libentry.so, dlopen'd) plus its kernels
 //    (build/program.fatbin, cuModuleLoadData) and the kernel table the library exports.
-//  - launch: the orchestration runs on the calling thread; each rt->submit is one
+//  - launch: the LaunchPlan protocol of the cpu core (device.h): Prepare checks the argument
+//    count and each host view's live length against the argBytes given at load (shared
+//    checks, same errors), pins the allocations the launch names (a free while it is in
+//    flight is deferred) and holds the module; with stage_now (launchAsync) it stages the
+//    host inputs on the JS thread, and CopyResults copies the results back there after
+//    re-checking the views; Plan::Release drops staging and pins.
+//    The orchestration runs on the calling thread; each rt->submit is one
 //    cuLaunchKernel on the device's stream (in order, so no dependency tracking); wait_all
 //    synchronizes the stream and reads the kernels' failure record (host-mapped memory).
 //    The device time is the CUDA-event time from the first kernel to the end.
@@ -33,9 +39,6 @@ namespace tspto {
 
 struct CudaApi;  // driver entry points (cuda_device.cc)
 
-inline constexpr const char* kCodeNoGpu = "TSPTO_NO_GPU";
-inline constexpr const char* kCodeCuda = "TSPTO_CUDA";
-
 class CudaDeviceCore {
  public:
   explicit CudaDeviceCore(const DeviceOptions& options);  // throws DeviceError(kCodeNoGpu) without a driver/GPU
@@ -47,16 +50,39 @@ class CudaDeviceCore {
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
   uint64_t Alloc(uint64_t nbytes);
-  void Free(uint64_t addr);
+  // Frees now, or -- when launches in flight hold the allocation -- when the last of them
+  // completes (returns true then). Either way the address is dead from this call on.
+  bool Free(uint64_t addr);
   bool IsLive(uint64_t addr);
   void H2D(uint64_t addr, const void* src, uint64_t nbytes, bool counted = true);
   void D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted = true);
   void D2D(uint64_t dst, uint64_t src, uint64_t nbytes);
 
   // `path`: the artifact's build/libentry.so; build/program.fatbin is next to it.
-  uint32_t LoadModule(const std::string& path);
+  // `arg_bytes`: bytes of each entry parameter's tensor (-1 for scalars); empty = unknown.
+  uint32_t LoadModule(const std::string& path, std::vector<int64_t> arg_bytes = {});
+  // Removes the module from the table; launches already holding it still run (the module is
+  // unloaded when the last of them lets go).
   void UnloadModule(uint32_t id);
-  uint64_t Launch(uint32_t module_id, const std::vector<LaunchArg>& args);
+
+  struct Module;
+  // One launch from parse to completion (the cpu core's LaunchPlan, with this core's
+  // staging buffers and pins). Release() must be called once the launch is over.
+  struct Plan {
+    CudaDeviceCore* device = nullptr;
+    std::shared_ptr<Module> module;
+    uint32_t module_id = 0;
+    std::vector<LaunchArg> args;  // staged: device staging buffer; generation: pinned allocation
+    bool prestaged = false;
+    bool held = false;  // pins / staging to release
+    void Release();
+    ~Plan() { Release(); }
+  };
+  // Same contract as DeviceCore::Prepare / Launch / CopyResults.
+  void Prepare(Plan* plan, const char* method, bool stage_now);
+  uint64_t Launch(Plan* plan);
+  void CopyResults(const Plan& plan, const char* method,
+                   const std::vector<std::pair<uint8_t*, uint64_t>>& hosts);
   DeviceStats Stats();
 
   void SetRecording(uint32_t mask, uint64_t dump_bytes) { (void)mask; (void)dump_bytes; }
@@ -74,16 +100,24 @@ class CudaDeviceCore {
   }
 
  private:
-  struct Module;
-  struct Alloc_ { uint64_t size; uint64_t generation; };
+  struct Alloc_ { uint64_t size; uint64_t generation; uint64_t pins = 0; };
+  struct Context;  // the CUDA context, shared with modules that outlive the table
 
   void CheckOpen() const;
   void Check(int rc, const char* what);  // CUresult -> DeviceError
   uint64_t AllocLocked(uint64_t nbytes);  // mem_mu_ held
-  void FreeLocked(uint64_t addr);
+  bool FreeLocked(uint64_t addr, const char* op = "free");  // true: deferred (pinned)
+  std::string DescribeNonLiveLocked(uint64_t addr) const;
+  uint64_t PinLocked(uint64_t addr, std::string* why);  // generation, or 0 with `why`
+  void UnpinLocked(uint64_t addr, uint64_t generation);
   void CheckRange(uint64_t addr, uint64_t nbytes, const char* what);
   void Stage(uint64_t bytes);  // pinned staging of at least `bytes` (chunk size)
-  uint64_t LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args);
+  void CopyInLocked(uint64_t dst, const void* src, uint64_t nbytes);   // mem_mu_ held
+  void CopyOutLocked(void* dst, uint64_t src, uint64_t nbytes);        // mem_mu_ held
+  uint64_t TakeStagingLocked(uint64_t nbytes, bool zero);  // a launch staging buffer
+  void StageArgsLocked(Plan* plan);  // host kinds: staging buffers (+ inputs copied)
+  void ReleasePlan(Plan* plan);
+  uint64_t LaunchLocked(Plan* plan);
 
   static int ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,
                        int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
@@ -95,6 +129,7 @@ class CudaDeviceCore {
 
   const DeviceOptions options_;
   std::shared_ptr<CudaApi> api_;
+  std::shared_ptr<Context> context_;
   void* ctx_ = nullptr;     // CUcontext (the device's primary context)
   int device_ = 0;          // CUdevice
   void* stream_ = nullptr;  // CUstream
@@ -108,6 +143,7 @@ class CudaDeviceCore {
 
   std::mutex mem_mu_;  // allocations, staging, stream use outside launches
   std::map<uint64_t, Alloc_> allocs_;
+  std::map<uint64_t, Alloc_> deferred_;  // freed while pinned: released at the last unpin
   uint64_t generation_ = 0;
   uint64_t bytes_in_use_ = 0;
   uint64_t capacity_ = 0;

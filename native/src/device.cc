@@ -64,8 +64,8 @@ void DeviceCore::Close() {
   closed_.store(true, std::memory_order_release);
   scheduler_->Shutdown();
   {
+    // Launches still queued hold their module; its dlclose happens when they let go.
     std::lock_guard<std::mutex> lock(modules_mu_);
-    for (auto& entry : modules_) dlclose(entry.second.handle);
     modules_.clear();
   }
   {
@@ -87,9 +87,9 @@ uint64_t DeviceCore::Alloc(uint64_t nbytes) {
   return arena_->Allocate(nbytes, /*zero=*/true);
 }
 
-void DeviceCore::Free(uint64_t addr) {
+bool DeviceCore::Free(uint64_t addr) {
   CheckOpen();
-  arena_->Free(addr, "free");
+  return arena_->Free(addr, "free");
 }
 
 bool DeviceCore::IsLive(uint64_t addr) {
@@ -114,17 +114,21 @@ void DeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted) {
 // ---------------------------------------------------------------------------------------
 // Modules
 
-uint32_t DeviceCore::LoadModule(const std::string& path) {
+Module::~Module() {
+  if (handle != nullptr) dlclose(handle);
+}
+
+uint32_t DeviceCore::LoadModule(const std::string& path, std::vector<int64_t> arg_bytes) {
   CheckOpen();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     throw DeviceError("loadModule: cannot load program library '" + path +
-                      "': " + (why ? why : "unknown dlopen error"));
+                      "': " + (why ? why : "unknown dlopen error"), kCodeModule);
   }
   auto reject = [&](const std::string& why) {
     dlclose(handle);
-    throw DeviceError("loadModule: '" + path + "' " + why);
+    throw DeviceError("loadModule: '" + path + "' " + why, kCodeModule);
   };
   auto version = reinterpret_cast<int (*)()>(dlsym(handle, "tspto_abi_version"));
   if (version == nullptr) reject("is not a tspto program library (no tspto_abi_version symbol)");
@@ -137,46 +141,175 @@ uint32_t DeviceCore::LoadModule(const std::string& path) {
   auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "tspto_entry"));
   if (entry == nullptr) reject("is not a tspto program library (no tspto_entry symbol)");
 
+  auto module = std::make_shared<Module>();
+  module->handle = handle;
+  module->entry = entry;
+  module->path = path;
+  module->arg_bytes = std::move(arg_bytes);
   std::lock_guard<std::mutex> lock(modules_mu_);
   const uint32_t id = next_module_id_++;
-  modules_.emplace(id, Module{handle, entry, path});
+  modules_.emplace(id, std::move(module));
   module_loads_.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
 void DeviceCore::UnloadModule(uint32_t id) {
   CheckOpen();
-  std::lock_guard<std::mutex> launch_lock(launch_mu_);  // never unload under a launch
+  std::shared_ptr<Module> last;  // dlclose (if this was the last holder) outside the lock
   std::lock_guard<std::mutex> lock(modules_mu_);
   auto it = modules_.find(id);
   if (it == modules_.end()) {
     throw DeviceError("unloadModule: unknown module id " + std::to_string(id) +
-                      " (never loaded or already unloaded)");
+                      " (never loaded or already unloaded)", kCodeModule);
   }
-  dlclose(it->second.handle);
+  last = std::move(it->second);
   modules_.erase(it);
 }
 
 // ---------------------------------------------------------------------------------------
 // Launch
 
-uint64_t DeviceCore::Launch(uint32_t module_id, const std::vector<LaunchArg>& args) {
-  std::lock_guard<std::mutex> lock(launch_mu_);
-  CheckOpen();  // under the lock: Close() may have run while this launch waited
-  return LaunchLocked(module_id, args);
+void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+                   const char* method) {
+  if (!expect.empty() && expect.size() != args.size()) {
+    throw DeviceError(std::string(method) + ": the program takes " + std::to_string(expect.size()) +
+                          " arguments, got " + std::to_string(args.size()),
+                      kCodeBadArgument);
+  }
 }
 
-uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args) {
-  EntryFn entry = nullptr;
+void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method) {
+  // The bytes the program reads/writes; the view's LIVE length must cover them.
+  uint64_t need = a->host_bytes;
+  if (!expect.empty() && expect[i] >= 0) need = static_cast<uint64_t>(expect[i]);
+  if (a->host_bytes < need) {
+    throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
+                          ArgKindName(a->kind) + ") is a host view of " +
+                          std::to_string(a->host_bytes) + " bytes, but the program " +
+                          (a->kind == kArgHostIn ? "reads " : "uses ") + std::to_string(need) +
+                          " bytes (a detached, transferred or shrunk ArrayBuffer, or a "
+                          "view that is too short)",
+                      kCodeHostView, static_cast<int64_t>(i));
+  }
+  a->stage_bytes = need;  // never more than validated
+}
+
+void CheckResultViews(const std::vector<LaunchArg>& args,
+                      const std::vector<std::pair<uint8_t*, uint64_t>>& hosts, const char* method) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const LaunchArg& a = args[i];
+    if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
+    if (i >= hosts.size() || hosts[i].second < a.stage_bytes) {
+      const uint64_t have = i < hosts.size() ? hosts[i].second : 0;
+      throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
+                            ArgKindName(a.kind) + ") is a host view of " + std::to_string(have) +
+                            " bytes when the launch completed, fewer than the " +
+                            std::to_string(a.stage_bytes) +
+                            " bytes of its result (its ArrayBuffer was detached, transferred or "
+                            "shrunk while the launch ran); no result was written",
+                        kCodeHostView, static_cast<int64_t>(i));
+    }
+  }
+}
+
+void LaunchPlan::Release() {
+  if (!held || device == nullptr) return;
+  held = false;
+  Arena& arena = device->arena();
+  for (LaunchArg& a : args) {
+    if (a.staged != 0) {
+      arena.FreeQuiet(a.staged);
+      a.staged = 0;
+    }
+    if (a.generation != 0) {
+      arena.Unpin(static_cast<uint64_t>(a.value), a.generation);
+      a.generation = 0;
+    }
+  }
+}
+
+void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
+  CheckOpen();
+  plan->device = this;
   {
     std::lock_guard<std::mutex> lock(modules_mu_);
-    auto it = modules_.find(module_id);
+    auto it = modules_.find(plan->module_id);
     if (it == modules_.end()) {
-      throw DeviceError("launch: unknown module id " + std::to_string(module_id) +
-                        " (never loaded or already unloaded)");
+      throw DeviceError(std::string(method) + ": unknown module id " +
+                            std::to_string(plan->module_id) + " (never loaded or already unloaded)",
+                        kCodeModule);
     }
-    entry = it->second.entry;
+    plan->module = it->second;
   }
+  const std::vector<int64_t>& expect = plan->module->arg_bytes;
+  const size_t n = plan->args.size();
+  CheckArgCount(plan->args, expect, method);
+  plan->held = true;  // from here on, a throw releases what was pinned/staged so far
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      LaunchArg& a = plan->args[i];
+      switch (a.kind) {
+        case kArgHostIn:
+        case kArgHostOut:
+        case kArgHostInOut:
+          CheckHostArg(&a, i, expect, method);
+          break;
+        case kArgDevice: {
+          std::string why;
+          a.generation = arena_->Pin(static_cast<uint64_t>(a.value), &why);
+          if (a.generation == 0) {
+            throw DeviceError(std::string(method) + ": argument " + std::to_string(i) +
+                                  " (device tensor): " + why,
+                              kCodeBadAddress, static_cast<int64_t>(i));
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    if (stage_now) {
+      for (size_t i = 0; i < n; ++i) {
+        LaunchArg& a = plan->args[i];
+        if (a.kind == kArgHostIn || a.kind == kArgHostInOut) {
+          a.staged = arena_->Allocate(a.stage_bytes, /*zero=*/false);
+          if (a.stage_bytes != 0) std::memcpy(reinterpret_cast<void*>(a.staged), a.host, a.stage_bytes);
+          h2d_bytes_.fetch_add(a.stage_bytes, std::memory_order_relaxed);
+        } else if (a.kind == kArgHostOut) {
+          a.staged = arena_->Allocate(a.stage_bytes, /*zero=*/true);
+        }
+        if (a.kind <= kArgHostInOut) a.host = nullptr;  // never touched off the JS thread
+      }
+      plan->prestaged = true;
+    }
+  } catch (...) {
+    plan->Release();
+    throw;
+  }
+}
+
+void DeviceCore::CopyResults(const LaunchPlan& plan, const char* method,
+                             const std::vector<std::pair<uint8_t*, uint64_t>>& hosts) {
+  CheckOpen();  // the staging buffers are gone with a closed device
+  const size_t n = plan.args.size();
+  CheckResultViews(plan.args, hosts, method);  // nothing is written unless all fit
+  for (size_t i = 0; i < n; ++i) {
+    const LaunchArg& a = plan.args[i];
+    if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
+    if (a.stage_bytes != 0) std::memcpy(hosts[i].first, reinterpret_cast<const void*>(a.staged), a.stage_bytes);
+    d2h_bytes_.fetch_add(a.stage_bytes, std::memory_order_relaxed);
+  }
+}
+
+uint64_t DeviceCore::Launch(LaunchPlan* plan) {
+  std::lock_guard<std::mutex> lock(launch_mu_);
+  CheckOpen();  // under the lock: Close() may have run while this launch waited
+  return LaunchLocked(plan);
+}
+
+uint64_t DeviceCore::LaunchLocked(LaunchPlan* plan) {
+  EntryFn entry = plan->module->entry;
+  std::vector<LaunchArg>& args = plan->args;
 
   {
     std::lock_guard<std::mutex> lock(fail_mu_);
@@ -184,55 +317,36 @@ uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchAr
     fail_message_.clear();
   }
 
-  // Staging and orchestration buffers are released when this scope ends, on success and
-  // on every failure path.
+  // Orchestration buffers are released when this scope ends, on success and on every
+  // failure path (staging buffers belong to the plan: LaunchPlan::Release).
   struct LaunchBuffers {
     DeviceCore* device;
     ~LaunchBuffers() {
-      for (uint64_t& addr : device->staging_) {
-        if (addr != 0) {
-          try { device->arena_->Free(addr, "launch staging"); } catch (...) {}
-          addr = 0;
-        }
-      }
       std::lock_guard<std::mutex> lock(device->orch_mu_);
-      for (uint64_t addr : device->orch_buffers_) {
-        try { device->arena_->Free(addr, "launch orchestration buffer"); } catch (...) {}
-      }
+      for (uint64_t addr : device->orch_buffers_) device->arena_->FreeQuiet(addr);
       device->orch_buffers_.clear();
     }
   } buffers{this};
 
   const size_t n = args.size();
   slots_.assign(n, 0);
-  staging_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    const LaunchArg& a = args[i];
+    LaunchArg& a = args[i];
     switch (a.kind) {
       case kArgHostIn:
-      case kArgHostInOut: {
-        const uint64_t addr = arena_->Allocate(a.host_bytes, /*zero=*/false);
-        staging_[i] = addr;
-        if (a.host_bytes != 0) std::memcpy(reinterpret_cast<void*>(addr), a.host, a.host_bytes);
-        h2d_bytes_.fetch_add(a.host_bytes, std::memory_order_relaxed);
-        slots_[i] = static_cast<int64_t>(addr);
-        break;
-      }
-      case kArgHostOut: {
-        const uint64_t addr = arena_->Allocate(a.host_bytes, /*zero=*/true);
-        staging_[i] = addr;
-        slots_[i] = static_cast<int64_t>(addr);
-        break;
-      }
-      case kArgDevice: {
-        const uint64_t addr = static_cast<uint64_t>(a.value);
-        if (!arena_->IsLive(addr)) {
-          throw DeviceError("launch: argument " + std::to_string(i) + " (device tensor): " +
-                            arena_->DescribeNonLive(addr));
+      case kArgHostInOut:
+        if (!plan->prestaged) {
+          a.staged = arena_->Allocate(a.stage_bytes, /*zero=*/false);
+          if (a.stage_bytes != 0) std::memcpy(reinterpret_cast<void*>(a.staged), a.host, a.stage_bytes);
+          h2d_bytes_.fetch_add(a.stage_bytes, std::memory_order_relaxed);
         }
-        slots_[i] = a.value;
+        slots_[i] = static_cast<int64_t>(a.staged);
         break;
-      }
+      case kArgHostOut:
+        if (!plan->prestaged) a.staged = arena_->Allocate(a.stage_bytes, /*zero=*/true);
+        slots_[i] = static_cast<int64_t>(a.staged);
+        break;
+      case kArgDevice:  // pinned by Prepare: live when queued, and not released since
       case kArgInt:
       case kArgFloat:
       case kArgBool:
@@ -240,7 +354,8 @@ uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchAr
         break;
       default:
         throw DeviceError("launch: argument " + std::to_string(i) + " has invalid kind " +
-                          std::to_string(a.kind) + " (expected 0..6)");
+                              std::to_string(a.kind) + " (expected 0..6)",
+                          kCodeBadArgument, static_cast<int64_t>(i));
     }
   }
 
@@ -290,12 +405,16 @@ uint64_t DeviceCore::LaunchLocked(uint32_t module_id, const std::vector<LaunchAr
                       kCodeKernelFailure);
   }
   // Results of host Out / InOut arguments (only for successful launches: a failed launch
-  // leaves the host buffers untouched).
-  for (size_t i = 0; i < n; ++i) {
-    const LaunchArg& a = args[i];
-    if (a.kind == kArgHostOut || a.kind == kArgHostInOut) {
-      if (a.host_bytes != 0) std::memcpy(a.host, reinterpret_cast<const void*>(staging_[i]), a.host_bytes);
-      d2h_bytes_.fetch_add(a.host_bytes, std::memory_order_relaxed);
+  // leaves the host buffers untouched). A synchronous launch runs on the JS thread, so its
+  // views are as Prepare validated them; a prestaged (async) launch is copied back by the
+  // caller on the JS thread after re-checking the views.
+  if (!plan->prestaged) {
+    for (size_t i = 0; i < n; ++i) {
+      const LaunchArg& a = args[i];
+      if (a.kind == kArgHostOut || a.kind == kArgHostInOut) {
+        if (a.stage_bytes != 0) std::memcpy(a.host, reinterpret_cast<const void*>(a.staged), a.stage_bytes);
+        d2h_bytes_.fetch_add(a.stage_bytes, std::memory_order_relaxed);
+      }
     }
   }
   return static_cast<uint64_t>(end - start);
@@ -309,6 +428,7 @@ DeviceStats DeviceCore::Stats() {
   s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
   s.bytes_in_use = arena_->bytes_in_use();
   s.live_allocations = arena_->live_allocations();
+  s.pending_frees = arena_->pending_frees();
   s.capacity = arena_->capacity();
   {
     std::lock_guard<std::mutex> lock(modules_mu_);

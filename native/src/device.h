@@ -62,16 +62,64 @@ struct LaunchArg {
   uint8_t kind = kArgInt;
   int64_t value = 0;          // slot value for kinds 3..6
   uint8_t* host = nullptr;    // host bytes for kinds 0..2
-  uint64_t host_bytes = 0;
+  uint64_t host_bytes = 0;    // live byte length of the view when the launch was parsed
+  // Set by DeviceCore::Prepare:
+  uint64_t stage_bytes = 0;   // host kinds: bytes staged/copied (validated <= host_bytes)
+  uint64_t staged = 0;        // host kinds: staging buffer (device address), 0 = none yet
+  uint64_t generation = 0;    // device kind: the pinned allocation's generation
 };
 
+// A program library loaded on a device. Shared by the module table and every launch that
+// is queued or running with it, so unloading (or closing) never pulls code from under a
+// launch: dlclose happens when the last holder lets go.
+struct Module {
+  void* handle = nullptr;
+  int (*entry)(const TsptoRuntimeApi*, const int64_t*) = nullptr;
+  std::string path;
+  // Bytes of each entry parameter's tensor (-1: not a tensor, or unknown), given at load;
+  // empty: unknown (launches then stage each host view's whole length).
+  std::vector<int64_t> arg_bytes;
+  ~Module();
+};
+
+// One launch from parse to completion. Prepare() validates it against the module (argument
+// count, each host view's live length against the bytes the program uses) and pins the
+// device allocations it names; with `stage_now` (asynchronous launches) it also stages the
+// host arguments immediately, on the calling (JS) thread, so the launch never touches a
+// JS-owned buffer from another thread. Release() frees the staging and drops the pins; it
+// must be called once the launch is over (the destructor does it as a backstop).
+struct LaunchPlan {
+  class DeviceCore* device = nullptr;
+  std::shared_ptr<Module> module;
+  uint32_t module_id = 0;
+  std::vector<LaunchArg> args;
+  bool prestaged = false;
+  bool held = false;  // pins / staging to release
+  void Release();
+  ~LaunchPlan() { Release(); }
+};
+
+// Launch argument checks shared by the cpu (DeviceCore) and cuda (CudaDeviceCore) cores, so
+// both give the same errors. `expect`: the module's arg_bytes (empty = unknown).
+// The argument count against the program's parameters (TSPTO_BAD_ARGUMENT).
+void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+                   const char* method);
+// A host-kind argument: its view's LIVE length must cover the bytes the program uses
+// (TSPTO_HOST_VIEW naming argument i); sets a->stage_bytes to exactly those bytes.
+void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method);
+// Before the results of a prestaged launch are copied back: each Out/InOut view
+// (`hosts[i]`: current pointer and live length) still holds its stage_bytes (TSPTO_HOST_VIEW).
+void CheckResultViews(const std::vector<LaunchArg>& args,
+                      const std::vector<std::pair<uint8_t*, uint64_t>>& hosts, const char* method);
+
 struct DeviceStats {
-  uint64_t launches, h2d_bytes, d2h_bytes, bytes_in_use, live_allocations, capacity;
+  uint64_t launches, h2d_bytes, d2h_bytes, bytes_in_use, live_allocations, pending_frees, capacity;
   uint64_t modules_loaded, module_loads, tasks_run;
 };
 
 class DeviceCore {
  public:
+  using Plan = LaunchPlan;  // the binding's launch plan type (CudaDeviceCore has its own)
   explicit DeviceCore(const DeviceOptions& options);  // reserves memory, starts threads
   ~DeviceCore();                                       // Close()
   DeviceCore(const DeviceCore&) = delete;
@@ -82,7 +130,9 @@ class DeviceCore {
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
   uint64_t Alloc(uint64_t nbytes);
-  void Free(uint64_t addr);
+  // Frees now, or -- when launches in flight hold the allocation -- when the last of them
+  // completes (returns true then). Either way the address is dead from this call on.
+  bool Free(uint64_t addr);
   bool IsLive(uint64_t addr);
   // `counted`: a host<->device transfer (stats). Device-side accesses by the interp
   // platform's executor (which plays the device) are not transfers and pass false.
@@ -96,11 +146,24 @@ class DeviceCore {
     return reinterpret_cast<uint8_t*>(addr);
   }
 
-  uint32_t LoadModule(const std::string& path);
+  // `arg_bytes`: bytes of each entry parameter's tensor (-1 for scalars); empty = unknown.
+  uint32_t LoadModule(const std::string& path, std::vector<int64_t> arg_bytes = {});
+  // Removes the module from the table; launches already holding it still run.
   void UnloadModule(uint32_t id);
 
-  // Runs one launch to completion and returns the device time in ns. Throws DeviceError.
-  uint64_t Launch(uint32_t module_id, const std::vector<LaunchArg>& args);
+  // Resolves the module, checks the arguments and pins device allocations (see LaunchPlan).
+  // `method` prefixes messages. Throws DeviceError (the plan is released).
+  void Prepare(LaunchPlan* plan, const char* method, bool stage_now);
+  // Runs a prepared launch to completion and returns the device time in ns. Throws
+  // DeviceError. A plan that was not prestaged is staged here and its Out/InOut results are
+  // copied to the host views on success; a prestaged plan leaves that to the caller
+  // (CopyResults, on the JS thread).
+  uint64_t Launch(LaunchPlan* plan);
+  // Copies the staged Out/InOut results of a completed prestaged launch into `hosts`
+  // (current view pointer and live length of each argument; index = argument).
+  void CopyResults(const LaunchPlan& plan, const char* method,
+                   const std::vector<std::pair<uint8_t*, uint64_t>>& hosts);
+  Arena& arena() { return *arena_; }
 
   DeviceStats Stats();
 
@@ -133,15 +196,10 @@ class DeviceCore {
 
  private:
   using EntryFn = int (*)(const TsptoRuntimeApi*, const int64_t*);
-  struct Module {
-    void* handle;
-    EntryFn entry;
-    std::string path;
-  };
 
   void CheckOpen() const;  // throws "device is closed"
   void RecordFailure(const std::string& message);
-  uint64_t LaunchLocked(uint32_t module_id, const std::vector<LaunchArg>& args);  // launch_mu_ held
+  uint64_t LaunchLocked(LaunchPlan* plan);  // launch_mu_ held
 
   // TsptoRuntimeApi callbacks; ctx is the DeviceCore.
   static int ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id,
@@ -163,7 +221,7 @@ class DeviceCore {
   std::atomic<bool> closed_{false};
 
   std::mutex modules_mu_;
-  std::map<uint32_t, Module> modules_;
+  std::map<uint32_t, std::shared_ptr<Module>> modules_;
   uint32_t next_module_id_ = 1;
   std::atomic<uint64_t> module_loads_{0};
 
@@ -182,7 +240,6 @@ class DeviceCore {
   std::atomic<bool> recording_{false};
 
   std::vector<int64_t> slots_;     // launch_mu_: entry argument slots (reused)
-  std::vector<uint64_t> staging_;  // launch_mu_: staging buffers of host arguments
 
   std::atomic<uint64_t> launches_{0}, h2d_bytes_{0}, d2h_bytes_{0};
 };

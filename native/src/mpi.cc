@@ -596,7 +596,10 @@ void FinalizeLocked(World& w) {
   if (w.state != State::kInitialized) return;
   Api& a = w.api;
   w.state = State::kFinalized;
-  RunOnMpiThread(w, "MPI_Finalize", [&] { return a.Finalize(); });
+  // Not watched: a rank that finished its own MPI_Finalize and exited is not a lost rank (under
+  // load, a peer can leave while this rank is still finalizing); a rank that dies earlier is
+  // caught by the collectives before this one, and mpirun ends the job if one exits failing.
+  RunOnMpiThread(w, "MPI_Finalize", [&] { return a.Finalize(); }, /*watch=*/false);
 }
 
 void Finalize(const Napi::CallbackInfo& info) {

@@ -125,6 +125,8 @@ export class FunctionBuilder {
   private readonly frames: Frame[] = [{ kind: "function", loopDepth: 0 }];
   private flow: Flow = new Set();
   private scopeDepth = 0;
+  /** Declared directions of the parameters (null: inferred). */
+  private readonly paramDirs = new Map<string, Direction | null>();
   private readonly returns: { types: Type[]; span: Span }[] = [];
   /** Direction inference: tensor variables read / written, through copies (aliases) of parameters. */
   private readonly reads = new Set<number>();
@@ -157,6 +159,7 @@ export class FunctionBuilder {
     this.scopes.push(new Map());
     const paramVars = params.map((p) => {
       const v = mkVar(p.name, p.type, this.span(p.node));
+      this.paramDirs.set(p.name, p.dir);
       this.declare({ name: p.name, var: v, folded: p.folded, mutable: false, role: "param" });
       return v;
     });
@@ -495,6 +498,28 @@ export class FunctionBuilder {
 
   private assignment(e: ts.BinaryExpression, span: Span, out: Stmt[]): void {
     const compound = arithAssign()[e.operatorToken.kind];
+    if (ts.isIdentifier(e.left) && !compound && this.local(e.left.text)?.role === "param") {
+      const l = this.local(e.left.text)!;
+      if (l.var?.type.kind === "tensor") {
+        // PyPTO's idioms: `y = kernel(x, w, y)` rebinds a tensor parameter to the (written)
+        // result of a sub-kernel call; `out = pl.add(a, b)` on an Out parameter only rebinds
+        // the name (PyPTO's OutParamWriteDropped): accepted with a warning that says the fix.
+        const value = this.expr(e.right);
+        const dir = this.paramDirs.get(l.name);
+        const isCall = value.kind === "call" && value.op === "call";
+        if (!isCall && (dir === "out" || dir === "inout")) {
+          const at = this.span(e);
+          process.emitWarning(
+            `${at.file}:${at.line}:${at.col}: assigning to ${dir === "out" ? "Out" : "InOut"} parameter '${l.name}' of kernel '${this.env.kernelName}' only rebinds the name; the tensor is not written. ` +
+            `Write it with pl.assign(${l.name}, ${e.right.getText()})`, { code: "OutParamWriteDropped" });
+        }
+        if (isCall || dir === "out" || dir === "inout") {
+          // a new local of the parameter's name (the parameter itself stays defined once)
+          const shadow = this.declare({ name: l.name, var: mkVar(l.name, l.var.type, this.span(e.left)), mutable: true, role: "local" });
+          return this.assignLocal(shadow, value, e.left, span, out);
+        }
+      }
+    }
     if (ts.isIdentifier(e.left)) {
       const l = this.assignable(e.left);
       let value = this.expr(e.right);
@@ -537,7 +562,7 @@ export class FunctionBuilder {
     }
     if (l.role === "param") {
       this.syntax("E_ASSIGN", `cannot assign to parameter '${id.text}' of kernel '${this.env.kernelName}'`, id,
-        `parameters are read-only: copy into a local (let x = ${id.text}) or write into a tensor with pl.store/pl.assign`);
+        `parameters are read-only: copy into a local (let x = ${id.text}) or write into a tensor with pl.store/pl.assign (a tensor parameter may be rebound to a kernel's result: ${id.text} = kernel(..., ${id.text}))`);
     }
     if (l.role === "loop" || l.role === "iter") {
       this.syntax("E_ASSIGN", `cannot assign to loop variable '${id.text}'`, id,
@@ -1077,7 +1102,15 @@ export class FunctionBuilder {
     }
     const firstIdx = params.findIndex((p) => p.kind === "value");
     const first = firstIdx >= 0 && firstIdx < args.length ? this.expr(args[firstIdx]) : undefined;
-    const def = resolvePlOp(name, first && exprType(first))!;
+    // a number first (pl.sub(1.0, x)): the other value operands decide between the tile and tensor op
+    const others = new Map<number, Expr>();
+    if (first && exprType(first).kind === "scalar") {
+      params.forEach((p, i) => {
+        const a = args[i];
+        if (i !== firstIdx && p.kind === "value" && a && !(ts.isIdentifier(a) && a.text === "undefined")) others.set(i, this.expr(a));
+      });
+    }
+    const def = resolvePlOp(name, first && exprType(first), [...others.values()].map(exprType))!;
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
     def.params.forEach((p, i) => {
@@ -1087,7 +1120,7 @@ export class FunctionBuilder {
         return;
       }
       switch (p.kind) {
-        case "value": irArgs.push(i === firstIdx ? first! : this.expr(a)); break;
+        case "value": irArgs.push(i === firstIdx ? first! : others.get(i) ?? this.expr(a)); break;
         case "values": irArgs.push(this.listArg(a, name, p.name)); break;
         case "options": this.optionsArg(a, name, p.options ?? {}, attrs); break;
         default: attrs[p.name] = this.attrArg(a, p.kind, name, p.name);
@@ -1153,6 +1186,9 @@ export class FunctionBuilder {
       case "string":
         if (c?.k === "str") return c.v;
         return this.typeErr(`pl.${op}: '${param}' must be a string literal`, a);
+      case "bool":
+        if (c?.k === "bool") return c.v;
+        return this.typeErr(`pl.${op}: '${param}' must be a constant true or false`, a);
     }
   }
 

@@ -5,7 +5,8 @@
 // type (annotation only), a constant (dtypes, memory spaces, levels), a typed declaration of
 // an op so that kernels type-check and autocomplete (calling one at run time throws
 // E_NOT_RUNNABLE). `pl.jit` is added by src/language.ts (the module users import as `pl`).
-import { TsptoRuntimeError } from "../ir/errors.js";
+// The op declarations are generated from the registry (src/tools/gen_ops.ts -> ops.generated.ts).
+import { notRunnable } from "./not_runnable.js";
 import type { AttrValue } from "../ir/nodes.js";
 
 // ---------------------------------------------------------------- dtypes
@@ -101,207 +102,17 @@ export type Scalar<D extends DType = INT64> = D extends BOOL ? boolean : number;
 
 /** Any tile (what ops produce: shape, memory and extras are known to the compiler, not to tsc). */
 export type AnyTile<D extends DType = any> = Tile<any, D, any, any>;
-type TileOrTensor = AnyTile | Tensor;
-type Operand<T> = T extends AnyTile ? AnyTile : T extends Tensor ? Tensor : never;
-
-// ---------------------------------------------------------------- the not-runnable guard
-
-function notRunnable(name: string): never {
-  throw new TsptoRuntimeError("E_NOT_RUNNABLE",
-    `pl.${name} was called at run time; kernels are parsed, not run — wrap the function with pl.jit and call the jit function`);
-}
-
-// ---------------------------------------------------------------- ops (typed declarations)
-// Each mirrors a registry op (src/ir/ops): the parser maps `pl.<name>(...)` source arguments
-// to IR operands and attributes by the registry's `params`; these signatures only serve tsc.
-
-/** Copy the window `tensor[offsets : offsets + shape]` into a tile. */
-export function load<D extends DType = any>(
-  tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[],
-  opts?: { readonly validShape?: readonly number[]; readonly mem?: Mem },
-): AnyTile<D> {
-  return notRunnable("load");
-}
-/** Write the tile's valid region into `out` at `offsets`. */
-export function store<T extends Tensor>(tile: AnyTile, offsets: readonly number[], out: T): T {
-  return notRunnable("store");
-}
-/** The same tile in another memory space (numerically the identity). */
-export function move<D extends DType, M extends Mem>(tile: AnyTile<D>, mem: M): Tile<any, D, M, any> {
-  return notRunnable("move");
-}
-/** A new zero-filled tile. */
-export function createTile<D extends DType>(shape: readonly number[], dtype: D, mem?: Mem): AnyTile<D> {
-  return notRunnable("createTile");
-}
-/** A tile filled with a constant. */
-export function full<D extends DType>(shape: readonly number[], dtype: D, value: number): AnyTile<D> {
-  return notRunnable("full");
-}
-/** Whole-tensor write (`out[:] = value`). */
-export function assign<T extends Tensor>(out: T, value: Tensor): T {
-  return notRunnable("assign");
-}
-
-export function add<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("add");
-}
-export function sub<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("sub");
-}
-export function mul<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("mul");
-}
-export function div<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("div");
-}
-export function maximum<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("maximum");
-}
-export function minimum<T extends TileOrTensor>(a: T, b: Operand<T> | number): T {
-  return notRunnable("minimum");
-}
-export function exp<T extends TileOrTensor>(x: T): T {
-  return notRunnable("exp");
-}
-export function log<T extends TileOrTensor>(x: T): T {
-  return notRunnable("log");
-}
-export function sqrt<T extends TileOrTensor>(x: T): T {
-  return notRunnable("sqrt");
-}
-export function rsqrt<T extends TileOrTensor>(x: T): T {
-  return notRunnable("rsqrt");
-}
-export function recip<T extends TileOrTensor>(x: T): T {
-  return notRunnable("recip");
-}
-export function neg<T extends TileOrTensor>(x: T): T {
-  return notRunnable("neg");
-}
-export function abs<T extends TileOrTensor>(x: T): T {
-  return notRunnable("abs");
-}
-export function relu<T extends TileOrTensor>(x: T): T {
-  return notRunnable("relu");
-}
-/** Convert to `dtype` (modes round — the default —, rint, floor, ceil, trunc). */
-export function cast<D extends DType>(x: AnyTile, dtype: D, mode?: RoundMode): AnyTile<D>;
-export function cast<D extends DType>(x: Tensor, dtype: D, mode?: RoundMode): Tensor<any, D>;
-export function cast(x: unknown, dtype: DType, mode?: RoundMode): unknown {
-  return notRunnable("cast");
-}
-
-// ---------------------------------------------------------------- reductions and broadcasts
-
-/** The maximum of each row: `x[M,N] -> [M,1]`; `tmp` is a scratch tile of x's shape (PyPTO's contract). */
-export function rowMax<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
-  return notRunnable("rowMax");
-}
-/** The sum of each row: `x[M,N] -> [M,1]` (float sums accumulate in fp64); `tmp`: a scratch tile of x's shape. */
-export function rowSum<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
-  return notRunnable("rowSum");
-}
-/** The minimum of each row: `x[M,N] -> [M,1]`; `tmp`: a scratch tile of x's shape. */
-export function rowMin<D extends DType>(x: AnyTile<D>, tmp: AnyTile): AnyTile<D> {
-  return notRunnable("rowMin");
-}
-/** The sum of each column: `x[M,N] -> [1,N]`. */
-export function colSum<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
-  return notRunnable("colSum");
-}
-/** The maximum of each column: `x[M,N] -> [1,N]`. */
-export function colMax<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
-  return notRunnable("colMax");
-}
-/** The minimum of each column: `x[M,N] -> [1,N]`. */
-export function colMin<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D> {
-  return notRunnable("colMin");
-}
-/** `t[M,N] + v[M,1]`, v broadcast along each row. */
-export function rowExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("rowExpandAdd");
-}
-/** `t[M,N] - v[M,1]`, v broadcast along each row. */
-export function rowExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("rowExpandSub");
-}
-/** `t[M,N] * v[M,1]`, v broadcast along each row. */
-export function rowExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("rowExpandMul");
-}
-/** `t[M,N] / v[M,1]`, v broadcast along each row. */
-export function rowExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("rowExpandDiv");
-}
-/** `t[M,N] + v[1,N]`, v broadcast down each column. */
-export function colExpandAdd<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("colExpandAdd");
-}
-/** `t[M,N] - v[1,N]`, v broadcast down each column. */
-export function colExpandSub<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("colExpandSub");
-}
-/** `t[M,N] * v[1,N]`, v broadcast down each column. */
-export function colExpandMul<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("colExpandMul");
-}
-/** `t[M,N] / v[1,N]`, v broadcast down each column. */
-export function colExpandDiv<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("colExpandDiv");
-}
-/** `v[M,1]` broadcast to the target's shape (the target's values are unused). */
-export function rowExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("rowExpand");
-}
-/** `v[1,N]` broadcast to the target's shape (the target's values are unused). */
-export function colExpand<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D> {
-  return notRunnable("colExpand");
-}
-
-// ---------------------------------------------------------------- shape ops, matmul, orchestration buffers
-
+export type TileOrTensor = AnyTile | Tensor;
+/** The other operand of a binary op on T: a tile for a tile, a tensor for a tensor. */
+export type Operand<T> = T extends AnyTile ? AnyTile : T extends Tensor ? Tensor : never;
+/** The bool result of pl.cmp on T. */
+export type BoolOf<T> = T extends AnyTile ? AnyTile<BOOL> : Tensor<any, BOOL>;
+export type CmpMode = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
 export type PadValue = "zero" | "min" | "max";
-/** The same elements (row-major order) in another shape with as many elements. */
-export function reshape<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D> {
-  return notRunnable("reshape");
-}
-/** The sub-tile (or, inside pl.at, the tensor window) `x[offset : offset + shape]`. */
-export function slice<D extends DType>(x: AnyTile<D>, shape: readonly number[], offset: readonly number[]): AnyTile<D>;
-export function slice<D extends DType>(x: Tensor<any, D>, shape: readonly number[], offset: readonly number[]): Tensor<any, D>;
-export function slice(x: unknown, shape: readonly number[], offset: readonly number[]): unknown {
-  return notRunnable("slice");
-}
-/** `a[M,Na]` and `b[M,Nb]` side by side: `[M, Na+Nb]`. */
-export function concat<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D> {
-  return notRunnable("concat");
-}
-/** Tiles: a copy of `target` with `src` written at `offset`. Tensors (inside pl.at): writes `src` into `target` at `offset`. */
-export function assemble<D extends DType>(target: AnyTile<D>, src: AnyTile<D>, offset: readonly number[]): AnyTile<D>;
-export function assemble<T extends Tensor>(target: T, src: Tensor, offset: readonly number[]): T;
-export function assemble(target: unknown, src: unknown, offset: readonly number[]): unknown {
-  return notRunnable("assemble");
-}
-/** `x` with the region outside its validShape set to 0 ("zero", the default), the dtype's lowest ("min") or highest ("max"). */
-export function fillpad<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D> {
-  return notRunnable("fillpad");
-}
-/** One element of a tile (or, in kernels, of a tensor) as a scalar. */
-export function read(x: AnyTile | Tensor, indices: readonly number[]): number {
-  return notRunnable("read");
-}
-/** `a[M,K] @ b[K,N]` into an Acc tile (fp32 accumulation; int32 for integer inputs). */
-export function matmul(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any> {
-  return notRunnable("matmul");
-}
-/** `acc + a @ b` (acc keeps its type). */
-export function matmulAcc<T extends AnyTile>(acc: T, a: AnyTile, b: AnyTile): T {
-  return notRunnable("matmulAcc");
-}
-/** A zero-filled device tensor owned by the launch (entries only, outside pl.at). */
-export function createTensor<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D> {
-  return notRunnable("createTensor");
-}
+
+// ---------------------------------------------------------------- ops
+// The op declarations are generated from the registry (src/tools/gen_ops.ts).
+export * from "./ops.generated.js";
 
 // ---------------------------------------------------------------- statements
 

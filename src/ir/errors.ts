@@ -34,22 +34,38 @@ export function formatSpan(span: Span): string {
   return `${where}\n  ${num} | ${text}\n  ${" ".repeat(num.length)} | ${caret}`;
 }
 
+/** Where an error points in a call: the argument's (or field's) name and its 1-based position. */
+export interface ErrorWhere {
+  /** Name of the argument, parameter or option the error is about. */
+  readonly argument?: string;
+  /** 1-based position of that argument in the call, where there is one. */
+  readonly position?: number;
+  /** The underlying error (a native error, a file system error). */
+  readonly cause?: unknown;
+}
+
 export class TsptoError extends Error {
   readonly code: string;
   readonly span?: Span;
   readonly hint?: string;
   /** The message without location/hint decoration. */
   readonly detail: string;
-  constructor(code: string, detail: string, span?: Span, hint?: string) {
+  /** Name of the argument (or RunConfig field) the error is about, where there is one. */
+  readonly argument?: string;
+  /** 1-based position of that argument, where there is one. */
+  readonly position?: number;
+  constructor(code: string, detail: string, span?: Span, hint?: string, where?: ErrorWhere) {
     let msg = `[${code}] ${detail}`;
     if (span) msg += `\n  at ${formatSpan(span)}`;
     if (hint) msg += `\n  hint: ${hint}`;
-    super(msg);
+    super(msg, where?.cause !== undefined ? { cause: where.cause } : undefined);
     this.name = new.target.name;
     this.code = code;
     this.detail = detail;
     this.span = span;
     this.hint = hint;
+    if (where?.argument !== undefined) this.argument = where.argument;
+    if (where?.position !== undefined) this.position = where.position;
   }
 }
 
@@ -61,3 +77,48 @@ export class TsptoTypeError extends TsptoError {}
 export class TsptoCompileError extends TsptoError {}
 /** Errors at dispatch: arity, argument mismatches, DeviceTensor misuse, platform. */
 export class TsptoRuntimeError extends TsptoError {}
+/** An invalid RunConfig option (code E_CONFIG; `argument` is the field name). */
+export class TsptoConfigError extends TsptoError {}
+/** A value passed to a runtime API that it does not accept: tensor-likes, shapes, dtypes,
+ *  scalars, host views (`argument` / `position` name it where there is one). */
+export class TsptoArgumentError extends TsptoRuntimeError {}
+/** A device refused an operation: a bad or freed address, a closed device, a module that
+ *  cannot be loaded. */
+export class TsptoDeviceError extends TsptoRuntimeError {}
+/** Device memory exhausted, or more than the machine can back (E_DEVICE_OOM). */
+export class TsptoOutOfMemoryError extends TsptoDeviceError {}
+/** A launch whose program recorded a failure at run time (E_KERNEL): a dynamic window out
+ *  of bounds, an orchestration buffer that could not be allocated. */
+export class TsptoKernelError extends TsptoDeviceError {}
+
+/** Every TsptoError class of the IR room, by name (TsptoArtifactError lives in src/artifact). */
+export const TSPTO_ERROR_CLASSES = {
+  TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,
+  TsptoArgumentError, TsptoDeviceError, TsptoOutOfMemoryError, TsptoKernelError,
+} as const;
+
+/**
+ * Formats any value for an error message without throwing (BigInts, cycles, symbols,
+ * functions): strings quoted, bigints as `4n`, arrays element-wise, objects by JSON or class.
+ */
+export function formatValue(x: unknown, depth = 0): string {
+  if (typeof x === "string") return JSON.stringify(x);
+  if (typeof x === "bigint") return `${x}n`;
+  if (typeof x === "symbol" || typeof x === "function") return typeof x === "symbol" ? x.toString() : `function ${x.name || "(anonymous)"}`;
+  if (Array.isArray(x)) {
+    if (depth > 2) return "[...]";
+    const items = x.slice(0, 16).map((v) => formatValue(v, depth + 1));
+    return `[${items.join(", ")}${x.length > 16 ? `, ... (${x.length} entries)` : ""}]`;
+  }
+  if (x !== null && typeof x === "object") {
+    if (ArrayBuffer.isView(x)) return `${x.constructor.name}(${x.byteLength} bytes)`;
+    try {
+      const json = JSON.stringify(x, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
+      if (json !== undefined && json.length <= 200) return json;
+    } catch {
+      // cycles and the like: fall through to the class name
+    }
+    return (x as object).constructor?.name ?? Object.prototype.toString.call(x);
+  }
+  return String(x);
+}

@@ -19,6 +19,7 @@ export type ParamKind =
   | "mem"     // a memory space (pl.Mem.Vec)                         -> attrs[name]
   | "number"  // a constant number                                  -> attrs[name]
   | "string"  // a string literal                                   -> attrs[name]
+  | "bool"    // a constant boolean                                 -> attrs[name]
   | "options";// an object literal whose keys are listed in `options` -> attrs[key]
 
 export interface OpParam {
@@ -75,11 +76,36 @@ export interface OpDef {
   readonly effects?: (args: readonly Expr[], attrs: Attrs) => Effects;
   /** Reference semantics. Tensors are mutated in place through env. */
   readonly evaluate: (args: readonly Value[], attrs: Attrs, env: EvalEnv, call: { readonly type: Type; readonly span: Span }) => Value;
+  /** A compile-time value of the call when it is known from its operands' types (pl.dim of a static axis); simplify folds it. */
+  readonly fold?: (args: readonly Expr[], attrs: Attrs) => number | undefined;
   /** Optional static checks that need constant operands (e.g. window bounds). */
   readonly check?: (ctx: InferCtx) => void;
-  /** One-line description for docs. */
+  /** One-line description for docs (the JSDoc of the generated `pl` declaration). */
   readonly doc: string;
+  /**
+   * Tensor-level ops: the tile op that computes one tile of the result (tensor-to-tile maps
+   * each tensor op of an expression to it). Defaults to `tile.<name without "tensor.">`.
+   */
+  readonly tileOp?: string;
+  /**
+   * Tensor-level ops whose tile is an expression of several tile ops (rowExpandExpdif on
+   * tensors: exp(t - v)): builds it from the operands' tiles. Takes precedence over tileOp.
+   */
+  readonly tileExpr?: (args: readonly Expr[], attrs: Attrs, build: (op: string, args: readonly Expr[], attrs?: Attrs) => Expr) => Expr;
+  /**
+   * The TypeScript signatures of `pl.<pl>` (each the text after the function name, overloads in
+   * order), from which src/tools/gen_ops.ts writes src/dsl/ops.generated.ts. One op per `pl`
+   * spelling carries it (usually the tile-level one).
+   */
+  readonly decl?: readonly string[];
+  /** The pass that rewrites this op into other ops before code generation (targets need no emitter for it). */
+  readonly loweredBy?: string;
+  /** The README op table row this op belongs to (ops sharing `key` share one row). */
+  readonly row?: OpRow;
 }
+
+/** A row of the README op table: `call` (the spelling), `does` (what it computes). */
+export interface OpRow { readonly key: string; readonly call: string; readonly does: string }
 
 const ops = new Map<string, OpDef>();
 const byPl = new Map<string, OpDef[]>();
@@ -117,10 +143,12 @@ export const opForMath = (fn: string): OpDef | undefined => byMath.get(fn);
  * tile-level op, a tensor the tensor-level op, a scalar the scalar op; ops without a value
  * operand (createTile, full) have a single entry.
  */
-export function resolvePlOp(pl: string, firstValueType: Type | undefined): OpDef | undefined {
+export function resolvePlOp(pl: string, firstValueType: Type | undefined, otherValueTypes: readonly Type[] = []): OpDef | undefined {
   const cands = opsForPl(pl);
   if (cands.length <= 1) return cands[0];
-  const want = firstValueType?.kind === "tensor" ? "tensor" : firstValueType?.kind === "scalar" ? "scalar" : "tile";
+  // a number as the first operand (pl.sub(1.0, x)): the first tile/tensor operand decides
+  const decider = firstValueType?.kind === "scalar" ? (otherValueTypes.find((t) => t.kind === "tile" || t.kind === "tensor") ?? firstValueType) : firstValueType;
+  const want = decider?.kind === "tensor" ? "tensor" : decider?.kind === "scalar" ? "scalar" : "tile";
   return cands.find((c) => c.level === want) ?? cands.find((c) => c.level === "tile") ?? cands[0];
 }
 
@@ -136,6 +164,9 @@ export function inferCall(op: OpDef, args: readonly Expr[], attrs: Attrs, span: 
   op.check?.(ctx);
   return t;
 }
+
+/** The tile op computing one tile of a tensor-level op (its `tileOp`, else `tile.<name>`). */
+export const tileOpOf = (op: OpDef): string => op.tileOp ?? `tile.${op.name.slice(op.name.indexOf(".") + 1)}`;
 
 export const effectsOf = (op: OpDef, args: readonly Expr[], attrs: Attrs): Effects =>
   op.effects ? op.effects(args, attrs) : { reads: [], writes: [] };

@@ -10,13 +10,14 @@ import { depsPass } from "./derive_deps.js";
 import { flattenPass } from "./flatten_tiles.js";
 import { tensorToTilePass } from "./tensor_to_tile.js";
 import { spmdPass } from "./split_parallel_loops.js";
+import { matmulFormsPass } from "./matmul_forms.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
-export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, flattenPass, memoryPlanPass, spmdPass, depsPass };
+export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, flattenPass, memoryPlanPass, spmdPass, depsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
-export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, flattenPass, memoryPlanPass, spmdPass, depsPass];
+export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, flattenPass, memoryPlanPass, spmdPass, depsPass];
 
 /** Is this program the output of the pipeline (ready for codegen)? */
 export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered === true;

@@ -36,10 +36,17 @@ function inlineBlock(stmts: readonly Stmt[], inl: Map<string, Func>, depth: numb
       s.targets.forEach((t, i) => out.push(mkAssign([t], results[i], s.span)));
       continue;
     }
-    let [ns] = mapStmtExprs([s], hoist);
-    if (ns.kind === "for" || ns.kind === "while") ns = Object.freeze({ ...ns, body: inlineBlock(ns.body, inl, depth) });
-    else if (ns.kind === "if") ns = Object.freeze({ ...ns, then: inlineBlock(ns.then, inl, depth), else: inlineBlock(ns.else, inl, depth) });
-    else if (ns.kind === "scope") ns = Object.freeze({ ...ns, body: inlineBlock(ns.body, inl, depth) });
+    // Only this statement's own expressions are hoisted here (a loop's bounds and inits, a
+    // branch's condition); nested bodies are inlined in place by the recursion, so that a
+    // helper called inside pl.at (or a loop) is spliced inside it, not before it.
+    let ns: Stmt;
+    switch (s.kind) {
+      case "for": ns = Object.freeze({ ...s, start: hoist(s.start), stop: hoist(s.stop), step: hoist(s.step), inits: s.inits.map(hoist), body: inlineBlock(s.body, inl, depth) }); break;
+      case "while": ns = Object.freeze({ ...s, inits: s.inits.map(hoist), cond: hoist(s.cond), body: inlineBlock(s.body, inl, depth) }); break;
+      case "if": ns = Object.freeze({ ...s, cond: hoist(s.cond), then: inlineBlock(s.then, inl, depth), else: inlineBlock(s.else, inl, depth) }); break;
+      case "scope": ns = Object.freeze({ ...s, body: inlineBlock(s.body, inl, depth) }); break;
+      default: [ns] = mapStmtExprs([s], hoist);
+    }
     out.push(...pre, ns);
   }
   return out;

@@ -28,6 +28,8 @@ function foldExpr(e: Expr, env: Map<number, Expr>): Expr {
     if (x.kind === "var") return env.get(x.id);
     if (x.kind !== "call" || x.op === "call") return undefined;
     const op = getOp(x.op);
+    const known = op.fold?.(x.args, x.attrs);
+    if (known !== undefined) return mkConst(known, x.type.kind === "scalar" ? x.type.dtype : undefined, x.span);
     if (op.level !== "scalar" || !x.args.every((a) => a.kind === "const")) return undefined;
     const v = op.evaluate(x.args.map((a) => (a.kind === "const" ? a.value : undefined)) as Value[], x.attrs, foldEnv, x);
     if (typeof v !== "number" && typeof v !== "boolean") return undefined;

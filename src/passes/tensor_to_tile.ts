@@ -2,8 +2,13 @@
 //   pl.assign(out, expr)               out[:] = expr
 //   pl.assemble(target, expr, offset)  target[offset : offset + shape(expr)] = expr
 // where expr is an elementwise expression (add, mul, exp, cast, ... and scalars) over tensors
-// and tensor windows (pl.slice(t, shape, offset)). Each tensor leaf is loaded window by
-// window, the expression is rebuilt from the tile-level ops, and the result is stored.
+// and tensor windows (pl.slice(t, shape, offset)), NumPy-broadcasting [M,N] with [1,N] and
+// [M,1] (a broadcast leaf is loaded once along the stretched axis and widened with
+// broadcastTo); or a reduction of such an expression (rowSum ... colArgmin: each tile holds
+// the whole reduced axis); or a matmul of two tensors (output tiles [tm, tn], K in tiles
+// accumulated with matmulAcc in k order, so the values equal one whole matmul). Each tensor
+// leaf is loaded window by window, the expression is rebuilt from the tile-level ops (the
+// registry's tileOp of each tensor op), and the result is stored.
 //
 // The tile shape is chosen so that the leaves' tiles fit half the per-core scratch (the other
 // half is headroom for the rest of the kernel), tiling the last two axes and stepping the
@@ -12,8 +17,9 @@
 // shape with a validShape of the remainder (loads read, and stores write, only that region),
 // emitted as a peeled copy of the loop body after the loop.
 import {
-  TsptoCompileError, getOp, inferCall, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mapExpr, INDEX,
-  tileElemBytes, type Expr, type Func, type Stmt, type TensorType, type Var, type Span, type Call,
+  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
+  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS,
+  tileElemBytes, type Attrs, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 
@@ -111,30 +117,25 @@ const add = (a: Expr, b: Expr, span: Span): Expr => {
   return mkCall("scalar.add", args, {}, inferCall(getOp("scalar.add"), args, {}, span), span);
 };
 
-function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string): Stmt[] {
-  const ot = out.type as TensorType;
-  const vt = value.kind === "const" ? null : value.type;
-  if (!vt || vt.kind !== "tensor") throw new TsptoCompileError("E_ASSIGN_VALUE", `pl.${outOffsets ? "assemble" : "assign"} to '${out.name}' needs a tensor value`, span);
-  if (!vt.shape.every((d): d is number => typeof d === "number") || !ot.shape.every((d): d is number => typeof d === "number")) {
-    throw new TsptoCompileError("E_DYNAMIC", `pl.${outOffsets ? "assemble" : "assign"} on tensor '${out.name}' with dynamic dimensions is not supported yet`, span, "give the tensor a static shape");
-  }
-  const shape = vt.shape as number[];
-  const base = outOffsets ? (outOffsets.kind === "list" ? outOffsets.items : null) : shape.map(() => mkConst(0, "int64", span));
-  if (!base) throw new TsptoCompileError("E_CODEGEN", "internal: assemble offsets must be a list", span);
-  const ls = leaves(value);
-  const nTiles = Math.max(1, ls.length);
-  const elem = Math.max(tileElemBytes(ot.dtype), ...ls.map((l) => tileElemBytes((l.tensor.type as TensorType).dtype)));
-  const budget = Math.floor(ctx.scratchCapacity / 2 / nTiles / elem / 16) * 16; // elements per tile
-  if (budget < 1) throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': tiling over ${ls.length} tensors cannot fit one element per tile in ${ctx.scratchCapacity} bytes of scratch`, span);
-  const rank = shape.length;
-  const tile = shape.map(() => 1);
-  tile[rank - 1] = tileExtent(shape[rank - 1], budget);
-  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
+/** A tensor-level op allowed inside an elementwise expression (the rest must be the whole value). */
+const isElementwiseTensorOp = (op: string) => {
+  if (op === "tensor.cast" || op === "tensor.slice" || getOp(op).tileExpr) return true;
+  const t = tileOpOf(getOp(op));
+  return t === "tile.cast" || ELEMENTWISE.has(t.slice("tile.".length));
+};
+const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_REDUCTIONS), ...Object.keys(ARG_REDUCTIONS)]);
 
-  // Each axis runs `full` whole tiles (a loop, or the constant 0 for one tile) and then, when
-  // the extent is not a multiple of the tile, one partial tile at offset full * tile.
-  const axes = shape.map((d, ax) => ({ d, t: tile[ax], full: Math.floor(d / tile[ax]), rem: d % tile[ax] }));
-  // every combination of (whole tiles | the partial tile) over the axes that have both
+/** Per axis: `full` whole tiles of extent t, then a partial tile of `rem` when the extent is not a multiple. */
+interface Axis { d: number; t: number; full: number; rem: number }
+const axisOf = (d: number, t: number): Axis => ({ d, t, full: Math.floor(d / t), rem: d % t });
+
+/**
+ * The loop nests that cover `axes` with tiles: each axis runs its whole tiles (a loop, or the
+ * constant 0 for one tile) and then, when the extent is not a multiple of the tile, one
+ * partial tile at offset full * tile (a peeled copy). body gets the tile offsets and, for a
+ * combination with a partial tile, the valid extents.
+ */
+function tileLoops(axes: readonly Axis[], span: Span, body: (offsets: Expr[], valid: number[] | null) => Stmt[], name = "i"): Stmt[] {
   let combos: ("full" | "rem")[][] = [[]];
   for (const a of axes) {
     const opts: ("full" | "rem")[] = [];
@@ -148,41 +149,244 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     const offsets: Expr[] = axes.map((a, ax) => {
       if (combo[ax] === "rem") return mkConst(a.full * a.t, "int64", span);
       if (a.full === 1) return mkConst(0, "int64", span);
-      const v = mkVar(`i${ax}`, INDEX, span);
+      const v = mkVar(`${name}${ax}`, INDEX, span);
       loops.push({ v, stop: a.full * a.t, step: a.t });
       return v;
     });
     const valid = combo.some((c) => c === "rem") ? axes.map((a, ax) => (combo[ax] === "rem" ? a.rem : a.t)) : null;
-    const inner: Stmt[] = [];
-    const tileOf = new Map<Expr, Var>();
-    for (const l of ls) {
-      const offs = offsets.map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
-      const args = [l.tensor, mkList(offs, span)];
-      const attrs: Record<string, number[]> = valid ? { shape: tile, validShape: valid } : { shape: tile };
-      const load = mkCall("tile.load", args, attrs, inferCall(getOp("tile.load"), args, attrs, span), span);
-      const tv = mkVar(`${l.tensor.name}_tile`, load.type, span);
-      inner.push(mkAssign([tv], load, span));
-      tileOf.set(l.key, tv);
-    }
-    const toTile = (e: Expr): Expr => {
-      for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
-      if (e.kind !== "call" || !isTensorOp(e)) return e;
-      const name = `tile.${e.op.slice("tensor.".length)}`;
-      const args = e.args.map(toTile);
-      return mkCall(name, args, e.attrs, inferCall(getOp(name), args, e.attrs, e.span), e.span);
-    };
-    const result = toTile(value);
-    if (result.kind !== "var" && (result.kind !== "call" || result.type.kind !== "tile")) {
-      throw new TsptoCompileError("E_ASSIGN_VALUE", `pl.${outOffsets ? "assemble" : "assign"} to '${out.name}' needs a tensor value`, span);
-    }
-    const storeArgs = [result, mkList(offsets.map((o, ax) => add(base[ax], o, span)), span), out];
-    inner.push(mkEval(mkCall("tile.store", storeArgs, {}, inferCall(getOp("tile.store"), storeArgs, {}, span), span), span));
-    let body: Stmt[] = inner;
+    let inner = body(offsets, valid);
     for (let k = loops.length - 1; k >= 0; k--) {
       const { v, stop, step } = loops[k];
-      body = [mkFor({ loopVar: v, start: mkConst(0, "int64", span), stop: mkConst(stop, "int64", span), step: mkConst(step, "int64", span), iterArgs: [], inits: [], body, results: [], span })];
+      inner = [mkFor({ loopVar: v, start: mkConst(0, "int64", span), stop: mkConst(stop, "int64", span), step: mkConst(step, "int64", span), iterArgs: [], inits: [], body: inner, results: [], span })];
     }
-    stmts.push(...body);
+    stmts.push(...inner);
   }
   return stmts;
+}
+
+const staticShape = (t: TensorType, what: string, span: Span): number[] => {
+  if (!t.shape.every((d): d is number => typeof d === "number")) {
+    throw new TsptoCompileError("E_DYNAMIC", `${what} with dynamic dimensions is not supported yet`, span, "give the tensor a static shape");
+  }
+  return t.shape as number[];
+};
+const call = (op: string, args: readonly Expr[], attrs: Attrs, span: Span): Call => mkCall(op, args, attrs, inferCall(getOp(op), args, attrs, span), span);
+const list = (xs: readonly Expr[], span: Span) => mkList(xs, span);
+const zero = (span: Span) => mkConst(0, "int64", span);
+
+/** Elements per tile when `nTiles` tiles of the widest of `dtypes` share half the scratch. */
+function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorType["dtype"][], what: string, span: Span, fname: string): number {
+  const elem = Math.max(...dtypes.map((d) => tileElemBytes(d)));
+  const budget = Math.floor(ctx.scratchCapacity / 2 / Math.max(1, nTiles) / elem / 16) * 16;
+  if (budget < 1) throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': tiling ${what} cannot fit one element per tile in ${ctx.scratchCapacity} bytes of scratch`, span);
+  return budget;
+}
+
+/**
+ * Load the leaves of an elementwise tensor expression for the tile at `offsets` (in the
+ * expression's space of shape `space`, tile shape `tile`, valid extents `valid`) and rebuild
+ * the expression from tile ops. A leaf with a dimension of 1 where the space has more (NumPy
+ * broadcasting) is loaded once along that axis and stretched with broadcastTo.
+ */
+function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+  const tileOf = new Map<Expr, Expr>();
+  for (const l of ls) {
+    const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
+    const bc = lt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
+    const offs = offsets.map((o, ax) => {
+      const own = bc[ax] ? zero(span) : o;
+      return l.base ? add(l.base[ax], own, span) : own;
+    });
+    const shape = tile.map((t, ax) => (bc[ax] ? 1 : t));
+    const v = valid ? valid.map((x, ax) => (bc[ax] ? 1 : x)) : null;
+    const attrs: Record<string, number[]> = v ? { shape, validShape: v } : { shape };
+    const load = call("tile.load", [l.tensor, list(offs, span)], attrs, span);
+    const tv = mkVar(`${l.tensor.name}_tile`, load.type, span);
+    inner.push(mkAssign([tv], load, span));
+    tileOf.set(l.key, bc.some(Boolean) ? call("tile.broadcastTo", [tv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span) : tv);
+  }
+  const toTile = (e: Expr): Expr => {
+    for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
+    if (e.kind !== "call" || !isTensorOp(e)) return e;
+    if (!isElementwiseTensorOp(e.op)) {
+      throw new TsptoCompileError("E_TENSOR_FORM", `pl.${getOp(e.op).pl}: a tensor-level ${e.op === "tensor.matmul" ? "matmul" : "reduction"} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
+        "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
+    }
+    const args = e.args.map(toTile);
+    const def = getOp(e.op);
+    if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span));
+    return call(tileOpOf(def), args, e.attrs, e.span);
+  };
+  return toTile(value);
+}
+
+function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const what = `pl.${outOffsets ? "assemble" : "assign"}`;
+  const ot = out.type as TensorType;
+  const vt = value.kind === "const" ? null : value.type;
+  if (!vt || vt.kind !== "tensor") throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
+  const shape = staticShape(vt, `${what} on tensor '${out.name}'`, span);
+  staticShape(ot, `${what} on tensor '${out.name}'`, span);
+  const base = outOffsets ? (outOffsets.kind === "list" ? outOffsets.items : null) : shape.map(() => zero(span));
+  if (!base) throw new TsptoCompileError("E_CODEGEN", "internal: assemble offsets must be a list", span);
+  const store = (result: Expr, offsets: readonly Expr[]): Stmt => {
+    const args = [result, list(offsets.map((o, ax) => add(base[ax], o, span)), span), out];
+    return mkEval(call("tile.store", args, {}, span), span);
+  };
+  if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
+  if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias")) return lowerMatmul(value, store, ctx, span, fname);
+  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, shape, store, ctx, span, fname);
+
+  const ls = leaves(value);
+  const budget = tileBudget(ctx, ls.length, [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `over ${ls.length} tensors`, span, fname);
+  const rank = shape.length;
+  const tile = shape.map(() => 1);
+  tile[rank - 1] = tileExtent(shape[rank - 1], budget);
+  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
+  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+    const inner: Stmt[] = [];
+    const result = tileExpr(value, ls, shape, tile, offsets, valid, span, inner);
+    if (result.kind !== "var" && (result.kind !== "call" || result.type.kind !== "tile")) {
+      throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
+    }
+    inner.push(store(result, offsets));
+    return inner;
+  });
+}
+
+/** A tensor-level reduction: tiles hold the whole reduced axis; the other axis is tiled (partial tiles at the end). */
+function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const name = value.op.slice("tensor.".length);
+  const row = name.startsWith("row");
+  const x = value.args[0];
+  const xt = exprType(x) as TensorType;
+  const [m, n] = staticShape(xt, `pl.${name}`, span);
+  const ls = leaves(x);
+  const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  const whole = row ? n : m;
+  if (whole > budget) {
+    throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
+      `reduce slices of the tensor (pl.slice) and combine the partial results`);
+  }
+  const t = tileExtent(row ? m : n, budget / whole);
+  const tile = row ? [t, n] : [m, t];
+  return tileLoops([axisOf(row ? m : n, t)], span, ([o], valid) => {
+    const inner: Stmt[] = [];
+    const full = row ? [o, zero(span)] : [zero(span), o];
+    const v = valid ? (row ? [valid[0], n] : [m, valid[0]]) : null;
+    const tx = tileExpr(x, ls, [m, n], tile, full, v, span, inner);
+    const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
+    inner.push(store(call(`tile.${name}`, [tx, ...scratch], {}, span), full));
+    return inner;
+  });
+}
+
+/** A tensor-level matmul: [tm, tn] output tiles, K in tiles of tk accumulated with matmulAcc in k order. */
+function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const withAcc = value.op === "tensor.matmulAcc", withBias = value.op === "tensor.matmulBias";
+  const [a, b] = withAcc ? value.args.slice(1) : value.args;
+  const extra = withAcc ? value.args[0] : withBias ? value.args[2] : null;
+  const la = leaves(a), lb = leaves(b);
+  const isLeaf = (e: Expr) => (e.kind === "var" && e.type.kind === "tensor") || (e.kind === "call" && e.op === "tensor.slice" && e.args[0].kind === "var");
+  if (!isLeaf(a) || !isLeaf(b) || (extra && !isLeaf(extra))) {
+    throw new TsptoCompileError("E_TENSOR_FORM", "pl.matmul on tensors takes tensors or tensor windows (pl.slice) as its operands, not expressions", span,
+      "assign the expression to a tensor first, then multiply that tensor");
+  }
+  const aT = value.attrs.aTrans === true, bT = value.attrs.bTrans === true;
+  const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
+  const as = staticShape(at, "pl.matmul", span), bs = staticShape(bt, "pl.matmul", span);
+  const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
+  const budget = tileBudget(ctx, 3, [at.dtype, "float32"], "pl.matmul", span, fname);
+  let tm = tileExtent(m, 128), tn = tileExtent(n, 128), tk = tileExtent(k, 128);
+  while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
+    if (tk >= tm && tk >= tn) tk = tileExtent(k, Math.max(1, tk >> 1)); else if (tm >= tn) tm = tileExtent(m, Math.max(1, tm >> 1)); else tn = tileExtent(n, Math.max(1, tn >> 1));
+  }
+  const ka = axisOf(k, tk);
+  const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
+  return tileLoops([axisOf(m, tm), axisOf(n, tn)], span, ([oi, oj], valid) => {
+    const inner: Stmt[] = [];
+    const vm = valid ? valid[0] : tm, vn = valid ? valid[1] : tn;
+    /** Load the operand tiles for the k tile at offset ok (valid extent vk). */
+    const operands = (ok: Expr, vk: number, body: Stmt[]): [Var, Var] => {
+      const win = (l: Leaf, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
+        const offs = [r, c].map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+        const full = v[0] === shape[0] && v[1] === shape[1];
+        const ld = call("tile.load", [l.tensor, list(offs, span)], full ? { shape } : { shape, validShape: v }, span);
+        const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
+        body.push(mkAssign([tv], ld, span));
+        return tv;
+      };
+      const ta = aT ? win(la[0], ok, oi, [tk, tm], [vk, vm]) : win(la[0], oi, ok, [tm, tk], [vm, vk]);
+      const tb = bT ? win(lb[0], oj, ok, [tn, tk], [vn, vk]) : win(lb[0], ok, oj, [tk, tn], [vk, vn]);
+      return [ta, tb];
+    };
+    const firstValid = ka.full > 0 ? tk : ka.rem;
+    const [a0, b0] = operands(zero(span), firstValid, inner);
+    /** The [rows, cols] window of a leaf tensor at (r, c), valid (vr, vc). */
+    const window = (e: Expr, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
+      const l = leaves(e)[0];
+      const offs = [r, c].map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+      const full = v[0] === shape[0] && v[1] === shape[1];
+      const ld = call("tile.load", [l.tensor, list(offs, span)], full ? { shape } : { shape, validShape: v }, span);
+      const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
+      inner.push(mkAssign([tv], ld, span));
+      return tv;
+    };
+    const first = withAcc
+      ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
+      : call("tile.matmul", [a0, b0], opts, span);
+    let acc = mkVar("acc", first.type, span);
+    inner.push(mkAssign([acc], first, span));
+    if (ka.full > 1) {
+      const kv = mkVar("k", INDEX, span);
+      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const body: Stmt[] = [];
+      const [ak, bk] = operands(kv, tk, body);
+      const next = call("tile.matmulAcc", [accIn, ak, bk], opts, span);
+      const accNext = mkVar("acc", next.type, span);
+      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
+      inner.push(mkFor({ loopVar: kv, start: mkConst(tk, "int64", span), stop: mkConst(ka.full * tk, "int64", span), step: mkConst(tk, "int64", span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
+      acc = accOut;
+    }
+    if (ka.full > 0 && ka.rem > 0) {
+      const [ar, br] = operands(mkConst(ka.full * tk, "int64", span), ka.rem, inner);
+      const last = call("tile.matmulAcc", [acc, ar, br], opts, span);
+      acc = mkVar("acc", last.type, span);
+      inner.push(mkAssign([acc], last, span));
+    }
+    const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
+    const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);
+    inner.push(store(result, [oi, oj]));
+    return inner;
+  }, "m");
+}
+
+/** A tensor-level transpose of a tensor (or window): each output tile is the transposed tile of the swapped window. */
+function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const x = value.args[0];
+  const ls = leaves(x);
+  if (ls.length !== 1 || !(x.kind === "var" || (x.kind === "call" && x.op === "tensor.slice"))) {
+    throw new TsptoCompileError("E_TENSOR_FORM", "pl.transpose on tensors takes a tensor or a tensor window (pl.slice), not an expression", span,
+      "transpose the tiles instead (pl.transpose of a tile), or assign the expression to a tensor first");
+  }
+  const l = ls[0];
+  const a1 = Number(value.attrs.axis1), a2 = Number(value.attrs.axis2);
+  const swap = <T>(xs: readonly T[]): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
+  const budget = tileBudget(ctx, 2, [(l.tensor.type as TensorType).dtype], "pl.transpose", span, fname);
+  const rank = shape.length;
+  const tile = shape.map(() => 1);
+  const side = Math.max(1, Math.floor(Math.sqrt(budget)));
+  tile[rank - 1] = tileExtent(shape[rank - 1], side);
+  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
+  for (const ax of [a1, a2]) if (ax < rank - 2) tile[ax] = 1;
+  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+    const inner: Stmt[] = [];
+    const offs = swap(offsets).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+    const attrs: Record<string, number[]> = valid ? { shape: swap(tile), validShape: swap(valid) } : { shape: swap(tile) };
+    const ld = call("tile.load", [l.tensor, list(offs, span)], attrs, span);
+    const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
+    inner.push(mkAssign([tv], ld, span));
+    inner.push(store(call("tile.transpose", [tv], { axis1: a1, axis2: a2 }, span), offsets));
+    return inner;
+  });
 }

@@ -3,7 +3,8 @@
 // form (a jit call, worker.run, a registration handle, runAsync) packs through it; the jit's
 // fast path uses `tryPack`, which is the same check without building an error.
 import type { CompiledMeta } from "../artifact/index.js";
-import { TsptoRuntimeError } from "../ir/index.js";
+import { TsptoRuntimeError, type ErrorWhere } from "../ir/index.js";
+import { checkHostView, checkScalar } from "./args.js";
 import { ArgKind } from "../targets/index.js";
 import { callerSpan } from "./caller.js";
 import { RunConfig } from "./config.js";
@@ -33,7 +34,7 @@ export interface Packed {
   source: readonly unknown[];
 }
 
-export const rtErr = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, callerSpan(), hint);
+export const rtErr = (code: string, msg: string, hint?: string, where?: ErrorWhere) => new TsptoRuntimeError(code, msg, callerSpan(), hint, where);
 const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
 
 function signatureOf(meta: CompiledMeta): ParamSig[] {
@@ -145,18 +146,18 @@ export class Binder {
       const p = sig[i];
       const a = args[i];
       const what = `argument '${p.name}' (#${i + 1}) of '${this.name}'`;
+      const where = { argument: p.name, position: i + 1 };
       if (!p.tensor) {
         if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
-          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`);
+          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`, undefined, where);
         }
         if (p.value !== undefined) {
           if (a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
             throw rtErr("E_SPECIALIZED", `${what} is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
-              `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`);
+              `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`, where);
           }
         } else if (!this.#scalarOk(p, a)) {
-          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`,
-            p.scalarKind === ArgKind.Int ? `pass an integer in the range of ${p.dtype}` : p.scalarKind === ArgKind.Bool ? "pass true or false" : undefined);
+          checkScalar(p.dtype, a, p.name, i, this.name); // throws E_SCALAR naming the rule (1.5, NaN, true, 2**31 for an int32)
         }
         out.args[i] = a;
         out.kinds[i] = p.scalarKind;
@@ -170,12 +171,9 @@ export class Binder {
         continue;
       }
       const h = a instanceof HostTensor ? a : asTensorLike(a);
-      if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`);
+      if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`, undefined, where);
       if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw this.#mismatch(p, i, h.shape, h.dtype);
-      if (h.data.byteLength < p.nbytes) {
-        throw rtErr("E_HOST_BUFFER", `${what}: its host buffer has ${h.data.byteLength} bytes, ${p.nbytes} needed (the ArrayBuffer was detached, transferred or shrunk)`,
-          "pass a tensor whose buffer is alive and large enough (a transferred or resized ArrayBuffer cannot be used)");
-      }
+      checkHostView(h.data, p.nbytes, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
       out.args[i] = h.data;
       out.kinds[i] = p.hostKind;
     }
@@ -196,6 +194,6 @@ export class Binder {
 
   #mismatch(p: ParamSig, i: number, shape: readonly number[], dtype: string): TsptoRuntimeError {
     return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': expected a ${p.dtype} tensor of shape ${shapeStr(p.shape)}, got ${dtype} of shape ${shapeStr(shape)}`,
-      "the program was compiled for the shapes and dtypes of its sample arguments: compile it again for these (jit calls specialize automatically)");
+      "the program was compiled for the shapes and dtypes of its sample arguments: compile it again for these (jit calls specialize automatically)", { argument: p.name, position: i + 1 });
   }
 }

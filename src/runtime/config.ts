@@ -1,11 +1,12 @@
 /**
  * RunConfig: the launch configuration of a ChipWorker / dispatch (PyPTO's RunConfig, camelCase).
  *
- * Every field is validated at construction; an invalid value throws a TypeError (wrong kind of
- * value) or RangeError (right kind, outside the rule) whose message names the field, the rule
+ * Every field is validated at construction; an invalid value throws a TsptoConfigError (code
+ * E_CONFIG, `argument` = the field) whose message names the field, the rule
  * and the value. The object is frozen; `with(overrides)` makes a new validated config.
  */
 
+import { TsptoConfigError } from "../ir/errors.js";
 import { DEFAULT_PLATFORM, platformNames } from "../targets/index.js";
 
 /** The registered platforms (src/targets): "cpu" (default), "interp", and any target added there. */
@@ -81,8 +82,13 @@ function fmt(x: unknown): string {
 }
 
 function fail(kind: "type" | "range", field: string, rule: string, value: unknown, extra = ""): never {
-  const msg = `RunConfig.${field} must be ${rule}, got ${fmt(value)}${extra}`;
-  throw kind === "type" ? new TypeError(msg) : new RangeError(msg);
+  void kind; // a wrong kind of value and a value outside the rule are both E_CONFIG
+  throw configError(`RunConfig.${field} must be ${rule}, got ${fmt(value)}${extra}`, field);
+}
+
+/** An invalid option: TsptoConfigError, code E_CONFIG, `argument` = the field. */
+function configError(detail: string, field?: string): TsptoConfigError {
+  return new TsptoConfigError("E_CONFIG", detail, undefined, undefined, field !== undefined ? { argument: field } : undefined);
 }
 
 function isInt(x: unknown): x is number {
@@ -190,15 +196,15 @@ export class RunConfig {
 
   constructor(opts: RunConfigOptions = {}) {
     if (opts === null || typeof opts !== "object" || Array.isArray(opts)) {
-      throw new TypeError(`RunConfig: options must be an object, got ${fmt(opts)}`);
+      throw configError(`RunConfig: options must be an object, got ${fmt(opts)}`);
     }
     if (opts instanceof RunConfig) opts = opts.toJSON();
     for (const key of Object.keys(opts)) {
       if (!(OPTION_NAMES as readonly string[]).includes(key)) {
         const near = closestOption(key);
-        throw new TypeError(
+        throw configError(
           `RunConfig: unknown option '${key}'; known options: ${OPTION_NAMES.join(", ")}` +
-          (near ? `; did you mean '${near}'?` : ""));
+          (near ? `; did you mean '${near}'?` : ""), key);
       }
     }
     const o = opts as Record<string, unknown>;
@@ -251,7 +257,7 @@ export class RunConfig {
   /** A new validated config with `overrides` applied (an explicit `undefined` restores the default). */
   with(overrides: RunConfigOptions): RunConfig {
     if (overrides === null || typeof overrides !== "object" || Array.isArray(overrides)) {
-      throw new TypeError(`RunConfig.with: overrides must be an object, got ${fmt(overrides)}`);
+      throw configError(`RunConfig.with: overrides must be an object, got ${fmt(overrides)}`);
     }
     return new RunConfig({ ...this.toJSON(), ...overrides });
   }
@@ -293,7 +299,7 @@ export class RunConfig {
 
 function ringAt(v: number | readonly number[], depth: number, dflt: number, who: string): number {
   if (!isInt(depth) || depth < 0 || depth >= RING_DEPTHS) {
-    throw new RangeError(`RunConfig.${who}: depth must be an integer in [0, ${RING_DEPTHS - 1}], got ${fmt(depth)}`);
+    throw configError(`RunConfig.${who}: depth must be an integer in [0, ${RING_DEPTHS - 1}], got ${fmt(depth)}`);
   }
   if (typeof v === "number") return v;
   const e = v[depth]!;

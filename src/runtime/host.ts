@@ -17,7 +17,14 @@ import {
   roundToDType, saturateInt64, toStorageValue, typedArrayFor,
 } from "./dtype.js";
 
+import { TsptoArgumentError } from "../ir/errors.js";
+
 export type { DType } from "./dtype.js";
+
+/** Every validation failure of this module: a TsptoArgumentError with a stable code. */
+function argError(code: string, detail: string): TsptoArgumentError {
+  return new TsptoArgumentError(code, detail);
+}
 
 /** A normalized tensor-like: contiguous row-major `data` in `dtype`'s host storage. */
 export interface TensorLike {
@@ -59,7 +66,7 @@ function checkShape(shape: unknown, who: string): readonly number[] {
   const ok = Array.isArray(shape) && shape.every((d) => typeof d === "number" && Number.isSafeInteger(d) && d >= 0);
   if (!ok) {
     const got = Array.isArray(shape) ? `[${shape.map((d) => fmtAny(d)).join(", ")}]` : fmtAny(shape);
-    throw new TypeError(`${who}: shape must be an array of non-negative integers, got ${got}`);
+    throw argError("E_SHAPE", `${who}: shape must be an array of non-negative integers, got ${got}`);
   }
   return Object.freeze([...(shape as number[])]);
 }
@@ -74,7 +81,7 @@ function fmtAny(x: unknown): string {
 
 function checkDType(dtype: unknown, who: string): DType {
   if (!isDType(dtype)) {
-    throw new TypeError(`${who}: dtype must be one of ${DTYPES.join(", ")}, got ${fmtAny(dtype)}`);
+    throw argError("E_DTYPE", `${who}: dtype must be one of ${DTYPES.join(", ")}, got ${fmtAny(dtype)}`);
   }
   return dtype;
 }
@@ -103,12 +110,12 @@ export class HostTensor implements TensorLike {
     this.shape = checkShape(shape, "HostTensor");
     const ctor = typedArrayFor(this.dtype);
     if (!(data instanceof ctor)) {
-      throw new TypeError(
+      throw argError("E_DTYPE", 
         `HostTensor: dtype ${this.dtype} is stored in a ${ctor.name}, got ${fmtAny(data)}`);
     }
     const size = productOf(this.shape);
     if (data.length !== size) {
-      throw new RangeError(
+      throw argError("E_SHAPE", 
         `HostTensor: shape ${shapeStr(this.shape)} (${size} elements) does not match data length ${data.length}`);
     }
     this.data = data;
@@ -131,7 +138,7 @@ export class HostTensor implements TensorLike {
   /** Row-major flat offset of a full index; throws on a wrong rank or out-of-range index. */
   flatIndex(idx: readonly number[]): number {
     if (idx.length !== this.shape.length) {
-      throw new RangeError(
+      throw argError("E_INDEX", 
         `HostTensor: index ${shapeStr(idx)} has ${idx.length} entries, tensor has shape ${shapeStr(this.shape)}`);
     }
     let off = 0;
@@ -139,7 +146,7 @@ export class HostTensor implements TensorLike {
       const i = idx[k]!;
       const d = this.shape[k]!;
       if (!Number.isInteger(i) || i < 0 || i >= d) {
-        throw new RangeError(
+        throw argError("E_INDEX", 
           `HostTensor: index ${shapeStr(idx)} is out of bounds for shape ${shapeStr(this.shape)} (axis ${k})`);
       }
       off = off * d + i;
@@ -174,7 +181,7 @@ export class HostTensor implements TensorLike {
   reshape(shape: readonly number[]): HostTensor {
     const s = checkShape(shape, "HostTensor.reshape");
     if (productOf(s) !== this.size) {
-      throw new RangeError(
+      throw argError("E_SHAPE", 
         `HostTensor.reshape: cannot reshape ${shapeStr(this.shape)} (${this.size} elements) to ${shapeStr(s)} (${productOf(s)} elements)`);
     }
     return new HostTensor(this.data, s, this.dtype);
@@ -213,20 +220,20 @@ export class HostTensor implements TensorLike {
     } else {
       other = asTensorLike(u);
       if (other === null) {
-        throw new TypeError(`${who}: operand must be a HostTensor, a tensor-like or a number, got ${fmtAny(u)}`);
+        throw argError("E_TENSOR_LIKE", `${who}: operand must be a HostTensor, a tensor-like or a number, got ${fmtAny(u)}`);
       }
       if (!sameShape(other.shape, this.shape)) {
-        throw new RangeError(
+        throw argError("E_SHAPE", 
           `${who}: shape mismatch ${shapeStr(this.shape)} vs ${shapeStr(other.shape)} (same shape required; no broadcasting)`);
       }
       if (other.dtype !== dtype) {
-        throw new TypeError(
+        throw argError("E_DTYPE", 
           `${who}: dtype mismatch ${dtype} vs ${other.dtype} (convert one operand with astype first)`);
       }
     }
     const out = new (typedArrayFor(dtype))(n) as StorageArray;
     const divZero = (i: number): never => {
-      throw new RangeError(`${who}: integer division by zero at ${shapeStr(unravel(i, this.shape))}`);
+      throw argError("E_DIV_ZERO", `${who}: integer division by zero at ${shapeStr(unravel(i, this.shape))}`);
     };
 
     // int64 with int64 tensor / integral scalar: exact bigint arithmetic, saturated.
@@ -305,7 +312,7 @@ function viewAs<T extends StorageArray>(ctor: { new (b: ArrayBufferLike, off: nu
  * Normalize a tensor-like without copying: a `HostTensor` is returned as is; an object with a
  * TypedArray `data` and a `shape` or `dims` is wrapped in a `HostTensor` sharing its buffer.
  * The dtype comes from `dtype`/`type` when present, else from the TypedArray class.
- * Returns `null` when `x` is not tensor-like at all; throws a TypeError/RangeError when it is
+ * Returns `null` when `x` is not tensor-like at all; throws a TsptoArgumentError when it is
  * tensor-like but unusable (unsupported or ambiguous element type, shape/length mismatch,
  * non-contiguous strides).
  */
@@ -318,7 +325,7 @@ export function asTensorLike(x: unknown): HostTensor | null {
   try {
     raw = o.data;
   } catch (e) {
-    throw new TypeError(`tensor-like data is not readable on the host: ${(e as Error).message}`);
+    throw argError("E_TENSOR_LIKE", `tensor-like data is not readable on the host: ${(e as Error).message}`);
   }
   if (!isTypedArray(raw)) return null;
   const shapeRaw = o.shape !== undefined ? o.shape : o.dims;
@@ -333,7 +340,7 @@ export function asTensorLike(x: unknown): HostTensor | null {
   if (tag !== undefined) {
     const d = isDType(tag) ? tag : DTYPE_ALIASES[tag];
     if (d === undefined) {
-      throw new TypeError(`tensor-like dtype ${JSON.stringify(tag)} is not supported; supported: ${DTYPES.join(", ")}`);
+      throw argError("E_DTYPE", `tensor-like dtype ${JSON.stringify(tag)} is not supported; supported: ${DTYPES.join(", ")}`);
     }
     dtype = d;
   } else {
@@ -341,10 +348,10 @@ export function asTensorLike(x: unknown): HostTensor | null {
       : Float16ArrayCtor && raw instanceof Float16ArrayCtor ? "float16" : undefined);
     if (d === undefined) {
       if (raw instanceof Uint16Array) {
-        throw new TypeError(
+        throw argError("E_DTYPE", 
           `tensor-like data is a Uint16Array but no dtype is given; set dtype (or type) to "float16" or "bfloat16"`);
       }
-      throw new TypeError(
+      throw argError("E_DTYPE", 
         `tensor-like data is a ${raw.constructor.name}, which has no tspto dtype; supported: ${DTYPES.join(", ")}`);
     }
     dtype = d;
@@ -354,7 +361,7 @@ export function asTensorLike(x: unknown): HostTensor | null {
     if (dtype === "uint8" && data instanceof Uint8ClampedArray) data = viewAs(Uint8Array, data);
     else if (dtype === "float16" && Float16ArrayCtor && data instanceof Float16ArrayCtor) data = viewAs(Uint16Array, data as never);
     else {
-      throw new TypeError(
+      throw argError("E_DTYPE", 
         `tensor-like has dtype ${JSON.stringify(tag ?? dtype)} but its data is a ${raw.constructor.name} (expected ${ctor.name})`);
     }
   }
@@ -366,7 +373,7 @@ export function asTensorLike(x: unknown): HostTensor | null {
     let expect = 1;
     for (let k = shape.length - 1; k >= 0; k--) {
       if (shape[k] !== 1 && stride[k] !== expect) {
-        throw new RangeError(
+        throw argError("E_TENSOR_LIKE", 
           `tensor-like is not contiguous (stride ${fmtAny(stride)} for shape ${shapeStr(shape)}); it cannot be used without copying, make it contiguous first`);
       }
       expect *= shape[k]!;
@@ -374,13 +381,13 @@ export function asTensorLike(x: unknown): HostTensor | null {
   }
   if (offset !== 0 || ((stride !== undefined || "offset" in o) && data.length > size)) {
     if (!Number.isInteger(offset) || offset < 0 || offset + size > data.length) {
-      throw new RangeError(
+      throw argError("E_TENSOR_LIKE", 
         `tensor-like offset ${offset} + shape ${shapeStr(shape)} (${size} elements) exceeds data length ${data.length}`);
     }
     data = (data as StorageArray).subarray(offset, offset + size);
   }
   if (data.length !== size) {
-    throw new RangeError(`tensor-like shape ${shapeStr(shape)} (${size} elements) does not match data length ${data.length}`);
+    throw argError("E_SHAPE", `tensor-like shape ${shapeStr(shape)} (${size} elements) does not match data length ${data.length}`);
   }
   return new HostTensor(data as StorageArray, shape, dtype);
 }
@@ -389,7 +396,7 @@ export function asTensorLike(x: unknown): HostTensor | null {
 export function bufferView(t: HostTensor | TensorLikeInput | ArrayBufferView): Uint8Array {
   if (ArrayBuffer.isView(t)) return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
   const tl = asTensorLike(t);
-  if (tl === null) throw new TypeError(`bufferView: expected a tensor, tensor-like or TypedArray, got ${fmtAny(t)}`);
+  if (tl === null) throw argError("E_TENSOR_LIKE", `bufferView: expected a tensor, tensor-like or TypedArray, got ${fmtAny(t)}`);
   return new Uint8Array(tl.data.buffer, tl.data.byteOffset, tl.data.byteLength);
 }
 
@@ -408,7 +415,7 @@ function fillFromValues(values: ArrayLike<number | bigint | boolean>, dtype: DTy
     } else if (typeof v === "number") {
       w[i] = toStorageValue(v, dtype);
     } else {
-      throw new TypeError(`tensor: element ${i} is ${fmtAny(v)}, expected a number`);
+      throw argError("E_ARG", `tensor: element ${i} is ${fmtAny(v)}, expected a number`);
     }
   }
   return out;
@@ -424,15 +431,15 @@ function flattenNested(data: readonly NestedNumbers[]): { shape: number[]; value
   const values: (number | bigint | boolean)[] = [];
   const walk = (x: unknown, depth: number, path: number[]): void => {
     if (depth === shape.length) {
-      if (Array.isArray(x)) throw new RangeError(`tensor: ragged nested array: unexpected array at ${shapeStr(path)}`);
+      if (Array.isArray(x)) throw argError("E_SHAPE", `tensor: ragged nested array: unexpected array at ${shapeStr(path)}`);
       values.push(x as number);
       return;
     }
     if (!Array.isArray(x)) {
-      throw new RangeError(`tensor: ragged nested array: expected an array of length ${shape[depth]} at ${shapeStr(path)}, got ${fmtAny(x)}`);
+      throw argError("E_SHAPE", `tensor: ragged nested array: expected an array of length ${shape[depth]} at ${shapeStr(path)}, got ${fmtAny(x)}`);
     }
     if (x.length !== shape[depth]) {
-      throw new RangeError(`tensor: ragged nested array: expected length ${shape[depth]} at ${shapeStr(path)}, got ${x.length}`);
+      throw argError("E_SHAPE", `tensor: ragged nested array: expected length ${shape[depth]} at ${shapeStr(path)}, got ${x.length}`);
     }
     for (let i = 0; i < x.length; i++) walk(x[i], depth + 1, [...path, i]);
   };
@@ -459,7 +466,7 @@ export function tensor(
   const withShape = (inferred: readonly number[], length: number): readonly number[] => {
     if (given === undefined) return inferred;
     if (productOf(given) !== length) {
-      throw new RangeError(`tensor: shape ${shapeStr(given)} (${productOf(given)} elements) does not match data length ${length}`);
+      throw argError("E_SHAPE", `tensor: shape ${shapeStr(given)} (${productOf(given)} elements) does not match data length ${length}`);
     }
     return given;
   };
@@ -473,7 +480,7 @@ export function tensor(
       const d = dtypeOfTypedArray(arr);
       if (d !== undefined) return new HostTensor(arr as StorageArray, withShape([arr.length], arr.length), d);
       if (arr instanceof Uint16Array) {
-        throw new TypeError(
+        throw argError("E_ARG", 
           `tensor: a Uint16Array is ambiguous (float16 or bfloat16 bit patterns); pass { dtype: "float16" } or { dtype: "bfloat16" }`);
       }
       if (arr instanceof Uint8ClampedArray) {
@@ -504,7 +511,7 @@ export function tensor(
     const al = data as ArrayLike<number>;
     return new HostTensor(fillFromValues(al, dt), withShape([al.length], al.length), dt);
   }
-  throw new TypeError(`tensor: expected a TypedArray, a (nested) array of numbers, a tensor-like or a number, got ${fmtAny(data)}`);
+  throw argError("E_TENSOR_LIKE", `tensor: expected a TypedArray, a (nested) array of numbers, a tensor-like or a number, got ${fmtAny(data)}`);
 }
 
 /** A tensor of zeros. */
@@ -519,7 +526,7 @@ export function full(shape: readonly number[], value: number, dtype: DType = "fl
   const s = checkShape(shape, "full");
   const d = checkDType(dtype, "full");
   if (typeof value !== "number" && typeof value !== "boolean" && typeof value !== "bigint") {
-    throw new TypeError(`full: value must be a number, got ${fmtAny(value)}`);
+    throw argError("E_ARG", `full: value must be a number, got ${fmtAny(value)}`);
   }
   const out = new (typedArrayFor(d))(productOf(s)) as StorageArray;
   const v = typeof value === "bigint" ? (d === "int64" ? saturateInt64(value) : toStorageValue(Number(value), d))
@@ -537,7 +544,7 @@ export class Rng {
   private spare: number | null = null;
 
   constructor(seed: number) {
-    if (!Number.isSafeInteger(seed)) throw new TypeError(`Rng: seed must be a safe integer, got ${fmtAny(seed)}`);
+    if (!Number.isSafeInteger(seed)) throw argError("E_ARG", `Rng: seed must be a safe integer, got ${fmtAny(seed)}`);
     const lo = seed >>> 0;
     const hi = Math.floor(seed / 4294967296) >>> 0; // two's complement high word for negatives
     let x = (lo ^ Math.imul(hi, 0x85ebca6b) ^ 0x9e3779b9) >>> 0;
@@ -600,7 +607,7 @@ export function randn(shape: readonly number[], opts: { seed?: number; dtype?: D
   const d = checkDType(opts.dtype ?? "float32", "randn");
   const seed = opts.seed ?? 0;
   if (typeof seed !== "number" || !Number.isSafeInteger(seed)) {
-    throw new TypeError(`randn: seed must be an integer, got ${fmtAny(seed)}`);
+    throw argError("E_ARG", `randn: seed must be an integer, got ${fmtAny(seed)}`);
   }
   const rng = new Rng(seed);
   const n = productOf(s);
@@ -639,7 +646,7 @@ function valuesOf(x: unknown, who: string): Values {
     const a = x as ArrayLike<number | bigint>;
     return { shape: [a.length], size: a.length, at: (i) => Number(a[i]) };
   }
-  throw new TypeError(`assertClose: ${who} must be a HostTensor, tensor-like, array or number, got ${fmtAny(x)}`);
+  throw argError("E_TENSOR_LIKE", `assertClose: ${who} must be a HostTensor, tensor-like, array or number, got ${fmtAny(x)}`);
 }
 
 /** Format a tolerance: the shorter of plain and exponential notation (1e-4, 0.5). */
@@ -664,7 +671,7 @@ export function assertClose(
   const atol = opts.atol ?? 1e-8;
   for (const [name, v] of [["rtol", rtol], ["atol", atol]] as const) {
     if (typeof v !== "number" || !(v >= 0) || !Number.isFinite(v)) {
-      throw new RangeError(`assertClose: ${name} must be a finite number >= 0, got ${fmtAny(v)}`);
+      throw argError("E_ARG", `assertClose: ${name} must be a finite number >= 0, got ${fmtAny(v)}`);
     }
   }
   const a = valuesOf(actual, "actual");

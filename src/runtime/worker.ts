@@ -98,7 +98,7 @@ export class ChipWorker implements Disposable {
   readonly #dfxSubdir: string;
 
   constructor(config: RunConfig = new RunConfig(), opts: ChipWorkerOptions = {}) {
-    if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })");
+    if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })", { argument: "config", position: 1 });
     this.config = config;
     this.#dfxSubdir = opts.dfxSubdir ?? "";
     this.target = getTarget(config.platform);

@@ -6,23 +6,31 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { TsptoRuntimeError } from "../ir/index.js";
 import { packageRoot } from "../ir/package_root.js";
+import { fromNativeError, type NativeErrorContext } from "./native_errors.js";
 import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
 export { ArgKind, type DeviceOptions } from "./target.js";
 
-/** Counters of the native device (DeviceStats). */
-export type NativeStats = DeviceStats;
+/** Counters of the native device (DeviceStats, and pendingFrees: allocations freed while
+ *  launches in flight held them; their bytes leave bytesInUse when the last one completes). */
+export type NativeStats = DeviceStats & { pendingFrees: number };
 
 /**
- * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments); some carry
- * `code`: "TSPTO_DEVICE_OOM" (out of memory), "TSPTO_KERNEL_FAILURE" (a launch whose
- * program recorded a failure: message "kernel failure: <message>[ (in task '<k>', scope
- * <n>)]"), "TSPTO_DEVICE_CLOSED".
+ * One device. Errors are plain `Error`s (TypeError/RangeError for bad arguments), each with a
+ * `code` (and `argIndex`, 0-based, for a launch argument): "TSPTO_DEVICE_OOM",
+ * "TSPTO_KERNEL_FAILURE" (message "kernel failure: <message>[ (in task '<k>', scope <n>)]"),
+ * "TSPTO_DEVICE_CLOSED", "TSPTO_BAD_ADDRESS", "TSPTO_HOST_VIEW", "TSPTO_BAD_ARGUMENT",
+ * "TSPTO_MODULE". nativeError / fromNativeError (native_errors.ts) turn them into TsptoErrors.
+ * Launches pin the allocations and the module they use until they complete (a free defers);
+ * launchAsync stages host inputs when called and copies results back on the JS thread after
+ * re-checking the views.
  */
 export interface NativeDevice {
   /** Device address of a new zero-filled, 64-byte-aligned allocation. */
   alloc(nbytes: number): bigint;
-  /** Releases an allocation; `addr` must be the start of a live allocation. */
-  free(addr: bigint): void;
+  /** Releases an allocation; `addr` must be the start of a live allocation. The address is
+   *  dead at once; when launches in flight use it the bytes are released after the last of
+   *  them completes (returns true then). */
+  free(addr: bigint): boolean;
   /** True when `addr` is the start of a live allocation. */
   isLive(addr: bigint): boolean;
   /** Copies nbytes from `src` to [addr, addr+nbytes), which must lie in one live allocation. */
@@ -32,8 +40,11 @@ export interface NativeDevice {
   /** Device-side write/read by the interp platform's executor: checked like h2d/d2h, not counted as transfers. */
   writeDevice(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   readDevice(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
-  /** dlopens a program library (checks tspto_abi_version and tspto_entry); returns its id. */
-  loadModule(path: string): number;
+  /** dlopens a program library (checks tspto_abi_version and tspto_entry); returns its id.
+   *  `argBytes[i]`: bytes of entry parameter i's tensor (-1 for scalars). With it, every
+   *  launch checks each host view's live byte length against it (a detached, shrunk or short
+   *  view is a TSPTO_HOST_VIEW error naming the argument) and stages exactly that many bytes. */
+  loadModule(path: string, argBytes?: readonly number[]): number;
   unloadModule(id: number): void;
   /** Runs one launch; returns device time in ns (orchestration start → last task end). */
   launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
@@ -91,21 +102,7 @@ export function rebuildHint(): string {
     : "build it with `npm install` (or `npm run build:native`) in the tspto checkout; it needs a C++17 compiler, make and python3";
 }
 
-/** Native error codes and the TsptoError codes they become. */
-const NATIVE_CODES: Record<string, string> = {
-  TSPTO_DEVICE_OOM: "E_DEVICE_OOM",
-  TSPTO_KERNEL_FAILURE: "E_KERNEL",
-  TSPTO_DEVICE_CLOSED: "E_CLOSED",
-};
-
-/** A native error as a TsptoError (stable code; bad-argument errors become E_ARG). */
-export function nativeError(err: unknown): Error {
-  if (err instanceof TsptoRuntimeError) return err;
-  const e = err as Error & { code?: string };
-  const code = (e?.code && NATIVE_CODES[e.code]) ?? (e instanceof TypeError || e instanceof RangeError ? "E_ARG" : "E_NATIVE");
-  const hint = code === "E_DEVICE_OOM" ? "free DeviceTensors you no longer need (freeTensor), or set TSPTO_DEVICE_MEMORY to reserve more device memory"
-    : code === "E_CLOSED" ? "construct a new ChipWorker" : undefined;
-  const out = new TsptoRuntimeError(code, e?.message ?? String(err), undefined, hint);
-  (out as { cause?: unknown }).cause = err;
-  return out;
+/** A native error as a TsptoError (the table is in native_errors.ts). */
+export function nativeError(err: unknown, context?: NativeErrorContext): Error {
+  return fromNativeError(err, context);
 }

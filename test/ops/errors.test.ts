@@ -181,7 +181,7 @@ describe("bad input to ops", () => {
     });
     expectError(() => tensorShapeMismatch.lower(T(8, 16), T(16, 8), T(8, 16)), {
       cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:tensor-shapes", token: "pl.add",
-      message: "pl.add: shapes differ: Tensor<[8, 16], float32> and Tensor<[16, 8], float32>",
+      message: "pl.add: shapes do not broadcast: Tensor<[8, 16], float32> and Tensor<[16, 8], float32>", hint: "[M,N] with [1,N] or [M,1]",
     });
   });
 
@@ -282,6 +282,137 @@ describe("bad multi-kernel programs", () => {
     expectError(() => callsWritesIn.lower(T(8, 16), T(8, 16)), {
       cls: TsptoCompileError, code: "E_WRITE_IN", marker: "MARK:writes-in", token: "pl.store",
       message: "kernel 'writesIn' writes parameter 'y', which it does not declare Out or InOut", hint: "pl.Out<pl.Tensor>",
+    });
+  });
+});
+
+// ------------------------------------------------------------------ the PyPTO op catalog: bad input
+const bitOnFloat = pl.jit(function bitOnFloat(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 16]);
+    pl.store(pl.shl(x, 2), [0, 0], out); // MARK:bit-float
+  });
+  return out;
+});
+const floatShift = pl.jit(function floatShift(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 16]);
+    pl.store(pl.shr(x, 1.5), [0, 0], out); // MARK:float-shift
+  });
+  return out;
+});
+const tanhOnInt = pl.jit(function tanhOnInt(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.tanh(pl.load(a, [0, 0], [8, 16])), [0, 0], out); // MARK:tanh-int
+  });
+  return out;
+});
+const badCmp = pl.jit(function badCmp(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 16]);
+    // @ts-expect-error -- not a compare mode
+    pl.store(pl.cmp(x, 0, "lte"), [0, 0], out); // MARK:bad-cmp
+  });
+  return out;
+});
+const badSel = pl.jit(function badSel(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 16]);
+    pl.store(pl.sel(x, x, 0), [0, 0], out); // MARK:bad-sel
+  });
+  return out;
+});
+const allNumbers = pl.jit(function allNumbers(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const m = pl.cmp(pl.load(a, [0, 0], [8, 16]), 0, "gt");
+    // @ts-expect-error -- one of a, b must be a tile
+    pl.store(pl.sel(m, 1.0, 0.0), [0, 0], out); // MARK:all-numbers
+  });
+  return out;
+});
+const badTranspose = pl.jit(function badTranspose(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.transpose(pl.load(a, [0, 0], [8, 16]), 0, 2), [0, 0], out); // MARK:bad-transpose
+  });
+  return out;
+});
+const badTrans = pl.jit(function badTrans(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const x = pl.load(a, [0, 0], [8, 16]);
+    const y = pl.load(b, [0, 0], [16, 8]);
+    pl.store(pl.matmul(x, y, { aTrans: true }), [0, 0], out); // MARK:trans-flag
+  });
+  return out;
+});
+const badAtomic = pl.jit(function badAtomic(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    // @ts-expect-error -- only "add"
+    pl.store(pl.load(a, [0, 0], [8, 16]), [0, 0], out, { atomic: "mul" }); // MARK:bad-atomic
+  });
+  return out;
+});
+const badDim = pl.jit(function badDim(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.mul(pl.load(a, [0, 0], [8, 16]), pl.dim(a, 2)), [0, 0], out); // MARK:bad-dim
+  });
+  return out;
+});
+const badPrelu = pl.jit(function badPrelu(a: pl.Tensor, s: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.prelu(pl.load(a, [0, 0], [8, 16]), pl.load(s, [0, 0], [1, 16])), [0, 0], out); // MARK:bad-prelu
+  });
+  return out;
+});
+
+describe("bad input to the PyPTO op catalog", () => {
+  it("bitwise ops and shifts need integers; transcendental ops need floats", () => {
+    expectError(() => bitOnFloat.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bit-float", token: "pl.shl",
+      message: "pl.shl: needs an integer operand, got float32", hint: `pl.cast(x, "int32")`,
+    });
+    expectError(() => floatShift.lower(T(8, 16, "int32"), T(8, 16, "int32")), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:float-shift", token: "pl.shr",
+      message: "pl.shr: the second operand 'n' must be an integer, got Scalar<float32>",
+    });
+    expectError(() => tanhOnInt.lower(T(8, 16, "int32"), T(8, 16, "int32")), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:tanh-int", token: "pl.tanh",
+      message: "pl.tanh: needs a floating-point operand, got int32", hint: `pl.cast(x, "float32")`,
+    });
+  });
+  it("cmp modes, sel masks, sel without a tile", () => {
+    expectError(() => badCmp.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-cmp", token: "pl.cmp",
+      message: `pl.cmp: unknown compare mode "lte"`, hint: `"eq", "ne", "lt", "le", "gt", "ge"`,
+    });
+    expectError(() => badSel.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-sel", token: "pl.sel",
+      message: "pl.sel: the mask 'mask' must be a bool tile, got Tile<[8, 16], float32, Vec>", hint: "pl.cmp(a, b, mode)",
+    });
+    expectError(() => allNumbers.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:all-numbers", token: "pl.sel",
+      message: "pl.sel: needs a tile among its operands (a, b), got only numbers", hint: "pl.full(shape, dtype, value)",
+    });
+  });
+  it("transpose axes, matmul flags, atomic stores, dim axes, prelu slopes", () => {
+    expectError(() => badTranspose.lower(T(8, 16), T(16, 8)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-transpose", token: "pl.transpose",
+      message: "pl.transpose: axis2 must be an axis of Tile<[8, 16], float32, Vec> (0 to 1), got 2",
+    });
+    expectError(() => badTrans.lower(T(8, 16), T(16, 8), T(8, 8)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:trans-flag", token: "pl.matmul",
+      message: "pl.matmul: inner dimensions differ: 'x' is Tile<[16, 8], float32, Vec> (K = 8) but 'y' is Tile<[16, 8], float32, Vec> (K = 16)",
+    });
+    expectError(() => badAtomic.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-atomic", token: "pl.store",
+      message: `pl.store: unknown atomic mode "mul"`, hint: `{ atomic: "add" }`,
+    });
+    expectError(() => badDim.lower(T(8, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-dim", token: "pl.dim",
+      message: "pl.dim: axis must be an axis of Tensor<[8, 16], float32> (0 to 1), got 2",
+    });
+    expectError(() => badPrelu.lower(T(8, 16), T(1, 16), T(8, 16)), {
+      cls: TsptoTypeError, code: "E_TYPE", marker: "MARK:bad-prelu", token: "pl.prelu",
+      message: "pl.prelu: the vector 'slope' must have shape [8, 1]",
     });
   });
 });

@@ -24,3 +24,32 @@ describe("README", () => {
     }
   });
 });
+
+describe("generated from the registry", () => {
+  it("src/dsl/ops.generated.ts is current (else run: npx tsx src/tools/gen_ops.ts)", async () => {
+    const { generateLanguageOps, LANGUAGE_OPS_FILE } = await import("../../src/tools/gen_ops.js");
+    expect(readFileSync(LANGUAGE_OPS_FILE, "utf8"), "stale src/dsl/ops.generated.ts: run npx tsx src/tools/gen_ops.ts").toBe(generateLanguageOps());
+  });
+  it("the README op table is current (else run: npx tsx src/tools/gen_ops.ts)", async () => {
+    const { readmeWithTable } = await import("../../src/tools/gen_ops.js");
+    expect(readme, "stale README op table: run npx tsx src/tools/gen_ops.ts").toBe(readmeWithTable(readme));
+  });
+  it("each pl spelling has one declaration and one README row; a changed decl changes the generated file", async () => {
+    const { generateLanguageOps, generateOpTable, declaringOp } = await import("../../src/tools/gen_ops.js");
+    const { opsForPl } = await import("../../src/ir/index.js");
+    for (const name of plOpNames()) {
+      expect(opsForPl(name).filter((o) => o.decl).length, `pl.${name} declared once`).toBe(1);
+      expect(declaringOp(name)).toBeDefined();
+    }
+    const before = generateLanguageOps();
+    const op = declaringOp("add")! as { decl: readonly string[] };
+    const saved = op.decl;
+    try {
+      (op as { decl: readonly string[] }).decl = ["<T extends TileOrTensor>(a: T, b: T): T"];
+      expect(generateLanguageOps()).not.toBe(before);
+    } finally {
+      (op as { decl: readonly string[] }).decl = saved;
+    }
+    expect(generateOpTable()).toContain("| `transpose(x, axis1, axis2)` | tile, tensor |");
+  });
+});

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { TsptoConfigError, TsptoError } from "../../src/ir/errors.js";
 import {
   DEFAULT_RING_HEAP, DEFAULT_RING_TASK_WINDOW, PLATFORMS, RUN_CONFIG_OPTIONS, RunConfig, type RunConfigOptions,
 } from "../../src/runtime/config.js";
@@ -133,8 +134,16 @@ describe("RunConfig validation messages", () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(kind === "TypeError" ? TypeError : RangeError);
-      expect((err as Error).message).toBe(msg);
+      // Wrong kind of value (formerly TypeError) and outside the rule (formerly RangeError)
+      // are both a TsptoConfigError naming the field.
+      void kind;
+      expect(err).toBeInstanceOf(TsptoConfigError);
+      expect(err).toBeInstanceOf(TsptoError);
+      const ce = err as TsptoConfigError;
+      expect(ce.code).toBe("E_CONFIG");
+      expect(ce.detail).toBe(msg);
+      expect(ce.message).toBe(`[E_CONFIG] ${msg}`);
+      expect(ce.argument).toBe(Object.keys(opts)[0]);
     });
   }
 

@@ -65,8 +65,8 @@ for (const platform of ["cpu", "interp"] as const) {
       const out = new HostTensor(new Float32Array(buf), [R, C], "float32");
       structuredClone(buf, { transfer: [buf] }); // detaches out's buffer
       const e = caught(() => w.run(compiled, A, resident, out));
-      expect(e.code).toBe("E_HOST_BUFFER");
-      expect(e.message).toContain("argument 'out' (#3) of 'launchPathAdd': its host buffer has 0 bytes, 8192 needed (the ArrayBuffer was detached, transferred or shrunk)");
+      expect(e.code).toBe("E_HOST_VIEW");
+      expect(e.message).toContain("argument 'out' (#3) of 'launchPathAdd' is a host view of 0 bytes, but the program uses 8192 bytes (its ArrayBuffer is detached (transferred))");
       const back = zeros([R, C]);
       w.copyFrom(back, resident, R * C * 4);
       assertClose(back, B, { rtol: 0, atol: 0 });
@@ -76,7 +76,7 @@ for (const platform of ["cpu", "interp"] as const) {
       const rb = new Resizable(R * C * 4, { maxByteLength: R * C * 4 });
       const a2 = new HostTensor(new Float32Array(rb), [R, C], "float32");
       rb.resize(16);
-      expect(caught(() => w.run(compiled, a2, B, zeros([R, C]))).message).toContain("argument 'a' (#1) of 'launchPathAdd': its host buffer has 0 bytes");
+      expect(caught(() => w.run(compiled, a2, B, zeros([R, C]))).message).toContain("argument 'a' (#1) of 'launchPathAdd' is a host view of 16 bytes, but the program uses 8192 bytes (a shrunk resizable ArrayBuffer, or a view that is too short)");
       w.freeTensor(resident);
     });
 
@@ -87,7 +87,7 @@ for (const platform of ["cpu", "interp"] as const) {
       const buf = new ArrayBuffer(R * C * 4);
       const a = new HostTensor(new Float32Array(buf), [R, C], "float32");
       structuredClone(buf, { transfer: [buf] });
-      expect(caught(() => add(a, B, out, cfg)).code).toBe("E_HOST_BUFFER");
+      expect(caught(() => add(a, B, out, cfg)).code).toBe("E_HOST_VIEW");
     });
 
     it("freeing a DeviceTensor with async launches in flight waits for them: no launch reads reallocated memory", async () => {
@@ -223,8 +223,8 @@ describe("runtime errors are TsptoErrors with codes", () => {
     expect([...out.data]).toEqual([...(ai.data as Int32Array)].map((x) => (x * -3) | 0));
     for (const bad of [1.5, Number.NaN, true, 2 ** 31]) {
       const e = caught(() => w.run(cpl, ai, out, bad));
-      expect(e.code).toBe("E_ARG");
-      expect(e.message).toContain("argument 'k' (#3) of 'launchPathScale' must be a int32 scalar");
+      expect(e.code).toBe("E_SCALAR");
+      expect(e.message).toContain("argument 'k' (#3) of 'launchPathScale' must be an integer in [-2147483648, 2147483647] (int32 scalar), got ");
     }
   });
 });

@@ -10,7 +10,7 @@
 // - every op's element result is rounded/saturated to its dtype exactly like the registry's
 //   `evaluate` (`toDType` = round for floats, trunc + saturate for integers, != 0 for bool).
 import {
-  BINARY, UNARY, isFloat, numel, tileElemBytes, shapeStr, DTYPE_BYTES, REDUCTIONS, EXPAND_OPS, padValue,
+  BINARY, UNARY, isFloat, numel, tileElemBytes, shapeStr, DTYPE_BYTES, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, EXPAND_OPS, padValue,
 } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TensorType, TileType } from "../../ir/index.js";
 import { TsptoCompileError } from "../../ir/index.js";
@@ -208,13 +208,14 @@ function binaryElem(fm: BinaryCpp, d: DType, a: ElemOperand, b: ElemOperand): st
   const da = `(double)${a.code}`, db = `(double)${b.code}`;
   if (isFloat(d)) {
     // fp32 ops on fp32 (or narrower) values are correctly rounded, and rounding them again to
-    // float16/bfloat16 is exact (24 >= 2p + 2); a scalar rhs is a double: compute in double.
-    if (b.kind === "tile") return roundF(d, fm.f(a.code, b.code, "float"));
-    if (b.exactF32) return roundF(d, fm.f(a.code, `(float)${b.code}`, "float"));
+    // float16/bfloat16 is exact (24 >= 2p + 2); a scalar operand (either side) is a double:
+    // compute in double unless it is exactly a float32.
+    const asF = (x: ElemOperand) => (x.kind === "tile" ? x.code : `(float)${x.code}`);
+    if ((a.kind === "tile" || a.exactF32) && (b.kind === "tile" || b.exactF32)) return roundF(d, fm.f(asF(a), asF(b), "float"));
     return roundD(d, fm.f(da, db, "double"));
   }
   if (d === "bool") return `tspto_d2b(${fm.f(da, db, "double")})`;
-  if (b.kind === "scalar" && isFloat(b.dtype)) return `${D2I[d]}(tspto_mode_trunc(${(fm.fi ?? fm.f)(da, db, "double")}))`;
+  if ((b.kind === "scalar" && isFloat(b.dtype)) || (a.kind === "scalar" && isFloat(a.dtype))) return `${D2I[d]}(tspto_mode_trunc(${(fm.fi ?? fm.f)(da, db, "double")}))`;
   const ia = `(int64_t)${a.code}`, ib = `(int64_t)${b.code}`;
   return d === "int64" ? fm.i64(ia, ib) : `${SAT[d]}(${fm.i(ia, ib)})`;
 }
@@ -265,6 +266,57 @@ for (const name of Object.keys(UNARY)) {
     emit(call, [a]) { return unaryElem(name, fm, (call.type as TileType).dtype, a, call.span); },
   });
 }
+
+// ------------------------------------------------------------------ elementwise: one formula per registry spec
+// The ops of src/ir/ops/math.ts (and any op defined with defineElementwise): a formula gives
+// the element of the result (scratch type of the result dtype, rounded to it) from the operands.
+export type ElementwiseFormula = (operands: readonly ElemOperand[], dtype: DType, call: Call) => string;
+
+/** Add the cpu formula of an elementwise op (tile.<name>; its tensor form is lowered to it). */
+export function defineElementwiseCpp(name: string, formula: ElementwiseFormula): void {
+  def(`tile.${name}`, { kind: "elementwise", emit(call, ops) { return formula(ops, (call.type as TileType).dtype, call); } });
+}
+/** An operand as a double / an int64 (a float number truncated toward zero, as the reference's BigInt(trunc(x))). */
+export const dbl = (x: ElemOperand): string => `(double)${x.code}`;
+export const i64 = (x: ElemOperand): string => (x.kind === "scalar" && isFloat(x.dtype) ? `tspto_d2i64(std::trunc(${x.code}))` : `(int64_t)${x.code}`);
+/** A double value rounded to dtype d (toDType), as d's scratch type. */
+export const fromDouble = (d: DType, v: string): string => (isFloat(d) ? roundD(d, v) : d === "bool" ? `tspto_d2b(${v})` : `${D2I[d]}(tspto_mode_trunc(${v}))`);
+/** An int64 value wrapped to integer dtype d (two's complement, as the reference's wrapInt). */
+const wrapTo = (d: DType, v: string): string => `(${scratchCType(d)})(${v})`;
+/** An operand converted to the element of dtype d (a tile operand already is one). */
+const elemOf = (d: DType, x: ElemOperand): string => {
+  if (x.kind === "tile") return x.code;
+  return isFloat(x.dtype) || isFloat(d) || d === "bool" ? fromDouble(d, dbl(x)) : `${SAT[d]}((int64_t)${x.code})`;
+};
+const BIT_WIDTH: Partial<Record<DType, number>> = { int8: 8, int16: 16, int32: 32, int64: 64, uint8: 8 };
+const unaryD = (fn: (x: string) => string): ElementwiseFormula => ([x], d) => fromDouble(d, fn(dbl(x)));
+
+const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
+  fmod: ([a, b], d) => (isFloat(d) ? fromDouble(d, `std::fmod(${dbl(a)}, ${dbl(b)})`) : `${SAT[d]}(tspto_imod(${i64(a)}, ${i64(b)}))`),
+  rem: ([a, b], d) => (isFloat(d) ? fromDouble(d, `tspto_frem(${dbl(a)}, ${dbl(b)})`) : `${SAT[d]}(tspto_irem(${i64(a)}, ${i64(b)}))`),
+  bitAnd: ([a, b], d) => wrapTo(d, `${i64(a)} & ${i64(b)}`),
+  bitOr: ([a, b], d) => wrapTo(d, `${i64(a)} | ${i64(b)}`),
+  bitXor: ([a, b], d) => wrapTo(d, `${i64(a)} ^ ${i64(b)}`),
+  bitNot: ([a], d) => wrapTo(d, `~${i64(a)}`),
+  shl: ([a, n], d) => wrapTo(d, `tspto_shl(${i64(a)}, ${i64(n)})`),
+  shr: ([a, n], d) => wrapTo(d, d === "uint8" ? `tspto_shr_u(${i64(a)}, ${i64(n)}, 8)` : `tspto_sar(${i64(a)}, ${i64(n)}, ${BIT_WIDTH[d] ?? 64})`),
+  // libm in double, rounded once: within 1 ulp of Math.* at fp32 (test/ops/math.test.ts)
+  sin: unaryD((x) => `std::sin(${x})`),
+  cos: unaryD((x) => `std::cos(${x})`),
+  tanh: unaryD((x) => `std::tanh(${x})`),
+  erf: unaryD((x) => `std::erf(${x})`),
+  sigmoid: unaryD((x) => `(1.0 / (1.0 + std::exp(-${x})))`),
+  pow: ([a, b], d) => fromDouble(d, `tspto_pow(${dbl(a)}, ${dbl(b)})`),
+  lrelu: ([x, s], d) => fromDouble(d, `(${dbl(x)} > 0.0 ? ${dbl(x)} : ${dbl(x)} * ${dbl(s)})`),
+  cmp: ([a, b], _d, call) => {
+    const op = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" }[String(call.attrs.mode)];
+    if (!op) throw new TsptoCompileError("E_CODEGEN", `internal: cmp mode ${JSON.stringify(call.attrs.mode)}`, call.span);
+    return `(uint8_t)(${dbl(a)} ${op} ${dbl(b)})`;
+  },
+  sel: ([m, a, b], d) => `((${m.kind === "tile" ? m.code : `(bool)(${m.code})`}) != 0 ? ${elemOf(d, a)} : ${elemOf(d, b)})`,
+  expands: ([, v], d) => elemOf(d, v),
+};
+for (const [name, formula] of Object.entries(ELEMENTWISE_CPP)) defineElementwiseCpp(name, formula);
 
 // ------------------------------------------------------------------ elementwise: cast, move, full, create
 export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
@@ -409,6 +461,13 @@ def("tile.store", {
     const T = storageCType(t.type.dtype);
     const o = ctx.fresh("t");
     ctx.line(`${T}* __restrict ${o} = (${T}*)${t.ptr};`);
+    if (call.attrs.atomic === "add") {
+      // out += tile: the tasks that touch the window are ordered by their (read-write) accesses
+      const d = t.type.dtype;
+      const sum = (ti: string, si: string) => binaryElem(BINARY_CPP.add, d, { kind: "tile", code: loadConv(d, `${o}[${ti}]`), dtype: d }, { kind: "tile", code: elem(si), dtype: d });
+      regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(d, sum(ti, si))};`);
+      return;
+    }
     regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(t.type.dtype, elem(si))};`);
   },
 });
@@ -602,6 +661,114 @@ for (const axis of ["row", "col"] as const) {
     },
   });
 }
+
+// rowExpandExpdif / colExpandExpdif: exp(t - v), the difference rounded to the dtype first
+for (const axis of ["row", "col"] as const) {
+  def(`tile.${axis}ExpandExpdif`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const [m, n] = tileOperand(call.args[0]).shape;
+      const d = dest.type.dtype;
+      const et = ctx.elements(call.args[0]), ev = ctx.elements(call.args[1]);
+      const o = destPtr(ctx, dest);
+      shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${roundF(d, `tspto_expf(${roundF(d, `(${et(`${r} * ${n} + ${c}`)} - ${ev(axis === "row" ? r : c)})`)})`)};`);
+    },
+  });
+}
+// prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope[r]
+def("tile.prelu", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const [m, n] = tileOperand(call.args[0]).shape;
+    const d = dest.type.dtype;
+    const ex = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const x = ctx.fresh("x");
+    shapeLoops(ctx, [m, n], ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = ${x} > 0.0f ? ${x} : ${roundF(d, `(${x} * ${es(r)})`)}; }`);
+  },
+});
+
+// ------------------------------------------------------------------ products and arg-reductions (see src/ir/ops/reduce.ts)
+/** Loops over the lines of an [m, n] tile along `axis`: line index, element index of j, count. */
+function lineLoops(ctx: KernelCtx, m: number, n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
+  const l = ctx.fresh("l");
+  ctx.open(`for (int64_t ${l} = 0; ${l} < ${axis === "row" ? m : n}; ++${l}) {`);
+  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? n : m);
+  ctx.close();
+}
+for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const d = x.dtype;
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      lineLoops(ctx, m, n, axis, (l, at, cnt) => {
+        const acc = ctx.fresh("acc"), j = ctx.fresh("j");
+        if (isFloat(d)) {
+          ctx.line(`double ${acc} = 1.0;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} *= (double)${ex(at(j))};`);
+          ctx.line(`${o}[${l}] = ${roundD(d, acc)};`);
+        } else {
+          ctx.line(`int64_t ${acc} = 1;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} = tspto_mul_sat(${acc}, (int64_t)${ex(at(j))});`);
+          ctx.line(`${o}[${l}] = ${SAT[d]}(${acc});`);
+        }
+      });
+    },
+  });
+}
+for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      const S = scratchCType(x.dtype), float = isFloat(x.dtype);
+      lineLoops(ctx, m, n, axis, (l, at, cnt) => {
+        const best = ctx.fresh("best"), bi = ctx.fresh("bi"), j = ctx.fresh("j"), v = ctx.fresh("v");
+        ctx.line(`${S} ${best} = ${ex(at("0"))}; int32_t ${bi} = 0;`);
+        // the first extreme wins; a NaN beats every number and the first NaN wins
+        const better = float
+          ? `(${best} == ${best}) && ((${v} != ${v}) || ${v} ${kind === "max" ? ">" : "<"} ${best})`
+          : `${v} ${kind === "max" ? ">" : "<"} ${best}`;
+        ctx.line(`for (int64_t ${j} = 1; ${j} < ${cnt}; ++${j}) { const ${S} ${v} = ${ex(at(j))}; if (${better}) { ${best} = ${v}; ${bi} = (int32_t)${j}; } }`);
+        ctx.line(`${o}[${l}] = ${bi};`);
+      });
+    },
+  });
+}
+
+// broadcastTo: the dims of 1 of x stretched
+def("tile.broadcastTo", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, dest.type.shape, (idx) => `${o}[${linear(idx, dest.type.shape)}] = ${ex(linear(idx.map((v, ax) => (x.shape[ax] === 1 ? "0" : v)), x.shape))};`);
+  },
+});
+
+// ------------------------------------------------------------------ transpose
+def("tile.transpose", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const a1 = Number(call.attrs.axis1), a2 = Number(call.attrs.axis2);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, x.shape, (idx) => {
+      const sw = [...idx];
+      [sw[a1], sw[a2]] = [sw[a2], sw[a1]];
+      return `${o}[${linear(sw, dest.type.shape)}] = ${ex(linear(idx, x.shape))};`;
+    });
+  },
+});
 
 // ------------------------------------------------------------------ matmul
 function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
@@ -798,6 +965,15 @@ def("tensor.read", {
     const name = ctx.fresh("rd");
     ctx.line(`const ${v.ctype} ${name} = ${v.code};`);
     return { code: name, ctype: v.ctype };
+  },
+});
+
+// dim: the extent of a tensor's axis (static shapes: simplify folds it to a constant first)
+def("tensor.dim", {
+  kind: "scalar-stmt",
+  emit(ctx, call) {
+    const d = ctx.tensor(call.args[0]).type.shape[Number(call.attrs.axis)];
+    return { code: intLit(d), ctype: "int64_t" };
   },
 });
 

@@ -131,6 +131,15 @@ static inline int64_t tspto_abs_sat(int64_t a) { return a == INT64_MIN ? INT64_M
 static inline int64_t tspto_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? tspto_neg_sat(a) : a / b; }
 // remainder with the sign of a (JS %); x % 0 = 0
 static inline int64_t tspto_imod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// remainder with the sign of b (Python %); x rem 0 = 0
+static inline int64_t tspto_irem(int64_t a, int64_t b) { const int64_t r = tspto_imod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline double tspto_frem(double a, double b) { const double r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+// shifts by n: n < 0 shifts by 0; shl by >= 64 gives 0 (wrapping, through uint64); shr by >= bits sign-fills
+static inline int64_t tspto_shl(int64_t a, int64_t n) { return n >= 64 ? 0 : (int64_t)((uint64_t)a << (n < 0 ? 0 : n)); }
+static inline int64_t tspto_sar(int64_t a, int64_t n, int bits) { return a >> (n < 0 ? 0 : n >= bits ? bits - 1 : n); }
+static inline int64_t tspto_shr_u(int64_t a, int64_t n, int bits) { return n >= bits ? 0 : (int64_t)((uint64_t)a >> (n < 0 ? 0 : n)); }
+// Math.pow: NaN exponents and (+-1) ** +-Infinity are NaN (C pow gives 1)
+static inline double tspto_pow(double a, double b) { return (b != b || (std::isinf(b) && std::fabs(a) == 1.0)) ? std::numeric_limits<double>::quiet_NaN() : std::pow(a, b); }
 static inline int64_t tspto_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tspto_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 

@@ -6,7 +6,7 @@
 // time with a TsptoCompileError naming it (cudaEmitterFor).
 import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters.js";
 import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters.js";
-import { EXPAND_OPS, REDUCTIONS, TsptoCompileError, isFloat, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TileType } from "../../ir/index.js";
 
 /** Where an op writes a tile: a `uint8_t*` expression, and the tile's type. */
@@ -313,6 +313,119 @@ for (const axis of ["row", "col"] as const) {
     },
   });
 }
+
+// rowExpandExpdif / colExpandExpdif: exp(t - v), the difference rounded to the dtype first
+// (the cpu formula, src/codegen/cpp/emitters.ts)
+for (const axis of ["row", "col"] as const) {
+  def(`tile.${axis}ExpandExpdif`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const [m, n] = tileOf(call.args[0]).shape as number[];
+      const d = dest.type.dtype;
+      const et = ctx.elements(call.args[0]), ev = ctx.elements(call.args[1]);
+      const o = destPtr(ctx, dest);
+      parallelShape(ctx, [m, n], (f, [r, c]) => `${o}[${f}] = ${roundF(d, `tspto_expf(${roundF(d, `(${et.at(f)} - ${ev.at(axis === "row" ? r : c)})`)})`)};`);
+    },
+  });
+}
+// prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope[r]
+def("tile.prelu", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const [m, n] = tileOf(call.args[0]).shape as number[];
+    const d = dest.type.dtype;
+    const ex = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const x = ctx.fresh("x");
+    parallelShape(ctx, [m, n], (f, [r]) => `{ const float ${x} = ${ex.at(f)}; ${o}[${f}] = ${x} > 0.0f ? ${x} : ${roundF(d, `(${x} * ${es.at(r)})`)}; }`);
+  },
+});
+
+// ------------------------------------------------------------------ products and arg-reductions (src/ir/ops/reduce.ts)
+/** One thread per line of an [m, n] tile along `axis`, elements in order: line, element index of j, count. */
+function lineThreads(ctx: CudaCtx, m: number, n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
+  const l = ctx.fresh("l");
+  ctx.open(`for (int64_t ${l} = threadIdx.x; ${l} < ${axis === "row" ? m : n}; ${l} += blockDim.x) {`);
+  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? n : m);
+  ctx.close();
+}
+const roundD = (d: DType, x: string): string =>
+  d === "float16" ? `tspto_d2f16v(${x})` : d === "bfloat16" ? `tspto_d2bf16v(${x})` : `(float)(${x})`;
+for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOf(call.args[0]);
+      const [m, n] = x.shape as number[];
+      const d = x.dtype;
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      // in order, as on cpu (float: fp64 products rounded once; integers saturate)
+      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+        const acc = ctx.fresh("acc"), j = ctx.fresh("j");
+        if (isFloat(d)) {
+          ctx.line(`double ${acc} = 1.0;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} *= (double)${ex.at(at(j))};`);
+          ctx.line(`${o}[${l}] = ${roundD(d, acc)};`);
+        } else {
+          ctx.line(`int64_t ${acc} = 1;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} = tspto_mul_sat(${acc}, (int64_t)${ex.at(at(j))});`);
+          ctx.line(`${o}[${l}] = ${SAT[d]}(${acc});`);
+        }
+      });
+    },
+  });
+}
+for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOf(call.args[0]);
+      const [m, n] = x.shape as number[];
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      const S = scratchCType(x.dtype), float = isFloat(x.dtype);
+      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+        const best = ctx.fresh("best"), bi = ctx.fresh("bi"), j = ctx.fresh("j"), v = ctx.fresh("v");
+        ctx.line(`${S} ${best} = ${ex.at(at("0"))}; int32_t ${bi} = 0;`);
+        // the first extreme wins; a NaN beats every number and the first NaN wins
+        const better = float
+          ? `(${best} == ${best}) && ((${v} != ${v}) || ${v} ${kind === "max" ? ">" : "<"} ${best})`
+          : `${v} ${kind === "max" ? ">" : "<"} ${best}`;
+        ctx.line(`for (int64_t ${j} = 1; ${j} < ${cnt}; ++${j}) { const ${S} ${v} = ${ex.at(at(j))}; if (${better}) { ${best} = ${v}; ${bi} = (int32_t)${j}; } }`);
+        ctx.line(`${o}[${l}] = ${bi};`);
+      });
+    },
+  });
+}
+
+// broadcastTo: the dims of 1 of x stretched
+def("tile.broadcastTo", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOf(call.args[0]);
+    const xs = x.shape as number[];
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    parallelShape(ctx, dest.type.shape as number[], (f, idx) => `${o}[${f}] = ${ex.at(linear(idx.map((v, ax) => (xs[ax] === 1 ? "0" : v)), xs))};`);
+  },
+});
+
+// transpose(x, axis1, axis2): each element to the index with the two axes swapped
+def("tile.transpose", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOf(call.args[0]);
+    const a1 = Number(call.attrs.axis1), a2 = Number(call.attrs.axis2);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    parallelShape(ctx, x.shape as number[], (f, idx) => {
+      const sw = [...idx];
+      [sw[a1], sw[a2]] = [sw[a2], sw[a1]];
+      return `${o}[${linear(sw, dest.type.shape as number[])}] = ${ex.at(f)};`;
+    });
+  },
+});
 
 // ------------------------------------------------------------------ matmul
 function emitMatmul(ctx: CudaCtx, call: Call, dest: TileDest, accArg: Expr | null): void {

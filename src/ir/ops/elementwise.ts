@@ -1,8 +1,9 @@
 // Elementwise ops, tile-level and tensor-level: binary (tile/tile, tile/scalar), unary, cast.
 // Arithmetic is done in float64 and the result rounded to the operand dtype (for float16 /
 // bfloat16 that is fp32 arithmetic rounded to nearest-even, as SEMANTICS.md says).
-import { registerOp, type InferCtx, type OpDef } from "../registry.js";
-import { isDType, isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type DType, type TileType, type TensorType, type Type } from "../types.js";
+import { registerOp, type InferCtx, type OpDef, type OpParam, type OpRow } from "../registry.js";
+import type { Attrs } from "../nodes.js";
+import { isDType, isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type Dim, type DType, type TileType, type TensorType, type Type } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, roundToDType, type TensorValue, type TileValue, type Value } from "../values.js";
 import { expectDType } from "./common.js";
 
@@ -31,29 +32,42 @@ export const UNARY: Record<string, { fn: UnaryFn; floatOnly: boolean; doc: strin
 };
 
 type Operand = TileType | TensorType;
-const operandKinds = (level: "tile" | "tensor") => (level === "tile" ? ["tile"] : ["tensor"]);
-
-function expectOperand(ctx: InferCtx, i: number, level: "tile" | "tensor", what: string): Operand {
-  const t = ctx.argTypes[i];
-  if (!t || !operandKinds(level).includes(t.kind)) {
-    ctx.fail(`${what} must be a ${level}, got ${t ? typeStr(t) : "nothing"}`,
-      level === "tile" && t?.kind === "tensor" ? "load it into a tile with pl.load, or apply the op to tensors only" : undefined);
-  }
-  return t as Operand;
-}
 
 function withDType(t: Operand, dtype: DType): Type {
   return t.kind === "tile" ? tileT(t.shape, dtype, t.mem, t.validShape) : tensorT(t.shape, dtype);
 }
 
-/** Apply fn to every element of a tile or tensor value, producing a new value of `type`. */
+/** The NumPy broadcast of two shapes of equal rank (null when they do not broadcast). */
+export function broadcastShape(a: readonly Dim[], b: readonly Dim[]): Dim[] | null {
+  if (a.length !== b.length) return null;
+  const out: Dim[] = [];
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i] || b[i] === 1) out.push(a[i]);
+    else if (a[i] === 1) out.push(b[i]);
+    else return null;
+  }
+  return out;
+}
+
+/** Apply fn to every element of the tile/tensor operands (numbers broadcast), producing a new value of `type`. */
 function mapValues(inputs: readonly Value[], type: Type, fn: (xs: number[]) => number): Value {
   const out = type as TileType | TensorType;
-  const n = (inputs[0] as TileValue | TensorValue).data.length;
+  const firstArr = inputs.find((v) => typeof v !== "number" && typeof v !== "boolean") as TileValue | TensorValue;
+  const outShape = out.kind === "tensor" ? (out.shape as number[]) : firstArr.shape;
+  const n = outShape.reduce((x, y) => x * y, 1);
+  const outStrides = outShape.map((_, i) => outShape.slice(i + 1).reduce((x, y) => x * y, 1));
   const read = inputs.map((v) => {
     if (typeof v === "number" || typeof v === "boolean") { const c = Number(v); return () => c; }
     const tv = v as TileValue | TensorValue;
-    return tv.kind === "tile" ? (i: number) => tv.data[i] : (i: number) => readElem(tv, i);
+    const get = tv.kind === "tile" ? (i: number) => tv.data[i] : (i: number) => readElem(tv, i);
+    if (tv.kind === "tile" || tv.shape.every((d, ax) => d === outShape[ax])) return get;
+    // a broadcast tensor operand: dims of 1 read index 0
+    const st = tv.shape.map((_, i) => tv.shape.slice(i + 1).reduce((x, y) => x * y, 1));
+    return (i: number) => {
+      let k = 0;
+      for (let ax = 0; ax < outShape.length; ax++) if (tv.shape[ax] !== 1) k += (Math.floor(i / outStrides[ax]) % outShape[ax]) * st[ax];
+      return get(k);
+    };
   });
   const xs = new Array<number>(inputs.length);
   if (out.kind === "tile") {
@@ -61,8 +75,7 @@ function mapValues(inputs: readonly Value[], type: Type, fn: (xs: number[]) => n
     for (let i = 0; i < n; i++) { for (let k = 0; k < read.length; k++) xs[k] = read[k](i); res.data[i] = toDType(fn(xs), out.dtype); }
     return res;
   }
-  const shape = (inputs[0] as TensorValue).shape;
-  const res = newTensor(shape, out.dtype);
+  const res = newTensor(outShape, out.dtype);
   for (let i = 0; i < n; i++) { for (let k = 0; k < read.length; k++) xs[k] = read[k](i); writeElem(res, i, toDType(fn(xs), out.dtype)); }
   return res;
 }
@@ -75,51 +88,171 @@ export function newTensor(shape: readonly number[], dtype: DType): TensorValue {
   return { kind: "tensor", shape: [...shape], dtype, data };
 }
 
-for (const level of ["tile", "tensor"] as const) {
-  for (const [name, { fn, doc }] of Object.entries(BINARY)) {
+// ------------------------------------------------------------------ one elementwise op = one spec
+
+/** The dtypes an elementwise op accepts for its (data) operands. */
+export type DTypeFamily = "any" | "float" | "int";
+
+/**
+ * An elementwise op: `pl.<name>(operands..., attrs...)` on tiles (tile.<name>) and tensors
+ * (tensor.<name>, lowered to tile.<name> tile by tile). Any operand may be a number instead
+ * of a tile/tensor (a number first: `pl.sub(1.0, x)`), as long as one is a tile/tensor; tile
+ * operands need equal shapes and dtypes. `ref` is the reference semantics: the element value
+ * (computed in float64 from the operands' values) before it is rounded to the result dtype.
+ * A target adds one formula per op (the cpu one in src/codegen/cpp/emitters.ts).
+ */
+export interface ElementwiseSpec {
+  readonly name: string;
+  /** Value operand names, in order. */
+  readonly operands: readonly string[];
+  /** Trailing attribute params (cmp's mode). */
+  readonly attrs?: readonly OpParam[];
+  readonly family: DTypeFamily;
+  /** The result dtype: the operands' (default) or bool (cmp). */
+  readonly result?: "same" | "bool";
+  /** An operand that is a bool mask (sel): not part of the dtype rules. */
+  readonly mask?: number;
+  /** Operands that must be numbers (expands' value). */
+  readonly scalarOnly?: readonly number[];
+  /** Check attributes (fail with ctx.fail). */
+  readonly checkAttrs?: (ctx: InferCtx, dtype: DType) => void;
+  readonly ref: (xs: readonly number[], dtype: DType, attrs: Attrs) => number;
+  readonly doc: string;
+  /** `pl` signatures (default: derived from the operand count). */
+  readonly decl?: readonly string[];
+  readonly row?: OpRow;
+}
+
+const FAMILY_WORD: Record<DTypeFamily, string> = { any: "", float: "a floating-point", int: "an integer" };
+const inFamily = (f: DTypeFamily, d: DType) => f === "any" || (f === "float" ? isFloat(d) : isInt(d));
+const ORD = ["first", "second", "third", "fourth"];
+
+function defaultDecl(n: number): string[] {
+  if (n === 1) return ["<T extends TileOrTensor>(x: T): T"];
+  if (n === 2) return ["<T extends TileOrTensor>(a: T, b: Operand<T> | number): T", "<T extends TileOrTensor>(a: number, b: T): T"];
+  return [`<T extends TileOrTensor>(${Array.from({ length: n }, (_, i) => `x${i}: T | number`).join(", ")}): T`];
+}
+
+export function inferElementwise(ctx: InferCtx, spec: ElementwiseSpec, level: "tile" | "tensor"): Type {
+  const n = spec.operands.length;
+  const what = (i: number) => (n === 1 ? "the operand" : `the ${ORD[i]} operand '${spec.operands[i]}'`);
+  let lead: Operand | undefined;
+  for (let i = 0; i < n; i++) {
+    const t = ctx.argTypes[i];
+    if (!t) ctx.fail(`${what(i)} is missing`);
+    if (t.kind === "scalar") continue;
+    if (spec.scalarOnly?.includes(i)) ctx.fail(`${what(i)} must be a number, got ${typeStr(t)}`);
+    if (t.kind !== level) {
+      ctx.fail(`${what(i)} must be a ${level}${n > 1 ? " or a number" : ""}, got ${typeStr(t)}`,
+        level === "tile" && t.kind === "tensor" ? "load it into a tile with pl.load, or apply the op to tensors only" : undefined);
+    }
+    if (i !== spec.mask && !lead) lead = t as Operand;
+  }
+  const maskT = spec.mask !== undefined ? ctx.argTypes[spec.mask] : undefined;
+  if (!lead) {
+    ctx.fail(n === 1 ? `the operand must be a ${level}` : `needs a ${level} among its operands (${spec.operands.filter((_, i) => i !== spec.mask).join(", ")}), got only numbers`,
+      n > 1 ? `make one operand a ${level}, e.g. pl.full(shape, dtype, value)` : undefined);
+  }
+  // tensors broadcast NumPy-style: [M,N] with [1,N], [M,1] (equal ranks, 1 stretches)
+  let shape: readonly Dim[] = lead.shape;
+  if (level === "tensor") {
+    for (let i = 0; i < n; i++) {
+      const t = ctx.argTypes[i];
+      if (t.kind !== "tensor") continue;
+      const b = broadcastShape(shape, t.shape);
+      if (!b) {
+        ctx.fail(`shapes do not broadcast: ${typeStr(lead)} and ${typeStr(t)}`,
+          "tensor operands need equal shapes, or a dimension of 1 that stretches ([M,N] with [1,N] or [M,1]), or a number");
+      }
+      shape = b;
+    }
+    if (!dimsEqual(shape, lead.shape)) lead = tensorT(shape, lead.dtype);
+  }
+  const d = lead.dtype;
+  if (!inFamily(spec.family, d)) {
+    ctx.fail(`needs ${FAMILY_WORD[spec.family]} operand, got ${d}`,
+      spec.family === "float" ? `cast first: pl.cast(x, "float32")` : `cast first: pl.cast(x, "int32")`);
+  }
+  for (let i = 0; i < n; i++) {
+    const t = ctx.argTypes[i];
+    if (t.kind === "scalar") {
+      if (spec.family === "int" && isFloat(t.dtype)) ctx.fail(`${what(i)} must be an integer, got ${typeStr(t)}`, "use an integer number, e.g. 3 rather than 3.0");
+      if (i === spec.mask && t.dtype !== "bool") ctx.fail(`the mask '${spec.operands[i]}' must be a bool tile, got ${typeStr(t)}`, "make it with pl.cmp(a, b, mode)");
+      continue;
+    }
+    const tt = t as Operand;
+    if (level === "tile" && !dimsEqual(tt.shape, lead.shape)) {
+      ctx.fail(`shapes differ: ${typeStr(lead)} and ${typeStr(tt)}`,
+        "elementwise ops need equal shapes (or a number as an operand)");
+    }
+    if (i === spec.mask) {
+      if (tt.dtype !== "bool") ctx.fail(`the mask '${spec.operands[i]}' must be a bool ${level}, got ${typeStr(tt)}`, "make it with pl.cmp(a, b, mode)");
+    } else if (tt.dtype !== d) {
+      ctx.fail(`dtypes differ: ${d} and ${tt.dtype}`, `cast one operand first, e.g. pl.cast(x, "${d}")`);
+    }
+  }
+  void maskT;
+  spec.checkAttrs?.(ctx, d);
+  return withDType(lead, spec.result === "bool" ? "bool" : d);
+}
+
+export const ELEMENTWISE = new Map<string, ElementwiseSpec>();
+
+/** Register tile.<name> and tensor.<name> for an elementwise spec. */
+export function defineElementwise(spec: ElementwiseSpec): void {
+  ELEMENTWISE.set(spec.name, spec);
+  const params: OpParam[] = [...spec.operands.map((name) => ({ name, kind: "value" as const })), ...(spec.attrs ?? [])];
+  for (const level of ["tile", "tensor"] as const) {
     registerOp({
-      name: `${level}.${name}`, pl: name, level, pure: true,
-      doc: `${name}(a, b): ${doc}; b may be a ${level} of the same shape and dtype or a number`,
-      params: [{ name: "lhs", kind: "value" }, { name: "rhs", kind: "value" }],
-      infer(ctx) {
-        const a = expectOperand(ctx, 0, level, "the first operand");
-        const b = ctx.argTypes[1];
-        if (b.kind === "scalar") return withDType(a, a.dtype);
-        const bb = expectOperand(ctx, 1, level, "the second operand");
-        if (!dimsEqual(a.shape, bb.shape)) {
-          ctx.fail(`shapes differ: ${typeStr(a)} and ${typeStr(bb)}`, "binary elementwise ops need equal shapes (or a number as the second operand)");
-        }
-        if (a.dtype !== bb.dtype) {
-          ctx.fail(`dtypes differ: ${a.dtype} and ${bb.dtype}`, `cast one operand first, e.g. pl.cast(x, "${a.dtype}")`);
-        }
-        return withDType(a, a.dtype);
-      },
+      name: `${level}.${spec.name}`, pl: spec.name, level, pure: true, doc: spec.doc, params,
+      decl: level === "tile" ? spec.decl ?? defaultDecl(spec.operands.length) : undefined,
+      row: spec.row,
+      infer: (ctx) => inferElementwise(ctx, spec, level),
       effects: level === "tensor" ? (args) => ({ reads: args.map((a, i) => (a.kind !== "const" && a.type.kind === "tensor" ? i : -1)).filter((i) => i >= 0), writes: [] }) : undefined,
-      evaluate(args, _attrs, _env, call) {
-        const dtype = (call.type as TileType).dtype;
-        return mapValues(args, call.type, ([x, y]) => fn(x, y, dtype));
+      evaluate(args, attrs, _env, call) {
+        const lead = args.find((v, i) => i !== spec.mask && typeof v !== "number" && typeof v !== "boolean") as TileValue | TensorValue;
+        const d = lead.dtype;
+        return mapValues(args, call.type, (xs) => spec.ref(xs, d, attrs));
       },
     });
   }
-  for (const [name, { fn, floatOnly, doc }] of Object.entries(UNARY)) {
-    registerOp({
-      name: `${level}.${name}`, pl: name, level, pure: true, doc: `${name}(x): ${doc}`,
-      params: [{ name: "x", kind: "value" }],
-      infer(ctx) {
-        const a = expectOperand(ctx, 0, level, "the operand");
-        if (floatOnly && !isFloat(a.dtype)) ctx.fail(`needs a floating-point operand, got ${a.dtype}`, `cast first: pl.cast(x, "float32")`);
-        return withDType(a, a.dtype);
-      },
-      effects: level === "tensor" ? () => ({ reads: [0], writes: [] }) : undefined,
-      evaluate(args, _attrs, _env, call) {
-        const dtype = (call.type as TileType).dtype;
-        return mapValues(args, call.type, ([x]) => fn(x, dtype));
-      },
-    });
+}
+
+const BINARY_ROW: OpRow = { key: "binary", call: "add sub mul div maximum minimum (a, b)", does: "elementwise; `a`, `b` of the same shape and dtype, or either a number (integer `div` truncates)" };
+for (const [name, { fn, doc }] of Object.entries(BINARY)) {
+  defineElementwise({
+    name, operands: ["lhs", "rhs"], family: "any", row: BINARY_ROW,
+    doc: `${name}(a, b): ${doc}; either operand may be a number`,
+    ref: ([x, y], d) => fn(x, y, d),
+  });
+}
+const UNARY_ROW: OpRow = { key: "unary", call: "exp log sqrt rsqrt recip neg abs relu (x)", does: "elementwise" };
+for (const [name, { fn, floatOnly, doc }] of Object.entries(UNARY)) {
+  defineElementwise({
+    name, operands: ["x"], family: floatOnly ? "float" : "any", row: UNARY_ROW,
+    doc: `${name}(x): ${doc}`,
+    ref: ([x], d) => fn(x, d),
+  });
+}
+
+function expectOperand(ctx: InferCtx, i: number, level: "tile" | "tensor", what: string): Operand {
+  const t = ctx.argTypes[i];
+  if (!t || t.kind !== level) {
+    ctx.fail(`${what} must be a ${level}, got ${t ? typeStr(t) : "nothing"}`,
+      level === "tile" && t?.kind === "tensor" ? "load it into a tile with pl.load, or apply the op to tensors only" : undefined);
   }
+  return t as Operand;
+}
+
+for (const level of ["tile", "tensor"] as const) {
   registerOp({
     name: `${level}.cast`, pl: "cast", level, pure: true,
     doc: `cast(x, dtype, mode = "round"): convert (modes round, rint, floor, ceil, trunc)`,
+    decl: level === "tile" ? [
+      "<D extends DType>(x: AnyTile, dtype: D, mode?: RoundMode): AnyTile<D>",
+      "<D extends DType>(x: Tensor, dtype: D, mode?: RoundMode): Tensor<any, D>",
+    ] : undefined,
+    row: { key: "cast", call: "cast(x, dtype, mode = \"round\")", does: "convert; modes `round` (half away from zero), `rint` (half to even), `floor`, `ceil`, `trunc`; integers saturate" },
     params: [{ name: "x", kind: "value" }, { name: "dtype", kind: "dtype" }, { name: "mode", kind: "string", optional: true }],
     infer(ctx) {
       const a = expectOperand(ctx, 0, level, "the operand");

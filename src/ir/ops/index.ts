@@ -1,13 +1,16 @@
 // Registers every op. Import for side effects.
 import "./memory.js";
 import "./elementwise.js";
+import "./math.js";
 import "./scalar.js";
 import "./reduce.js";
 import "./broadcast.js";
 import "./shape.js";
 import "./matmul.js";
-export { BINARY, UNARY, newTensor } from "./elementwise.js";
-export { REDUCTIONS, REDUCE_LANES, type ReduceKind } from "./reduce.js";
+import "./tensor_forms.js";
+export { BINARY, UNARY, newTensor, ELEMENTWISE, defineElementwise, type ElementwiseSpec } from "./elementwise.js";
+export { CMP_MODES, type CmpMode } from "./math.js";
+export { REDUCTIONS, REDUCE_LANES, PROD_REDUCTIONS, ARG_REDUCTIONS, type ReduceKind } from "./reduce.js";
 export { EXPAND_OPS } from "./broadcast.js";
 export { PAD_VALUES, padValue } from "./shape.js";
 export { matmulAccDType } from "./matmul.js";

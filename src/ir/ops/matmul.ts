@@ -9,15 +9,20 @@
 // change the values; the result lives in Acc.
 import { registerOp, type InferCtx } from "../registry.js";
 import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
-import { mkTile, toDType, type TileValue } from "../values.js";
-import { argName, expect2D } from "./common.js";
+import { mkTile, roundToDType, toDType, type TileValue, type Value } from "../values.js";
+import type { Attrs } from "../nodes.js";
+import { BINARY } from "./elementwise.js";
+import { argName, expect2D, expectDType, expectTile } from "./common.js";
 
 /** The accumulator dtype of a matmul of `d` inputs. */
 export const matmulAccDType = (d: DType): DType => (isFloat(d) ? "float32" : "int32");
 
+/** The [rows, cols] a matmul operand stands for (its shape, swapped when transposed). */
+const logical = (t: TileType, trans: boolean): TileType => (trans ? { ...t, shape: [t.shape[1], t.shape[0]], validShape: t.validShape ? [t.validShape[1], t.validShape[0]] : null } : t);
+
 function inferOperands(ctx: InferCtx, ai: number, name: string): { a: TileType; b: TileType; acc: DType } {
-  const a = expect2D(ctx, ai, `the left operand of ${name}`);
-  const b = expect2D(ctx, ai + 1, `the right operand of ${name}`);
+  const a = logical(expect2D(ctx, ai, `the left operand of ${name}`), ctx.attrs.aTrans === true);
+  const b = logical(expect2D(ctx, ai + 1, `the right operand of ${name}`), ctx.attrs.bTrans === true);
   if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
   if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a.dtype}")`);
   if (a.shape[1] !== b.shape[0]) {
@@ -31,6 +36,17 @@ function validOf(a: TileType, b: TileType): (number | string)[] | null {
   if (!a.validShape && !b.validShape) return null;
   return [a.validShape ? a.validShape[0] : a.shape[0], b.validShape ? b.validShape[1] : b.shape[1]];
 }
+
+/** A 2-D tile value transposed. */
+export function transposed(t: TileValue): TileValue {
+  const [m, n] = t.shape;
+  const out = mkTile([n, m], t.dtype, t.mem, t.validShape ? [t.validShape[1], t.validShape[0]] as number[] : null);
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) out.data[j * m + i] = t.data[i * n + j];
+  return out;
+}
+const opA = (v: Value, attrs: Attrs) => (attrs.aTrans === true ? transposed(v as TileValue) : (v as TileValue));
+const opB = (v: Value, attrs: Attrs) => (attrs.bTrans === true ? transposed(v as TileValue) : (v as TileValue));
+const TRANS_OPTS = { aTrans: "bool", bTrans: "bool" } as const;
 
 /** out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says. */
 export function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null): void {
@@ -49,24 +65,35 @@ export function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: (
 
 registerOp({
   name: "tile.matmul", pl: "matmul", level: "tile", pure: true, fusable: false,
-  doc: "matmul(a[M,K], b[K,N]) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order; int32 for integer inputs)",
-  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  doc: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it",
+  decl: [
+    "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType }): Tile<any, any, Mem.Acc, any>",
+    "<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D }): Tensor<any, D>",
+  ],
+  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; tensors: auto-tiled, K accumulated tile by tile" },
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, outDtype: "dtype" } }],
   infer(ctx) {
     const { a, b, acc } = inferOperands(ctx, 0, "matmul");
-    return tileT([a.shape[0], b.shape[1]], acc, "Acc", validOf(a, b));
+    const out = ctx.attrs.outDtype == null ? acc : expectDType(ctx, "outDtype", ctx.attrs.outDtype);
+    return tileT([a.shape[0], b.shape[1]], out, "Acc", validOf(a, b));
   },
-  evaluate([av, bv], _attrs, _env, call) {
+  evaluate([av, bv], attrs, _env, call) {
     const t = call.type as TileType;
-    const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
-    matmulValues(av as TileValue, bv as TileValue, out, null);
-    return out;
+    const a = opA(av, attrs), b = opB(bv, attrs);
+    const accD = matmulAccDType(a.dtype);
+    const out = mkTile(t.shape, accD, t.mem, t.validShape as number[] | null);
+    matmulValues(a, b, out, null);
+    if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = roundToDType(out.data[i], t.dtype, "round");
+    return mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null, out.data);
   },
 });
 
 registerOp({
   name: "tile.matmulAcc", pl: "matmulAcc", level: "tile", pure: true, fusable: false,
-  doc: "matmulAcc(acc[M,N], a[M,K], b[K,N]): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
-  params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  doc: "matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
+  decl: ["<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T"],
+  row: { key: "matmulAcc", call: "matmulAcc(acc, a, b, { aTrans?, bTrans? })", does: "`acc + a @ b` (acc keeps its type: a loop-carried accumulator)" },
+  params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: TRANS_OPTS }],
   infer(ctx) {
     const acc = expect2D(ctx, 0, "the accumulator of matmulAcc");
     const { a, b, acc: accD } = inferOperands(ctx, 1, "matmulAcc");
@@ -77,11 +104,67 @@ registerOp({
     }
     return tileT(acc.shape, acc.dtype, acc.mem, acc.validShape);
   },
-  evaluate([cv, av, bv], _attrs, _env, call) {
+  evaluate([cv, av, bv], attrs, _env, call) {
     const t = call.type as TileType;
     const acc = cv as TileValue;
     const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
-    matmulValues(av as TileValue, bv as TileValue, out, (k) => acc.data[k]);
+    matmulValues(opA(av, attrs), opB(bv, attrs), out, (k) => acc.data[k]);
+    return out;
+  },
+});
+
+registerOp({
+  name: "tile.matmulBias", pl: "matmulBias", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
+  doc: "matmulBias(a[M,K], b[K,N], bias[1,N]): a @ b + bias, the bias (of the accumulator dtype) added to each row after the k sum",
+  decl: ["(a: AnyTile, b: AnyTile, bias: AnyTile): Tile<any, any, Mem.Acc, any>", "(a: Tensor, b: Tensor, bias: Tensor): Tensor"],
+  row: { key: "matmulBias", call: "matmulBias(a[M,K], b[K,N], bias[1,N])", does: "`a @ b + bias`, the bias (fp32 for float inputs, int32 for integer) added to each row after the k sum" },
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "bias", kind: "value" }],
+  infer(ctx) {
+    const { a, b, acc } = inferOperands(ctx, 0, "matmulBias");
+    const bias = expect2D(ctx, 2, "the bias of matmulBias");
+    if (bias.shape[0] !== 1 || bias.shape[1] !== b.shape[1] || bias.dtype !== acc) {
+      ctx.fail(`the bias '${argName(ctx.args[2])}' must be a [1, ${b.shape[1]}] ${acc} tile, got ${typeStr(bias)}`, `cast it first: pl.cast(bias, "${acc}")`);
+    }
+    return tileT([a.shape[0], b.shape[1]], acc, "Acc", validOf(a, b));
+  },
+  evaluate([av, bv, cv], _attrs, _env, call) {
+    const t = call.type as TileType;
+    const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+    matmulValues(av as TileValue, bv as TileValue, out, null);
+    const bias = cv as TileValue, n = t.shape[1];
+    for (let i = 0; i < out.data.length; i++) out.data[i] = toDType(BINARY.add.fn(out.data[i], bias.data[i % n], t.dtype), t.dtype);
+    return out;
+  },
+});
+
+registerOp({
+  name: "tile.batchMatmul", pl: "batchMatmul", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
+  doc: "batchMatmul(a[B,M,K], b[B,K,N]) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul)",
+  decl: ["(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>"],
+  row: { key: "batchMatmul", call: "batchMatmul(a[B,M,K], b[B,K,N])", does: "→ `[B,M,N]`: `a[i] @ b[i]` for each batch `i` (rank-3 tiles; as `matmul`)" },
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  infer(ctx) {
+    const a = expectTile(ctx, 0, "the left operand of batchMatmul"), b = expectTile(ctx, 1, "the right operand of batchMatmul");
+    if (a.shape.length !== 3 || b.shape.length !== 3) ctx.fail(`needs rank-3 tiles [B, M, K] and [B, K, N], got ${typeStr(a)} and ${typeStr(b)}`, "use pl.matmul for 2-D tiles");
+    if (a.shape[0] !== b.shape[0]) ctx.fail(`batch sizes differ: ${a.shape[0]} and ${b.shape[0]}`);
+    if (a.validShape || b.validShape) ctx.fail("batchMatmul operands must be fully valid tiles", "pad them first: pl.fillpad(x)");
+    if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a.dtype}")`);
+    if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
+    if (a.shape[2] !== b.shape[1]) ctx.fail(`inner dimensions differ: ${typeStr(a)} (K = ${a.shape[2]}) and ${typeStr(b)} (K = ${b.shape[1]})`, "a[B, M, K] @ b[B, K, N]");
+    return tileT([a.shape[0], a.shape[1], b.shape[2]], matmulAccDType(a.dtype), "Acc");
+  },
+  evaluate([av, bv], _attrs, _env, call) {
+    const t = call.type as TileType;
+    const a = av as TileValue, b = bv as TileValue;
+    const [bs, m, k] = a.shape, n = b.shape[2];
+    const out = mkTile(t.shape, t.dtype, t.mem, null);
+    for (let i = 0; i < bs; i++) {
+      const ai = mkTile([m, k], a.dtype, a.mem, null, a.data.slice(i * m * k, (i + 1) * m * k));
+      const bi = mkTile([k, n], b.dtype, b.mem, null, b.data.slice(i * k * n, (i + 1) * k * n));
+      const oi = mkTile([m, n], t.dtype, t.mem, null);
+      matmulValues(ai, bi, oi, null);
+      out.data.set(oi.data, i * m * n);
+    }
     return out;
   },
 });

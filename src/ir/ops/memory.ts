@@ -2,10 +2,13 @@
 import { registerOp } from "../registry.js";
 import { tileT, typeStr, MEMS, numel, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
+import { BINARY } from "./elementwise.js";
 import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, stridesOf } from "./common.js";
 
 registerOp({
   name: "tile.load", pl: "load", level: "tile", pure: true,
+  decl: ["<D extends DType = any>(tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[]; readonly mem?: Mem }): AnyTile<D>"],
+  row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read; the rest is pad, zero)" },
   doc: "load(tensor, offsets, shape, { validShape?, mem? }): copy a window of a tensor into a tile",
   params: [
     { name: "tensor", kind: "value" }, { name: "offsets", kind: "values" }, { name: "shape", kind: "ints" },
@@ -44,10 +47,14 @@ registerOp({
 
 registerOp({
   name: "tile.store", pl: "store", level: "tile", pure: false,
+  decl: ["<T extends Tensor>(tile: AnyTile, offsets: readonly number[], out: T, opts?: { readonly atomic?: \"add\" }): T"],
+  row: { key: "store", call: "store(tile, offsets, out, { atomic? })", does: "write the tile's valid region into a tensor window; `{ atomic: \"add\" }` adds it to what is there" },
   doc: "store(tile, offsets, out): write the tile's valid region into a tensor window",
-  params: [{ name: "tile", kind: "value" }, { name: "offsets", kind: "values" }, { name: "out", kind: "value" }],
+  params: [{ name: "tile", kind: "value" }, { name: "offsets", kind: "values" }, { name: "out", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { atomic: "string" } }],
   infer(ctx) {
     const tile = expectKind(ctx, 0, ["tile"], "the first operand of store");
+    if (ctx.attrs.atomic != null && ctx.attrs.atomic !== "add") ctx.fail(`unknown atomic mode ${JSON.stringify(ctx.attrs.atomic)}`, `the only atomic store is { atomic: "add" }`);
+    if (ctx.attrs.atomic === "add" && tile.dtype === "bool") ctx.fail("an atomic add store needs a numeric tile, got bool");
     const out = expectKind(ctx, 2, ["tensor"], "the output of store");
     if (tile.dtype !== out.dtype) {
       ctx.fail(`tile dtype ${tile.dtype} does not match tensor '${argName(ctx.args[2])}' dtype ${out.dtype}`, `cast the tile first: pl.cast(tile, "${out.dtype}")`);
@@ -60,19 +67,25 @@ registerOp({
     const region = tile.validShape && tile.validShape.every((d) => typeof d === "number") ? tile.validShape as number[] : tile.shape;
     checkWindow(ctx, "store", constItems(ctx.args[1]), region, ctx.argTypes[2] as TensorType, argName(ctx.args[2]));
   },
-  effects: () => ({ reads: [], writes: [2] }),
-  evaluate([t, offs, o], _attrs, env, call) {
+  effects: (_args, attrs) => ({ reads: attrs.atomic === "add" ? [2] : [], writes: [2] }),
+  evaluate([t, offs, o], attrs, env, call) {
     const tile = t as TileValue, out = o as TensorValue, offsets = offs as number[];
     const region = (tile.validShape ?? tile.shape) as number[];
     runtimeCheck("store", "a tensor", offsets, region, out.shape, (m) => env.fail(m, call.span));
     const ts = stridesOf(out.shape), rs = stridesOf(tile.shape);
-    forWindow(region, (k) => { writeElem(out, dot(k, ts, offsets), tile.data[dot(k, rs)]); });
+    const add = attrs.atomic === "add";
+    forWindow(region, (k) => {
+      const at = dot(k, ts, offsets);
+      writeElem(out, at, add ? toDType(BINARY.add.fn(readElem(out, at), tile.data[dot(k, rs)], out.dtype), out.dtype) : tile.data[dot(k, rs)]);
+    });
     return out;
   },
 });
 
 registerOp({
   name: "tile.move", pl: "move", level: "tile", pure: true,
+  decl: ["<D extends DType, M extends Mem>(tile: AnyTile<D>, mem: M): Tile<any, D, M, any>"],
+  row: { key: "move", call: "move(tile, mem)", does: "the same data in another memory space (`pl.Mem.Vec/Mat/Left/Right/Acc/Bias`; numerically the identity)" },
   doc: "move(tile, mem): the same data in another memory space (numerically the identity)",
   params: [{ name: "tile", kind: "value" }, { name: "mem", kind: "mem" }],
   infer(ctx) {
@@ -89,6 +102,8 @@ registerOp({
 
 registerOp({
   name: "tile.create", pl: "createTile", level: "tile", pure: true,
+  decl: ["<D extends DType>(shape: readonly number[], dtype: D, mem?: Mem): AnyTile<D>"],
+  row: { key: "create", call: "createTile(shape, dtype, mem?)` / `full(shape, dtype, value)", does: "a new tile, zero-filled / filled with a constant" },
   doc: "createTile(shape, dtype, mem?): a new tile (zero-filled)",
   params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "mem", kind: "mem", optional: true }],
   infer(ctx) {
@@ -102,6 +117,8 @@ registerOp({
 
 registerOp({
   name: "tile.full", pl: "full", level: "tile", pure: true,
+  decl: ["<D extends DType>(shape: readonly number[], dtype: D, value: number): AnyTile<D>"],
+  row: { key: "create", call: "", does: "" },
   doc: "full(shape, dtype, value): a tile filled with a constant",
   params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "value", kind: "number" }],
   infer(ctx) {
@@ -116,6 +133,8 @@ registerOp({
 
 registerOp({
   name: "tensor.assign", pl: "assign", level: "tensor", pure: false,
+  decl: ["<T extends Tensor>(out: T, value: Tensor): T"],
+  row: { key: "assign", call: "assign(out, value)", does: "whole-tensor write, `out[:] = value` (value an elementwise/reduction/matmul expression of tensors; broadcasts `[1,N]`, `[M,1]`)" },
   doc: "assign(out, value): whole-tensor write (out[:] = value)",
   params: [{ name: "out", kind: "value" }, { name: "value", kind: "value" }],
   infer(ctx) {

@@ -13,7 +13,7 @@
 //   validShape keeps the input's valid rows (row reductions) or columns (column reductions).
 // Row reductions take a scratch tile of the input's shape and dtype (PyPTO's contract); the
 // cpu platform does not need it, but a missing one is an error.
-import { registerOp, type InferCtx } from "../registry.js";
+import { registerOp, type InferCtx, type OpRow } from "../registry.js";
 import { DTYPE_CONST, dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, toDType, type TileValue } from "../values.js";
 import { BINARY } from "./elementwise.js";
@@ -79,10 +79,20 @@ function inferReduction(ctx: InferCtx, name: string, axis: "row" | "col"): TileT
     : tileT([1, n], x.dtype, x.mem, v ? [1, v[1]] : null);
 }
 
+const REDUCE_ROWS: Record<"row" | "col", OpRow> = {
+  row: { key: "rowReduce", call: "rowSum rowMax rowMin (x[M,N], tmp[M,N])", does: "→ `[M,1]`; `tmp` is a scratch tile of x's shape (PyPTO's contract; tensors take none); float sums accumulate in fp64" },
+  col: { key: "colReduce", call: "colSum colMax colMin (x[M,N], tmp?)", does: "→ `[1,N]`; float sums in fp64, rows in order" },
+};
+const reduceDecl = (scratch: "required" | "optional"): string[] => [
+  `<D extends DType>(x: AnyTile<D>, tmp${scratch === "optional" ? "?" : ""}: AnyTile): AnyTile<D>`,
+  "<D extends DType>(x: Tensor<any, D>): Tensor<any, D>",
+];
+
 for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
   const what = kind === "sum" ? "sum" : kind === "max" ? "maximum" : "minimum";
   registerOp({
     name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    decl: reduceDecl(axis === "row" ? "required" : "optional"), row: REDUCE_ROWS[axis],
     doc: axis === "row"
       ? `${name}(x[M,N], tmp[M,N]) -> [M,1]: the ${what} of each row (tmp: a scratch tile of x's shape${kind === "sum" ? "; float sums in fp64, 8 lanes" : ""})`
       : `${name}(x[M,N], tmp?) -> [1,N]: the ${what} of each column${kind === "sum" ? " (float sums in fp64, rows in order)" : ""}`,
@@ -98,6 +108,94 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
       } else {
         for (let c = 0; c < n; c++) out.data[c] = toDType(reduceCol(kind, m, (i) => x.data[i * n + c], x.dtype), t.dtype);
       }
+      return out;
+    },
+  });
+}
+
+// ------------------------------------------------------------------ products and arg-reductions
+// rowProd / colProd: the product along the axis, in order (float: fp64 products rounded once;
+// integers: int64 with saturation at every step, then saturated to the dtype).
+// rowArgmax rowArgmin colArgmax colArgmin: the index (int32) of the first maximum / minimum
+// along the axis; a NaN counts as larger (argmax) / smaller (argmin) than every number, so the
+// first NaN wins, as in NumPy.
+const I64_MAX = 9223372036854775807n, I64_MIN = -9223372036854775808n;
+/** One step of an integer product, saturated to int64 (the cpu formula's tspto_mul_sat). */
+export function prodStep(acc: number, x: number): number {
+  const v = BigInt(Math.trunc(acc)) * BigInt(Math.trunc(x));
+  return Number(v > I64_MAX ? I64_MAX : v < I64_MIN ? I64_MIN : v);
+}
+export const PROD_REDUCTIONS: Record<string, "row" | "col"> = { rowProd: "row", colProd: "col" };
+export const ARG_REDUCTIONS: Record<string, { axis: "row" | "col"; kind: "max" | "min" }> = {
+  rowArgmax: { axis: "row", kind: "max" }, rowArgmin: { axis: "row", kind: "min" },
+  colArgmax: { axis: "col", kind: "max" }, colArgmin: { axis: "col", kind: "min" },
+};
+/** Whether x beats the best so far (strictly: the first extreme wins), NaN the most extreme. */
+export function argBetter(kind: "max" | "min", x: number, best: number): boolean {
+  if (Number.isNaN(best)) return false;
+  if (Number.isNaN(x)) return true;
+  return kind === "max" ? x > best : x < best;
+}
+
+function inferOptScratch(ctx: InferCtx, name: string, axis: "row" | "col", out: "same" | "int32"): TileType {
+  const x = expect2D(ctx, 0, `the operand of ${name}`);
+  if (x.dtype === "bool") ctx.fail(`cannot reduce a bool tile`, `cast it first: pl.cast(x, "int32")`);
+  if (ctx.args.length > 1) {
+    const tmp = ctx.argTypes[1];
+    if (tmp.kind !== "tile" || !dimsEqual(tmp.shape, x.shape) || tmp.dtype !== x.dtype) {
+      ctx.fail(`the scratch tile must be a tile of the input's shape and dtype (Tile<${JSON.stringify(x.shape)}, ${x.dtype}>), got ${typeStr(tmp)}`);
+    }
+  }
+  const [m, n] = x.shape, v = x.validShape;
+  const d = out === "int32" ? "int32" : x.dtype;
+  return axis === "row" ? tileT([m, 1], d, x.mem, v ? [v[0], 1] : null) : tileT([1, n], d, x.mem, v ? [1, v[1]] : null);
+}
+
+/** Visit the lines (rows or columns) of an [m, n] tile: fn(line, get(j), count). */
+function lines(x: TileValue, axis: "row" | "col", fn: (line: number, get: (j: number) => number, count: number) => void): void {
+  const [m, n] = x.shape;
+  if (axis === "row") for (let r = 0; r < m; r++) fn(r, (j) => x.data[r * n + j], n);
+  else for (let c = 0; c < n; c++) fn(c, (i) => x.data[i * n + c], m);
+}
+
+const PROD_ROW: OpRow = { key: "prod", call: "rowProd colProd (x[M,N], tmp?)", does: "→ `[M,1]` / `[1,N]`: the product along the axis, in order (float: fp64, rounded once; integers saturate)" };
+for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
+  registerOp({
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    decl: reduceDecl("optional"), row: PROD_ROW,
+    doc: `${name}(x[M,N], tmp?) -> ${axis === "row" ? "[M,1]" : "[1,N]"}: the product of each ${axis === "row" ? "row" : "column"}`,
+    params: [{ name: "x", kind: "value" }, { name: "tmp", kind: "value", optional: true }],
+    infer: (ctx) => inferOptScratch(ctx, name, axis, "same"),
+    evaluate([xv], _attrs, _env, call) {
+      const x = xv as TileValue, t = call.type as TileType;
+      const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+      const float = isFloat(x.dtype);
+      lines(x, axis, (l, get, cnt) => {
+        let acc = 1;
+        for (let j = 0; j < cnt; j++) acc = float ? acc * get(j) : prodStep(acc, get(j));
+        out.data[l] = toDType(acc, t.dtype);
+      });
+      return out;
+    },
+  });
+}
+
+const ARG_ROW: OpRow = { key: "arg", call: "rowArgmax rowArgmin colArgmax colArgmin (x[M,N], tmp?)", does: "→ `int32` `[M,1]` / `[1,N]`: the index of the first maximum / minimum along the axis (a NaN is the extreme, the first NaN wins)" };
+for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
+  registerOp({
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, row: ARG_ROW,
+    decl: ["(x: AnyTile, tmp?: AnyTile): AnyTile<INT32>", "(x: Tensor): Tensor<any, INT32>"],
+    doc: `${name}(x[M,N], tmp?) -> int32 ${axis === "row" ? "[M,1]" : "[1,N]"}: the index of the first ${kind === "max" ? "maximum" : "minimum"} of each ${axis === "row" ? "row" : "column"}`,
+    params: [{ name: "x", kind: "value" }, { name: "tmp", kind: "value", optional: true }],
+    infer: (ctx) => inferOptScratch(ctx, name, axis, "int32"),
+    evaluate([xv], _attrs, _env, call) {
+      const x = xv as TileValue, t = call.type as TileType;
+      const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+      lines(x, axis, (l, get, cnt) => {
+        let bi = 0, best = get(0);
+        for (let j = 1; j < cnt; j++) if (argBetter(kind, get(j), best)) { best = get(j); bi = j; }
+        out.data[l] = bi;
+      });
       return out;
     },
   });

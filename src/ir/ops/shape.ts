@@ -13,6 +13,8 @@ const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
 // ------------------------------------------------------------------ reshape
 registerOp({
   name: "tile.reshape", pl: "reshape", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D>"],
+  row: { key: "reshape", call: "reshape(x, shape)", does: "the same elements, row-major, in another shape" },
   doc: "reshape(x, shape): the same elements (row-major order) as a tile of another shape with as many elements",
   params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }],
   infer(ctx) {
@@ -33,6 +35,8 @@ registerOp({
 // ------------------------------------------------------------------ slice
 registerOp({
   name: "tile.slice", pl: "slice", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], offset: readonly number[]): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, shape: readonly number[], offset: readonly number[]): Tensor<any, D>"],
+  row: { key: "slice", call: "slice(x, shape, offset)", does: "the window `x[offset : offset + shape]` (offsets may be scalar expressions; checked at compile time when constant, at run time otherwise)" },
   doc: "slice(x, shape, offset): the sub-tile x[offset : offset + shape] (offsets may be scalar expressions)",
   params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "offset", kind: "values" }],
   infer(ctx) {
@@ -83,6 +87,8 @@ registerOp({
 // ------------------------------------------------------------------ concat
 registerOp({
   name: "tile.concat", pl: "concat", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>"],
+  row: { key: "concat", call: "concat(a[M,Na], b[M,Nb])", does: "`[M, Na+Nb]`, side by side" },
   doc: "concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis)",
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
   infer(ctx) {
@@ -111,6 +117,8 @@ registerOp({
 // ------------------------------------------------------------------ assemble
 registerOp({
   name: "tile.assemble", pl: "assemble", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(target: AnyTile<D>, src: AnyTile<D>, offset: readonly number[]): AnyTile<D>", "<T extends Tensor>(target: T, src: Tensor, offset: readonly number[]): T"],
+  row: { key: "assemble", call: "assemble(target, src, offset)", does: "tiles: a copy of `target` with `src` written at `offset`; tensors: writes `src` into `target` at `offset`" },
   doc: "assemble(target, src, offset): a copy of the target tile with src written at offset (tiles); on tensors: writes src into target at offset",
   params: [{ name: "target", kind: "value" }, { name: "src", kind: "value" }, { name: "offset", kind: "values" }],
   infer(ctx) {
@@ -167,6 +175,8 @@ export function padValue(d: DType, pad: string): number {
 }
 registerOp({
   name: "tile.fillpad", pl: "fillpad", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D>"],
+  row: { key: "fillpad", call: "fillpad(x, padValue = \"zero\")", does: "the pad outside x's validShape set to 0 / the dtype's lowest (`\"min\"`) / highest (`\"max\"`)" },
   doc: `fillpad(x, padValue = "zero"): x with the region outside its validShape set to 0 / the dtype's lowest ("min") / highest ("max"); the result is fully valid`,
   params: [{ name: "x", kind: "value" }, { name: "padValue", kind: "string", optional: true }],
   infer(ctx) {
@@ -192,6 +202,8 @@ registerOp({
 for (const level of ["tile", "tensor"] as const) {
   registerOp({
     name: `${level}.read`, pl: "read", level, pure: true,
+    decl: level === "tile" ? ["(x: AnyTile | Tensor, indices: readonly number[]): number"] : undefined,
+    row: { key: "read", call: "read(x, indices)", does: "one element as a scalar" },
     doc: level === "tile" ? "read(x, indices): one element of a tile, as a scalar of its dtype" : "read(t, indices): one element of a tensor, as a scalar (in kernels)",
     params: [{ name: "x", kind: "value" }, { name: "indices", kind: "values" }],
     infer(ctx) {
@@ -227,6 +239,8 @@ for (const level of ["tile", "tensor"] as const) {
 // ------------------------------------------------------------------ createTensor
 registerOp({
   name: "tensor.create", pl: "createTensor", level: "orchestration", pure: true,
+  decl: ["<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D>"],
+  row: { key: "createTensor", call: "createTensor(shape, dtype)", does: "a zero-filled device tensor owned by the launch (outside `pl.at`; pass it to scopes and sub-kernels)" },
   doc: "createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes)",
   params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }],
   infer(ctx) {
@@ -238,3 +252,57 @@ registerOp({
   },
 });
 
+
+// ------------------------------------------------------------------ transpose
+/** The permutation that swaps axes a1 and a2 of a rank-r shape. */
+const swapped = <T>(xs: readonly T[], a1: number, a2: number): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
+registerOp({
+  name: "tile.transpose", pl: "transpose", level: "tile", pure: true, fusable: false,
+  decl: ["<D extends DType>(x: AnyTile<D>, axis1: number, axis2: number): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, axis1: number, axis2: number): Tensor<any, D>"],
+  row: { key: "transpose", call: "transpose(x, axis1, axis2)", does: "x with two axes swapped (`transpose(k, 0, 1)` is Kᵀ); the validShape swaps with them" },
+  doc: "transpose(x, axis1, axis2): x with axes axis1 and axis2 swapped",
+  params: [{ name: "x", kind: "value" }, { name: "axis1", kind: "number" }, { name: "axis2", kind: "number" }],
+  infer(ctx) {
+    const x = expectTile(ctx, 0, "the operand of transpose");
+    const r = x.shape.length;
+    for (const k of ["axis1", "axis2"]) {
+      const a = ctx.attrs[k];
+      if (typeof a !== "number" || !Number.isInteger(a) || a < 0 || a >= r) ctx.fail(`${k} must be an axis of ${typeStr(x)} (0 to ${r - 1}), got ${JSON.stringify(a)}`);
+    }
+    const a1 = ctx.attrs.axis1 as number, a2 = ctx.attrs.axis2 as number;
+    return tileT(swapped(x.shape, a1, a2), x.dtype, x.mem, x.validShape ? swapped(x.validShape, a1, a2) : null);
+  },
+  evaluate([xv], attrs, _env, call) {
+    const x = xv as TileValue, t = call.type as TileType;
+    const a1 = attrs.axis1 as number, a2 = attrs.axis2 as number;
+    const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+    const xs = stridesOf(x.shape), os = stridesOf(t.shape);
+    forWindow(x.shape, (k) => { out.data[dot(swapped(k, a1, a2), os)] = x.data[dot(k, xs)]; });
+    return out;
+  },
+});
+
+// ------------------------------------------------------------------ dim
+registerOp({
+  name: "tensor.dim", pl: "dim", level: "scalar", pure: true,
+  decl: ["(tensor: Tensor, axis: number): number"],
+  row: { key: "dim", call: "dim(tensor, axis)", does: "the extent of an axis as a scalar (a constant for a static dimension)" },
+  doc: "dim(tensor, axis): the extent of the tensor's axis, as an int64 scalar",
+  params: [{ name: "tensor", kind: "value" }, { name: "axis", kind: "number" }],
+  infer(ctx) {
+    const t = expectKind(ctx, 0, ["tensor"], "the operand of dim");
+    const a = ctx.attrs.axis;
+    if (typeof a !== "number" || !Number.isInteger(a) || a < 0 || a >= t.shape.length) {
+      ctx.fail(`axis must be an axis of ${typeStr(t)} (0 to ${t.shape.length - 1}), got ${JSON.stringify(a)}`);
+    }
+    return scalarT("int64");
+  },
+  fold(args, attrs) {
+    const t = args[0].kind === "const" ? null : args[0].type;
+    const d = t && t.kind === "tensor" ? t.shape[attrs.axis as number] : undefined;
+    return typeof d === "number" ? d : undefined;
+  },
+  evaluate([tv], attrs) {
+    return (tv as TensorValue).shape[attrs.axis as number];
+  },
+});

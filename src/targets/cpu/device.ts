@@ -3,6 +3,7 @@
 // failures become TsptoErrors here.
 import { verifiedLibrary, type ArtifactRef } from "../../artifact/index.js";
 import { loadNative, nativeError, type NativeDevice } from "../native.js";
+import { DTYPE_BYTES } from "../../ir/index.js";
 import type { Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 
 export class CpuDevice implements Device {
@@ -32,7 +33,10 @@ export class CpuDevice implements Device {
   }
   load(artifact: ArtifactRef): number {
     const path = verifiedLibrary(artifact);
-    try { return this.#n.loadModule(path); } catch (e) { throw nativeError(e); }
+    // argBytes: the native launch checks each host view's live byte length against these
+    // (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
+    const argBytes = artifact.meta.params.map((p) => (p.kind === "tensor" ? (p.shape ?? []).reduce((a: number, d) => a * Number(d), 1) * DTYPE_BYTES[p.dtype as keyof typeof DTYPE_BYTES] : -1));
+    try { return this.#n.loadModule(path, argBytes); } catch (e) { throw nativeError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw nativeError(e); } }
   launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {

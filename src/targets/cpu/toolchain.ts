@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { arch, cpus, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
-import { TsptoCompileError } from "../../ir/index.js";
+import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
 import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE } from "../../codegen/index.js";
 import { sha256, writeAtomic } from "../../artifact/index.js";
@@ -161,20 +161,39 @@ export function installPrecompiledHeader(): string | null {
   try { return precompiledHeader(toolchain()); } catch { return null; }
 }
 
+/** Default limit of one C++ compile of a program library (3 minutes). */
+export const DEFAULT_CXX_TIMEOUT_MS = 180_000;
+
+/** The C++ compile limit: $TSPTO_CXX_TIMEOUT_MS (an integer >= 1000) or the default. */
+export function cxxTimeoutMs(): number {
+  const env = process.env.TSPTO_CXX_TIMEOUT_MS;
+  if (env === undefined || env === "") return DEFAULT_CXX_TIMEOUT_MS;
+  const n = Number(env);
+  if (!Number.isInteger(n) || n < 1000) {
+    throw new TsptoConfigError("E_CONFIG", `TSPTO_CXX_TIMEOUT_MS must be an integer >= 1000 (milliseconds), got ${JSON.stringify(env)}`,
+      undefined, undefined, { argument: "TSPTO_CXX_TIMEOUT_MS" });
+  }
+  return n;
+}
+
 export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
   const pch = precompiledHeader(tc);
   const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
-  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: 600_000, maxBuffer: 64 << 20 });
+  const timeoutMs = cxxTimeoutMs();
+  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
-    const why = r.error
+    const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT";
+    const why = timedOut
+      ? `'${tc.command}' did not finish within ${timeoutMs} ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default ${DEFAULT_CXX_TIMEOUT_MS} ms; raise it for very large programs)`
+      : r.error
       ? `could not run '${tc.command}' (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})`
       : r.signal ? `'${tc.command}' was killed by ${r.signal}` : `'${tc.command}' exited with code ${r.status}`;
     const lines = `${r.stderr ?? ""}${r.stdout ? `\n${r.stdout}` : ""}`.trim().split(/\r?\n/);
     const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
-    throw new TsptoCompileError("E_CXX",
+    throw new TsptoCompileError(timedOut ? "E_CXX_TIMEOUT" : "E_CXX",
       `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
       undefined, CXX_HINT);
   }

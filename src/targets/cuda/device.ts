@@ -5,25 +5,26 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TsptoRuntimeError } from "../../ir/index.js";
+import { DTYPE_BYTES, TsptoRuntimeError } from "../../ir/index.js";
 import { verifiedLibrary } from "../../artifact/index.js";
-import { loadNative } from "../native.js";
+import { loadNative, nativeError } from "../native.js";
 import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
 
 /** The native device object (native/src/cuda_device.cc), same surface as the cpu one. */
 interface NativeCudaDevice {
   alloc(nbytes: number): bigint;
-  free(addr: bigint): void;
+  /** True when the release was deferred (launches in flight hold the allocation). */
+  free(addr: bigint): boolean;
   isLive(addr: bigint): boolean;
   h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
   d2d(dst: bigint, src: bigint, nbytes: number): void;
-  loadModule(path: string): number;
+  loadModule(path: string, argBytes?: readonly number[]): number;
   unloadModule(id: number): void;
   launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
   launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
-  stats(): DeviceStats;
+  stats(): DeviceStats & { pendingFrees: number };
   setRecording(mask: number, dumpBytes: number): void;
   takeTrace(): unknown;
   close(): void;
@@ -31,23 +32,10 @@ interface NativeCudaDevice {
 }
 interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice }
 
-const CODES: Record<string, string> = {
-  TSPTO_DEVICE_OOM: "E_DEVICE_OOM", TSPTO_KERNEL_FAILURE: "E_KERNEL", TSPTO_DEVICE_CLOSED: "E_CLOSED", TSPTO_NO_GPU: "E_NO_GPU", TSPTO_CUDA: "E_CUDA",
-};
-const HINTS: Record<string, string> = {
-  E_NO_GPU: "run on a machine with an NVIDIA GPU and its driver (libcuda.so.1), or use the cpu / interp platform",
-  E_DEVICE_OOM: "free DeviceTensors you no longer need (freeTensor)",
-  E_CLOSED: "construct a new ChipWorker",
-};
-
-/** A native error as a TsptoError with a stable code. */
+/** A native error as a TsptoError: the one table of native codes (native_errors.ts), which
+ *  also maps the cuda codes (TSPTO_NO_GPU -> E_NO_GPU, TSPTO_CUDA -> E_CUDA). */
 export function cudaError(err: unknown): Error {
-  if (err instanceof TsptoRuntimeError) return err;
-  const e = err as Error & { code?: string };
-  const code = (e?.code && CODES[e.code]) ?? (e instanceof TypeError || e instanceof RangeError ? "E_ARG" : "E_NATIVE");
-  const out = new TsptoRuntimeError(code, e?.message ?? String(err), undefined, HINTS[code]);
-  (out as { cause?: unknown }).cause = err;
-  return out;
+  return nativeError(err);
 }
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -83,7 +71,10 @@ export class CudaDevice implements Device {
     } catch (e) {
       throw new TsptoRuntimeError("E_ARTIFACT", `cannot load the cuda artifact ${dir}: ${(e as Error).message}`, undefined, "rebuild it (delete the directory and compile again)");
     }
-    try { return this.#n.loadModule(lib); } catch (e) { throw cudaError(e); }
+    // argBytes, as on cpu: every launch checks each host view's live byte length against
+    // these (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
+    const argBytes = artifact.meta.params.map((p) => (p.kind === "tensor" ? (p.shape ?? []).reduce((a: number, d) => a * Number(d), 1) * DTYPE_BYTES[p.dtype as keyof typeof DTYPE_BYTES] : -1));
+    try { return this.#n.loadModule(lib, argBytes); } catch (e) { throw cudaError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }
   launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {

@@ -57,7 +57,7 @@ export class InterpDevice implements Device {
   free(addr: bigint): void {
     this.#open("free");
     const a = this.#allocs.get(addr);
-    if (!a) throw err("E_ARG", `free: ${this.#describe(addr)}`);
+    if (!a) throw err("E_ADDRESS", `free: ${this.#describe(addr)}`);
     this.#allocs.delete(addr);
     this.#inUse -= a.bytes.byteLength;
   }
@@ -83,17 +83,17 @@ export class InterpDevice implements Device {
       if (addr >= a.base && (addr < a.base + BigInt(a.size) || (addr === a.base && nbytes === 0))) {
         const off = Number(addr - a.base);
         if (nbytes > a.size - off) {
-          throw err("E_RANGE", `${op}: range [${hex(addr)}, ${hex(addr)} + ${nbytes}) leaves the allocation at ${hex(a.base)} of ${a.size} bytes (${a.size - off} bytes available from ${hex(addr)})`);
+          throw err("E_ADDRESS", `${op}: range [${hex(addr)}, ${hex(addr)} + ${nbytes}) leaves the allocation at ${hex(a.base)} of ${a.size} bytes (${a.size - off} bytes available from ${hex(addr)})`);
         }
         return a.bytes.subarray(off, off + nbytes);
       }
     }
-    throw err("E_ARG", `${op}: ${hex(addr)} is not inside a live allocation (freed, never allocated, or past the end of one)`);
+    throw err("E_ADDRESS", `${op}: ${hex(addr)} is not inside a live allocation (freed, never allocated, or past the end of one)`);
   }
 
   #view(op: string, v: ArrayBufferView, nbytes: number): Uint8Array {
     if (!ArrayBuffer.isView(v)) throw err("E_ARG", `${op}: host must be a TypedArray`);
-    if (v.byteLength < nbytes) throw err("E_RANGE", `${op}: host buffer has ${v.byteLength} bytes, ${nbytes} requested`);
+    if (v.byteLength < nbytes) throw err("E_HOST_VIEW", `${op}: host buffer has ${v.byteLength} bytes, ${nbytes} requested`);
     return new Uint8Array(v.buffer, v.byteOffset, nbytes);
   }
 
@@ -129,9 +129,17 @@ export class InterpDevice implements Device {
   }
 
   launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
-    this.#open("launch");
+    return this.#run(this.#program("launch", module), args, kinds);
+  }
+
+  #program(op: string, module: number): Program {
+    this.#open(op);
     const program = this.#modules.get(module);
-    if (!program) throw err("E_ARG", `launch: unknown module id ${module}`);
+    if (!program) throw err("E_MODULE", `${op}: unknown module id ${module} (never loaded or already unloaded)`);
+    return program;
+  }
+
+  #run(program: Program, args: readonly unknown[], kinds: Uint8Array): number {
     const entry = program.entryFunction;
     const values: Value[] = [];
     const writeBack: { tv: TensorValue; host: ArrayBufferView; nbytes: number }[] = [];
@@ -157,7 +165,7 @@ export class InterpDevice implements Device {
       const nbytes = tv.data.byteLength;
       const host = a as ArrayBufferView;
       if (!ArrayBuffer.isView(host) || host.byteLength < nbytes) {
-        throw err("E_ARG", `launch: argument #${i + 1} host buffer has ${ArrayBuffer.isView(host) ? host.byteLength : 0} bytes, ${nbytes} needed (detached or shrunk?)`);
+        throw err("E_HOST_VIEW", `launch: argument #${i + 1} host buffer has ${ArrayBuffer.isView(host) ? host.byteLength : 0} bytes, ${nbytes} needed (detached or shrunk?)`);
       }
       if (kind !== ArgKind.HostOut) {
         new Uint8Array(tv.data.buffer, tv.data.byteOffset, nbytes).set(new Uint8Array(host.buffer, host.byteOffset, nbytes));
@@ -173,7 +181,7 @@ export class InterpDevice implements Device {
     const ns = Number(process.hrtime.bigint() - t0);
     this.#s.tasksRun += stats.tasks;
     for (const w of writeBack) {
-      if (w.host.byteLength < w.nbytes) throw err("E_ARG", `launch: an output host buffer shrank to ${w.host.byteLength} bytes during the launch`);
+      if (w.host.byteLength < w.nbytes) throw err("E_HOST_VIEW", `launch: an output host buffer shrank to ${w.host.byteLength} bytes during the launch`);
       new Uint8Array(w.host.buffer, w.host.byteOffset, w.nbytes).set(new Uint8Array(w.tv.data.buffer, w.tv.data.byteOffset, w.nbytes));
       this.#s.d2hBytes += w.nbytes;
     }
@@ -181,7 +189,11 @@ export class InterpDevice implements Device {
   }
 
   launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
-    const run = this.#queue.then(() => this.launch(module, args, kinds));
+    // The module is resolved now (as the native device does): unloading it while this launch
+    // is queued does not pull it away; a device closed meanwhile rejects with E_CLOSED.
+    let program: Program;
+    try { program = this.#program("launchAsync", module); } catch (e) { return Promise.reject(e); }
+    const run = this.#queue.then(() => { this.#open("launch"); return this.#run(program, args, kinds); });
     this.#queue = run.catch(() => undefined);
     return run;
   }

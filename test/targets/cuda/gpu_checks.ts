@@ -1,8 +1,9 @@
 // The GPU checks, as a plain list: test/targets/cuda/gpu.test.ts registers each as a vitest
 // test (describe.runIf(hasCudaGpu)), and the GPU pack's runner (scripts/gpu_check.ts) runs
 // them without vitest and prints "N passed, M failed". Each throws on a failure.
-import { ChipWorker, RunConfig, assertClose, ir, randn, tensor, zeros, type HostTensor } from "tspto";
+import { ChipWorker, HostTensor, RunConfig, assertClose, ir, randn, tensor, zeros } from "tspto";
 import type { Program } from "../../../src/ir/index.js";
+import { ArgKind } from "../../../src/targets/target.js";
 import { CudaDevice } from "../../../src/targets/cuda/index.js";
 import { corpusPrograms, exampleFiles, runExample, seedProgram } from "./corpus.js";
 
@@ -52,6 +53,39 @@ export function gpuChecks(): Check[] {
         expectEq(d.isLive(a), false, "isLive after free");
         d.close();
         expectEq(d.closed, true, "closed");
+      },
+    },
+    {
+      name: "launch safety (docs/semantics.md) on the GPU: host views checked against argBytes, bad addresses, a free deferred by a queued launch",
+      async run() {
+        const compiled = ir.compile(seedProgram(), { platform: "cuda" });
+        const shape = compiled.meta.params[0].shape as number[];
+        const n = shape.reduce((x, y) => x * y, 1);
+        const A = randn(shape, { seed: 3 }), B = randn(shape, { seed: 4 });
+        const d = new CudaDevice(DEV_OPTS);
+        const codeOf = (f: () => unknown): string => { try { f(); } catch (e) { return String((e as { code?: string }).code); } return "no error"; };
+        const pending = () => (d.stats() as { pendingFrees?: number }).pendingFrees;
+        try {
+          const m = d.load(compiled);
+          const b = d.alloc(n * 4);
+          d.h2d(b, B.data as Float32Array, n * 4);
+          const K = Uint8Array.of(ArgKind.HostIn, ArgKind.Device, ArgKind.HostOut);
+          expectEq(codeOf(() => d.launch(m, [new Float32Array(n - 1), b, new Float32Array(n)], K)), "E_HOST_VIEW", "a host In view one element short");
+          expectEq(codeOf(() => d.launch(m, [A.data, b, new Float32Array(n - 1)], K)), "E_HOST_VIEW", "a host Out view one element short");
+          const freed = d.alloc(64);
+          d.free(freed);
+          expectEq(codeOf(() => d.launch(m, [A.data, freed, new Float32Array(n)], K)), "E_ADDRESS", "a freed device tensor");
+          expectEq(codeOf(() => d.launch(m, [A.data, b + 64n, new Float32Array(n)], K)), "E_ADDRESS", "an interior device address");
+          const out = new Float32Array(n);
+          const p = d.launchAsync(m, [A.data, b, out], K);
+          d.free(b);  // the queued launch holds b: dead at once, released when it completes
+          expectEq([d.isLive(b), pending()], [false, 1], "isLive / pendingFrees after a free under a queued launch");
+          await p;
+          expectEq(pending(), 0, "pendingFrees after the launch");
+          assertClose(new HostTensor(out, shape, "float32"), A.add(B), { rtol: 1e-5, atol: 1e-5 });
+        } finally {
+          d.close();
+        }
       },
     },
     {
