@@ -101,9 +101,12 @@ describe.skipIf(!hasMpirun)("MPI world checks", () => {
     const r = await mpirun(3, child("lost_rank_child.ts"), ["stall"], 90_000);
     expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
     expect(r.status, r.out).not.toBe(0);
-    for (const survivor of [0, 2]) {
-      expect(r.out).toContain(`rank ${survivor}: caught E_MPI_TIMEOUT lostRank=undefined allReduce did not complete within 2 s (TSPTO_MPI_TIMEOUT): a rank did not join it`);
-    }
+    // The first survivor to time out exits failing, and mpirun then ends the job: under load
+    // the other survivor may be ended before its own timeout fires. At least one says why, and
+    // none completes the collective.
+    const said = [0, 2].filter((s) => r.out.includes(`rank ${s}: caught E_MPI_TIMEOUT lostRank=undefined allReduce did not complete within 2 s (TSPTO_MPI_TIMEOUT): a rank did not join it`));
+    expect(said.length, r.out).toBeGreaterThanOrEqual(1);
+    expect(r.out).not.toContain("second allReduce completed");
   });
 
   it("ranks with different numbers of devices are refused, naming both", async () => {
