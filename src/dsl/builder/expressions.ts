@@ -14,6 +14,7 @@ export abstract class ExprBuilder extends BuilderBase {
   /** `pl.<name>(...)` in an expression (ops.ts). */
   protected abstract plCall(name: string, e: ts.CallExpression): Expr;
 
+  // ------------------------------------------------------------ expressions
 
   /** A scalar expression (conditions). */
   protected scalarExpr(e: ts.Expression, what: string): Expr {

@@ -42,6 +42,9 @@ export class FunctionBuilder extends StmtBuilder {
     const attrs = Object.keys(specialized).length ? { ...(opts.attrs ?? {}), specialized } : opts.attrs ?? {};
     return mkFunc({ name: irName, fnKind: this.env.fnKind, params: fparams, returnTypes, body, attrs, span: this.span(node) });
   }
+
+  // ------------------------------------------------------------ control flow
+
   protected atStmt(call: ts.CallExpression, span: Span, out: Stmt[]): void {
     if (call.arguments.length !== 2) this.syntax("E_ARITY", `pl.at takes 2 arguments (level, body), got ${call.arguments.length}`, call);
     const [lvl, fn] = call.arguments;

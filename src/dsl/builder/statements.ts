@@ -10,6 +10,7 @@ import { PlOpBuilder } from "./ops.js";
 import { arithAssign, type Local } from "./types.js";
 
 export abstract class StmtBuilder extends PlOpBuilder {
+  // control-flow statements (function.ts)
   protected abstract ifStmt(s: ts.IfStatement, out: Stmt[]): void;
   protected abstract forOf(s: ts.ForOfStatement, out: Stmt[]): void;
   protected abstract whileStmt(s: ts.WhileStatement, out: Stmt[]): void;
@@ -17,6 +18,8 @@ export abstract class StmtBuilder extends PlOpBuilder {
   protected abstract atStmt(call: ts.CallExpression, span: Span, out: Stmt[]): void;
   protected abstract jumpStmt(kind: "yield" | "break" | "continue", call: ts.CallExpression, span: Span, out: Stmt[]): void;
   protected abstract structured(kind: "forRange" | "whileLoop" | "ifElse", call: ts.CallExpression, names: readonly ts.Identifier[], span: Span, out: Stmt[]): Var[];
+
+  // ------------------------------------------------------------ statements
 
   protected stmts(list: readonly ts.Statement[], out: Stmt[]): void {
     for (const s of list) this.stmt(s, out);
