@@ -55,3 +55,80 @@ export const add8 = pl.jit(function add8(a: pl.Tensor, b: pl.Tensor, out: pl.Out
   });
   return out;
 });
+
+export const LN_ROWS = 4096, LN_COLS = 1024, LN_TILE = 32, LN_EPS = 1e-5, LN_INV = 1 / 1024;
+/** 7. LayerNormalization over rows (scale and bias of one row): one task per band of LN_TILE rows. */
+export const layerNormRows = pl.jit(function layerNormRows(x: pl.Tensor, gamma: pl.Tensor, beta: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  for (const r of pl.range(0, LN_ROWS, LN_TILE)) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const t = pl.load(x, [r, 0], [LN_TILE, LN_COLS]);
+      const g = pl.load(gamma, [0, 0], [1, LN_COLS]);
+      const b = pl.load(beta, [0, 0], [1, LN_COLS]);
+      const tmp = pl.createTile([LN_TILE, LN_COLS], pl.FP32, pl.Mem.Vec);
+      const mean = pl.mul(pl.rowSum(t, tmp), LN_INV);
+      const centered = pl.rowExpandSub(t, mean);
+      const variance = pl.mul(pl.rowSum(pl.mul(centered, centered), tmp), LN_INV);
+      const std = pl.sqrt(pl.add(variance, LN_EPS));
+      const scaled = pl.colExpandMul(pl.rowExpandDiv(centered, std), g);
+      pl.store(pl.add(scaled, pl.colExpand(scaled, b)), [r, 0], out);
+    });
+  }
+  return out;
+});
+
+export const TS_ROWS = 4096, TS_COLS = 1024, TS_BAND = 64;
+/** 8. The issue-12 loop: two pl.at scopes over disjoint 64-row windows (region dependencies). */
+export const twoScopes = pl.jit(function twoScopes(a: pl.Tensor, mid: pl.Out<pl.Tensor>, out: pl.Out<pl.Tensor>) {
+  for (const r of pl.range(0, TS_ROWS, TS_BAND)) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const t = pl.load(a, [r, 0], [TS_BAND, TS_COLS]);
+      pl.store(pl.exp(pl.mul(t, 0.5)), [r, 0], mid);
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const t = pl.load(mid, [r, 0], [TS_BAND, TS_COLS]);
+      pl.store(pl.sub(pl.mul(t, t), 1), [r, 0], out);
+    });
+  }
+  return out;
+});
+
+// ------------------------------------------------------------------ sweeps (cost curves)
+/** Softmax over rows of [rows, 1024]: one task per band of min(32, rows) rows. */
+export function softmaxOf(rows: number) {
+  const TR = Math.min(32, rows), ROWS = rows;
+  return pl.jit(function softmaxSweep(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+    for (const r of pl.range(0, ROWS, TR)) {
+      pl.at(pl.Level.CORE_GROUP, () => {
+        const t = pl.load(a, [r, 0], [TR, 1024]);
+        const tmp = pl.createTile([TR, 1024], pl.FP32, pl.Mem.Vec);
+        const mx = pl.rowMax(t, tmp);
+        const e = pl.exp(pl.rowExpandSub(t, mx));
+        pl.store(pl.rowExpandDiv(e, pl.rowSum(e, tmp)), [r, 0], out);
+      });
+    }
+    return out;
+  }, { scope: { ROWS: rows, TR } });
+}
+
+/** Matmul n x n x n: one task per [t, t] output tile (t = min(128, n)), k in t steps. */
+export function matmulOf(n: number) {
+  const T = Math.min(128, n), N = n;
+  return pl.jit(function matmulSweep(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
+    for (const i of pl.range(0, N, T)) {
+      for (const j of pl.range(0, N, T)) {
+        pl.at(pl.Level.CORE_GROUP, () => {
+          const a0 = pl.move(pl.load(a, [i, 0], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Left);
+          const b0 = pl.move(pl.load(b, [0, j], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Right);
+          let acc = pl.matmul(a0, b0);
+          for (const k of pl.range(T, N, T)) {
+            const ak = pl.move(pl.load(a, [i, k], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Left);
+            const bk = pl.move(pl.load(b, [k, j], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Right);
+            acc = pl.matmulAcc(acc, ak, bk);
+          }
+          pl.store(acc, [i, j], c);
+        });
+      }
+    }
+    return c;
+  }, { scope: { N: n, T } });
+}

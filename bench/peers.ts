@@ -82,6 +82,123 @@ export class NativeAdd {
   close(): void { this.child.stdin.end(); this.child.kill(); }
 }
 
+// ------------------------------------------------------------------ the machine's FMA peak
+// A register-only loop of independent fused multiply-adds (24 vector accumulators, no memory
+// traffic) on `threads` threads at once: the arithmetic peak matmul is measured against.
+// Widest FMA the build flags allow: AVX-512 (16 lanes), else AVX2 FMA (8), else scalar fmaf.
+const FMA_PEAK = String.raw`
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
+typedef __m512 V; static const int LANES = 16;
+static inline V fma_(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline V set1(float x) { return _mm512_set1_ps(x); }
+static inline float first(V v) { return _mm512_cvtss_f32(v); }
+#elif defined(__FMA__)
+typedef __m256 V; static const int LANES = 8;
+static inline V fma_(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+static inline V set1(float x) { return _mm256_set1_ps(x); }
+static inline float first(V v) { return _mm256_cvtss_f32(v); }
+#else
+typedef float V; static const int LANES = 1;
+static inline V fma_(V a, V b, V c) { return std::fma(a, b, c); }
+static inline V set1(float x) { return x; }
+static inline float first(V v) { return v; }
+#endif
+#define R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+static float run(long iters) {
+  V x = set1(0.999f), y = set1(1e-4f);
+#define D(i) V a##i = set1(1e-3f * i), b##i = set1(2e-3f * i), c##i = set1(3e-3f * i);
+  R8(D)
+  for (long it = 0; it < iters; ++it) {
+#define F(i) a##i = fma_(a##i, x, y); b##i = fma_(b##i, x, y); c##i = fma_(c##i, x, y);
+    R8(F)
+    __asm__ volatile("" : "+x"(x));
+  }
+  float s = 0;
+#define S(i) s += first(a##i) + first(b##i) + first(c##i);
+  R8(S)
+  return s;
+}
+int main(int argc, char** argv) {
+  const int threads = std::atoi(argv[1]);
+  const long iters = std::atol(argv[2]);
+  std::string line;
+  volatile float sink = 0;
+  while (std::getline(std::cin, line)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> ts;
+    std::vector<float> out(threads);
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { out[t] = run(iters); });
+    for (auto& t : ts) t.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (float v : out) sink = sink + v;
+    std::printf("%.3f %d\n", 2.0 * LANES * 24 * iters * threads / s / 1e9, LANES);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+`;
+
+/** A long-lived process answering one line per request (`measure()` -> the first number). */
+class LineProcess {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly lines: Interface;
+  private readonly waiting: ((l: string) => void)[] = [];
+  constructor(exe: string, args: string[]) {
+    this.child = spawn(exe, args);
+    this.lines = createInterface({ input: this.child.stdout });
+    this.lines.on("line", (l) => this.waiting.shift()?.(l));
+  }
+  request(): Promise<string> {
+    return new Promise((resolve) => { this.waiting.push(resolve); this.child.stdin.write("go\n"); });
+  }
+  close(): void { this.child.stdin.end(); this.child.kill(); }
+}
+
+/** The FMA peak on `threads` threads: `measure()` gives GFLOP/s of one burst (~50-100 ms). */
+export class FmaPeak {
+  private readonly p: LineProcess;
+  lanes = 0;
+  constructor(dir: string, threads: number) {
+    const exe = build(dir, "fma_peak", FMA_PEAK, ["-std=c++17", "-O2", "-march=native"]);
+    this.p = new LineProcess(exe, [String(threads), "4000000"]);
+  }
+  async measure(): Promise<number> {
+    const [g, lanes] = (await this.p.request()).split(" ").map(Number);
+    this.lanes = lanes;
+    return g;
+  }
+  close(): void { this.p.close(); }
+}
+
+// ------------------------------------------------------------------ plain JS softmax / matmul
+export function jsSoftmax(a: Float32Array, o: Float32Array, cols: number): void {
+  for (let r = 0; r < a.length; r += cols) {
+    let m = -Infinity;
+    for (let j = 0; j < cols; j++) m = Math.max(m, a[r + j]);
+    let s = 0;
+    for (let j = 0; j < cols; j++) { const e = Math.exp(a[r + j] - m); o[r + j] = e; s += e; }
+    for (let j = 0; j < cols; j++) o[r + j] /= s;
+  }
+}
+export function jsMatmul(a: Float32Array, b: Float32Array, c: Float32Array, n: number): void {
+  c.fill(0);
+  for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) {
+    const x = a[i * n + k];
+    for (let j = 0; j < n; j++) c[i * n + j] += x * b[k * n + j];
+  }
+}
+
 // ------------------------------------------------------------------ scheduler: empty tasks
 const EMPTY_TASKS = String.raw`
 #include "tspto_abi.h"

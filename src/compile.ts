@@ -2,7 +2,7 @@
 // The glue between the rooms: the target's device facts into the passes (when the program is
 // not lowered yet), the target's build, the runtime handle.
 import type { Program } from "./ir/index.js";
-import { isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
+import { checkFpContract, isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
 import { DEFAULT_PLATFORM, getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
@@ -16,6 +16,9 @@ export interface CompileOptions {
   dumpPasses?: boolean;
   /** The pass pipeline for a program not lowered yet (default: DEFAULT_PASSES). */
   passes?: readonly Pass[];
+  // fpContract (issue 12, plumbing only): forwarded to the passes (PassContext.fpContract).
+  /** Float matmul contraction: "fast" (fused multiply-add, default) or "off". Applies to a program not lowered yet. */
+  fpContract?: "fast" | "off";
 }
 
 /** Pass dumps of programs produced by JitFunction.lower, so that compile can write them. */
@@ -25,17 +28,18 @@ export function rememberDumps(p: Program, dumps: PassDump[]): void {
 }
 
 /** Runs the pass pipeline with the facts of `platform`'s device. */
-export function lowerFor(program: Program, platform: string, opts: { dump?: boolean; passes?: readonly Pass[] } = {}) {
+export function lowerFor(program: Program, platform: string, opts: { dump?: boolean; passes?: readonly Pass[]; fpContract?: "fast" | "off" } = {}) {
   const target = getTarget(platform);
-  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, dump: opts.dump, passes: opts.passes });
+  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, dump: opts.dump, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
 }
 
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {
   const target = getTarget(opts.platform ?? DEFAULT_PLATFORM);
+  if (opts.fpContract !== undefined) checkFpContract(opts.fpContract);  // issue 12
   let lowered = program;
   let dumps: PassDump[] | undefined = dumpsOf.get(program);
   if (!isLowered(program)) {
-    const r = lowerFor(program, target.name, { dump: !!opts.dumpPasses, passes: opts.passes });
+    const r = lowerFor(program, target.name, { dump: !!opts.dumpPasses, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
     lowered = r.program;
     dumps = r.dumps;
   }

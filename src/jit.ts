@@ -61,6 +61,7 @@ interface FastEntry {
   readonly hash: number;
   readonly platform: string;
   readonly deviceId: number;
+  readonly fpContract: "fast" | "off";  // issue 12
   readonly sig: readonly ArgSig[];
   readonly compiled: CompiledProgram;
   /** The in-memory cache key (the entry is live while the LRU holds it). */
@@ -132,14 +133,14 @@ export function createJitFunction(def: KernelDef): JitFunction {
   };
 
   /** Binds call arguments to parameters; the key holds everything that changes the output. */
-  const bind = (args: unknown[], platform: string): { bindings: ParamBinding[]; spec: Spec } => {
+  const bind = (args: unknown[], platform: string, fp: "fast" | "off" = "fast"): { bindings: ParamBinding[]; spec: Spec } => {
     const params = paramInfo(def);
     if (args.length !== params.length) {
       throw new TsptoRuntimeError("E_ARITY", `'${def.name}' takes ${params.length} arguments (${params.map((p) => p.name).join(", ")}), got ${args.length}`,
         callerSpan(), "pass one argument per kernel parameter, optionally followed by a RunConfig");
     }
     dynamic ??= params.map((p) => p.kind === "scalar" && p.annotated?.kind === "scalar");
-    let key = platform;
+    let key = fp === "fast" ? platform : `${platform}|fpContract=${fp}`;  // issue 12: the contraction mode changes the program
     const sig: ArgSig[] = [];
     const bindings: ParamBinding[] = params.map((p, i) => {
       const a = args[i];
@@ -171,11 +172,11 @@ export function createJitFunction(def: KernelDef): JitFunction {
     return { bindings, spec: { key, platform, sig } };
   };
 
-  const lowerFrom = (bindings: ParamBinding[], platform: string, phases?: { parse: number; passes: number }) => {
+  const lowerFrom = (bindings: ParamBinding[], platform: string, phases?: { parse: number; passes: number }, fpContract: "fast" | "off" = "fast") => {
     const t0 = performance.now();
     const program = parseKernel(def, bindings);
     const t1 = performance.now();
-    const r = lowerFor(program, platform, { dump: true });
+    const r = lowerFor(program, platform, { dump: true, fpContract });
     if (phases) { phases.parse = t1 - t0; phases.passes = performance.now() - t1; }
     // Self-checks (tests set TSPTO_ROUNDTRIP=1): every program built, and its form after every
     // pass, must print as kernel source that parses back to a structurally equal program.
@@ -209,7 +210,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     if (logOn("recompiles")) log(`${lastSpec || reason.startsWith("disk") ? "recompiling" : "compiling"} ${def.name}: ${reason}`);
     const phases = { parse: 0, passes: 0 };
     const t0 = performance.now();
-    const lowered = lowerFrom(bindings, platform, phases);
+    const lowered = lowerFrom(bindings, platform, phases, cfg.fpContract);
     const t1 = performance.now();
     const progress = logOn("compile") && process.stderr.isTTY;
     if (progress) process.stderr.write(`tspto: compile ${def.name}: building for ${platform} ...\r`);
@@ -237,7 +238,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
       throw new TsptoRuntimeError("E_NOT_ENTRY", `'${def.name}' is a pl.jit.${def.kind} kernel; it can only be called from a pl.jit entry`, def.site ?? undefined,
         "call it from a function wrapped with pl.jit, or wrap it with pl.jit to make it an entry");
     }
-    const { bindings, spec } = bind(args, cfg.platform);
+    const { bindings, spec } = bind(args, cfg.platform, cfg.fpContract);
     let c = cache.get(spec.key);
     if (!c) {
       c = build(bindings, spec, cfg);
@@ -255,9 +256,9 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const hash = argsHash(args, args.length, dynamic, seedOf(cfg));
     if (hash < 0) return;
     const list = fast.get(hash) ?? [];
-    if (list.some((e) => e.compiled === compiled && e.platform === cfg.platform && e.deviceId === cfg.deviceId)) return;
+    if (list.some((e) => e.compiled === compiled && e.platform === cfg.platform && e.deviceId === cfg.deviceId && e.fpContract === cfg.fpContract)) return;
     if (fastCount >= FAST_MAX) { fast.clear(); fastCount = 0; }
-    list.push({ hash, platform: cfg.platform, deviceId: cfg.deviceId, sig: spec.sig, compiled, key: spec.key, worker: null, reg: null });
+    list.push({ hash, platform: cfg.platform, deviceId: cfg.deviceId, fpContract: cfg.fpContract, sig: spec.sig, compiled, key: spec.key, worker: null, reg: null });
     fast.set(hash, list);
     fastCount++;
   };
@@ -275,7 +276,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const list = fast.get(hash);
     if (!list) return null;
     for (const e of list) {
-      if (e.platform !== cfg.platform || e.deviceId !== cfg.deviceId) continue;
+      if (e.platform !== cfg.platform || e.deviceId !== cfg.deviceId || e.fpContract !== cfg.fpContract) continue;
       if (!e.reg || !e.worker || e.worker.closed || e.reg.closed) {
         if (!cache.has(e.key)) return null; // evicted from the LRU: the full path decides
         e.worker = defaultWorker(cfg);
@@ -298,7 +299,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     name: { value: def.name },
     def: { value: def },
     compile: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return compiledFor(args, cfg); } },
-    lower: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return lowerFrom(bind(args, cfg.platform).bindings, cfg.platform); } },
+    lower: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return lowerFrom(bind(args, cfg.platform, cfg.fpContract).bindings, cfg.platform, undefined, cfg.fpContract); } },
     cacheSize: { get: () => cache.size },
     clearCache: { value: () => { cache.clear(); fast.clear(); fastCount = 0; } },
   });

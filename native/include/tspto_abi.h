@@ -20,7 +20,8 @@
 #define TSPTO_ABI_H
 #include <stdint.h>
 
-#define TSPTO_ABI_VERSION 1
+// 2: TsptoAccess describes tensor windows (rank, dims, offsets, extents).
+#define TSPTO_ABI_VERSION 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,12 +31,27 @@ typedef void (*TsptoKernelFn)(const int64_t* args);
 
 // One memory region a task touches; the scheduler derives ordering from overlapping
 // regions (write-after-read, read-after-write, write-after-write).
+//
+// rank 0: a plain byte range [base, base + nbytes).
+// rank 1..TSPTO_MAX_RANK: a window of a row-major tensor: `tensor` is the address of its
+// first element, `dims` its shape, `elem_bytes` its element size, and the window covers
+// offsets[i] <= index[i] < offsets[i] + extents[i] on every axis. The runtime clamps the
+// window to the tensor and sets base/nbytes to the window's byte hull (traces, argument
+// dumps). Two windows of the same tensor (same address, rank, dims and element size)
+// conflict only when their boxes overlap on every axis, so tasks on disjoint rows or
+// columns of one tensor run in parallel; any other pair is compared by byte hulls.
+#define TSPTO_MAX_RANK 4
 enum { TSPTO_ACCESS_READ = 1, TSPTO_ACCESS_WRITE = 2, TSPTO_ACCESS_READWRITE = 3 };
 typedef struct TsptoAccess {
-  int64_t base;   // device address of the first byte
-  int64_t nbytes; // extent in bytes
+  int64_t base;   // rank 0: device address of the first byte (rank > 0: set by the runtime)
+  int64_t nbytes; // rank 0: extent in bytes (rank > 0: set by the runtime)
   int32_t mode;   // TSPTO_ACCESS_*
-  int32_t reserved;
+  int32_t rank;   // 0: byte range; 1..TSPTO_MAX_RANK: tensor window
+  int64_t tensor;      // rank > 0: device address of the tensor's first element
+  int64_t elem_bytes;  // rank > 0: bytes per element
+  int64_t dims[TSPTO_MAX_RANK];     // rank > 0: the tensor's shape
+  int64_t offsets[TSPTO_MAX_RANK];  // rank > 0: the window's first index per axis
+  int64_t extents[TSPTO_MAX_RANK];  // rank > 0: the window's shape
 } TsptoAccess;
 
 typedef struct TsptoRuntimeApi {
@@ -60,8 +76,7 @@ typedef struct TsptoRuntimeApi {
   // Non-zero once a failure has been recorded; kernels and orchestration may stop early.
   int (*failed)(void* ctx);
   // Core threads executing tasks (>= 1). The orchestration may use it to split a parallel
-  // loop into about this many tasks (SPMD by rows). Appended to version 1 of the ABI:
-  // everything above keeps its layout.
+  // loop into about this many tasks (SPMD by rows).
   int32_t core_count;
   int32_t reserved0;
 } TsptoRuntimeApi;

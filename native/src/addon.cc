@@ -661,6 +661,23 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
           y.Set("base", Napi::BigInt::New(env, static_cast<uint64_t>(a.access.base)));
           y.Set("nbytes", num(static_cast<double>(a.access.nbytes)));
           y.Set("mode", num(a.access.mode));
+          if (a.access.rank > 0) {
+            // the tensor window (clamped by the scheduler); base/nbytes are its byte hull
+            Napi::Object w = Napi::Object::New(env);
+            w.Set("tensor", Napi::BigInt::New(env, static_cast<uint64_t>(a.access.tensor)));
+            w.Set("elemBytes", num(static_cast<double>(a.access.elem_bytes)));
+            Napi::Array dims = Napi::Array::New(env, a.access.rank), offs = Napi::Array::New(env, a.access.rank),
+                        ext = Napi::Array::New(env, a.access.rank);
+            for (int32_t d = 0; d < a.access.rank; ++d) {
+              dims.Set(d, num(static_cast<double>(a.access.dims[d])));
+              offs.Set(d, num(static_cast<double>(a.access.offsets[d])));
+              ext.Set(d, num(static_cast<double>(a.access.extents[d])));
+            }
+            w.Set("dims", dims);
+            w.Set("offsets", offs);
+            w.Set("extents", ext);
+            y.Set("window", w);
+          }
           if ((tr->mask & kTraceDump) != 0) {
             y.Set("before", Napi::Buffer<uint8_t>::Copy(env, a.before.data(), a.before.size()));
             y.Set("after", Napi::Buffer<uint8_t>::Copy(env, a.after.data(), a.after.size()));

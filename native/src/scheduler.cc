@@ -60,8 +60,47 @@ void LockSpin(std::unique_lock<std::mutex>& lock) {
   lock.lock();
 }
 
+bool SameTensor(const TsptoAccess& a, const TsptoAccess& b) {
+  if (a.rank == 0 || a.rank != b.rank || a.tensor != b.tensor || a.elem_bytes != b.elem_bytes) return false;
+  for (int32_t i = 0; i < a.rank; ++i) {
+    if (a.dims[i] != b.dims[i]) return false;
+  }
+  return true;
+}
+
 bool Overlaps(const TsptoAccess& a, const TsptoAccess& b) {
-  return a.base < b.base + b.nbytes && b.base < a.base + a.nbytes;
+  if (!(a.base < b.base + b.nbytes && b.base < a.base + a.nbytes)) return false;
+  if (!SameTensor(a, b)) return true;  // byte hulls overlap
+  // Two windows of one tensor: boxes overlap on every axis.
+  for (int32_t i = 0; i < a.rank; ++i) {
+    if (!(a.offsets[i] < b.offsets[i] + b.extents[i] && b.offsets[i] < a.offsets[i] + a.extents[i])) return false;
+  }
+  return true;
+}
+
+// Clamps a window to its tensor and sets base/nbytes to its byte hull (0/0 when empty).
+void NormalizeWindow(TsptoAccess& a) {
+  int64_t first = 0, last = 0, stride = 1;
+  bool empty = false;
+  for (int32_t d = a.rank - 1; d >= 0; --d) {
+    int64_t lo = std::max<int64_t>(0, std::min(a.offsets[d], a.dims[d]));
+    int64_t hi = a.offsets[d] + std::max<int64_t>(0, a.extents[d]);
+    hi = std::max(lo, std::min(hi, a.dims[d]));
+    a.offsets[d] = lo;
+    a.extents[d] = hi - lo;
+    if (hi == lo) empty = true;
+    first += lo * stride;
+    last += (hi - 1) * stride;
+    stride *= a.dims[d];
+  }
+  for (int32_t d = a.rank; d < TSPTO_MAX_RANK; ++d) a.dims[d] = a.offsets[d] = a.extents[d] = 0;
+  if (empty) {
+    a.base = 0;
+    a.nbytes = 0;
+    return;
+  }
+  a.base = a.tensor + first * a.elem_bytes;
+  a.nbytes = (last - first + 1) * a.elem_bytes;
 }
 
 bool Conflicts(const TsptoAccess& a, const TsptoAccess& b) {
@@ -186,10 +225,23 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   if (nargs < 0 || (nargs > 0 && args == nullptr)) return "submit: invalid argument slots (nargs=" + std::to_string(nargs) + ")";
   if (naccesses < 0 || (naccesses > 0 && accesses == nullptr)) return "submit: invalid accesses (naccesses=" + std::to_string(naccesses) + ")";
   for (int32_t i = 0; i < naccesses; ++i) {
-    const int32_t mode = accesses[i].mode;
+    const TsptoAccess& a = accesses[i];
+    const int32_t mode = a.mode;
     if (mode != TSPTO_ACCESS_READ && mode != TSPTO_ACCESS_WRITE && mode != TSPTO_ACCESS_READWRITE) {
       return "submit: access " + std::to_string(i) + " of task '" + (name ? name : "?") +
              "' has invalid mode " + std::to_string(mode);
+    }
+    if (a.rank < 0 || a.rank > TSPTO_MAX_RANK || (a.rank > 0 && a.elem_bytes <= 0)) {
+      return "submit: access " + std::to_string(i) + " of task '" + (name ? name : "?") +
+             "' has invalid window (rank " + std::to_string(a.rank) + ", element size " +
+             std::to_string(a.elem_bytes) + "; rank must be 0.." + std::to_string(TSPTO_MAX_RANK) +
+             " and a window needs a positive element size)";
+    }
+    for (int32_t d = 0; d < a.rank; ++d) {
+      if (a.dims[d] < 0) {
+        return "submit: access " + std::to_string(i) + " of task '" + (name ? name : "?") +
+               "' has negative dimension " + std::to_string(a.dims[d]) + " on axis " + std::to_string(d);
+      }
     }
   }
   const uint64_t heap_bytes = sizeof(int64_t) * (static_cast<uint64_t>(nargs) + 2) +
@@ -204,6 +256,21 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
            " bytes, so it can never be submitted; raise RunConfig.ringHeap (at least " +
            std::to_string(heap_bytes) + ")";
   }
+
+  // Windows: clamp to the tensor and fill in the byte hull (an empty window touches nothing).
+  const TsptoAccess* acc = accesses;
+  if (naccesses > 0) {
+    bool windows = false;
+    for (int32_t i = 0; i < naccesses; ++i) windows = windows || accesses[i].rank > 0;
+    if (windows) {
+      norm_.assign(accesses, accesses + naccesses);
+      for (TsptoAccess& a : norm_) {
+        if (a.rank > 0) NormalizeWindow(a);
+      }
+      acc = norm_.data();
+    }
+  }
+  accesses = acc;
 
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   LockSpin(lock);
@@ -247,7 +314,7 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   t.args.push_back(hooks_.api_address);
   t.accesses.clear();
   for (int32_t i = 0; i < naccesses; ++i) {
-    if (accesses[i].nbytes > 0) t.accesses.push_back(accesses[i]);
+    if (accesses[i].nbytes > 0) t.accesses.push_back(accesses[i]);  // empty windows: nbytes 0
   }
   t.successors.clear();
   t.heap_bytes = heap_bytes;

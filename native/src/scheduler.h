@@ -10,7 +10,9 @@
 //   a deadlock message naming RunConfig.ringHeap.
 // * Dependencies are derived at submission from the task's accesses: the new task waits
 //   for every earlier, unfinished task with an overlapping region where at least one of the
-//   two accesses writes (RAW, WAR, WAW). Tasks without conflicts run in parallel.
+//   two accesses writes (RAW, WAR, WAW). Regions are byte ranges or tensor windows (see
+//   TsptoAccess): two windows of one tensor overlap only when their boxes do, so tasks on
+//   disjoint rows/columns of a tensor run in parallel. Tasks without conflicts run in parallel.
 // * Core threads take ready tasks in submission order. Each owns a 64-byte-aligned scratch
 //   arena; the runtime appends [scratch address, runtime-api address] to the task's slots.
 // * Idle threads spin briefly, then park on a condition variable: no CPU when idle.
@@ -168,6 +170,7 @@ class Scheduler {
   uint64_t deps_used_ = 0;                // mu_
   int64_t last_end_ns_ = 0;               // mu_
   std::vector<uint32_t> preds_;           // mu_, reused by FindPredecessors
+  std::vector<TsptoAccess> norm_;         // orchestration thread: Submit's normalized windows
   // The last submitted task when it was ready at submission: not yet in ready_, so the
   // orchestration thread can run it itself in WaitAll. Published by the next Submit.
   // Only the orchestration thread reads or writes it.

@@ -443,14 +443,14 @@ export function dim(tensor: Tensor, axis: number): number;
 export function dim(...args: any[]): any {
   return notRunnable("dim");
 }
-/** matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it */
-export function matmul(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType }): Tile<any, any, Mem.Acc, any>;
-export function matmul<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D }): Tensor<any, D>;
+/** matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order, fused multiply-add with fpContract "fast"; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it */
+export function matmul(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType; readonly fpContract?: 'fast' | 'off' }): Tile<any, any, Mem.Acc, any>;
+export function matmul<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D; readonly fpContract?: 'fast' | 'off' }): Tensor<any, D>;
 export function matmul(...args: any[]): any {
   return notRunnable("matmul");
 }
-/** matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type) */
-export function matmulAcc<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T;
+/** matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans?, fpContract? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type) */
+export function matmulAcc<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly fpContract?: 'fast' | 'off' }): T;
 export function matmulAcc(...args: any[]): any {
   return notRunnable("matmulAcc");
 }

@@ -7,7 +7,7 @@ import { mkAssign, mkVar, getOp, type Expr, type Func, type Stmt } from "../ir/i
 import type { Pass } from "./manager.js";
 
 /** Elementwise tile ops: fusable into the expression that consumes them. */
-function isFusable(e: Expr): boolean {
+export function isFusable(e: Expr): boolean {
   if (e.kind !== "call" || e.op === "call" || e.type.kind !== "tile") return false;
   const op = getOp(e.op);
   if (op.fusable === false) return false;

@@ -121,3 +121,57 @@ export function unreadScratchTiles(fn: Func): Set<number> {
   return created;
 }
 const REDUCTION_OPS = new Set(["rowSum", "rowMax", "rowMin", "colSum", "colMax", "colMin"].map((n) => `tile.${n}`));
+
+/**
+ * Matmul operand forwarding (cpu codegen): an operand of a float32 tile.matmul / matmulAcc
+ * that is `load(t, off, S)` or `move(load(t, off, S))`, each used only once and in the same
+ * statement list as the matmul with no store or call in between, is read by the matmul straight
+ * from the tensor window (row stride = the tensor's row length) instead of being copied into
+ * scratch twice. Moves are numerically the identity, so the values are the same. Returns, per
+ * skipped tile variable (the load's and the move's), the load; and per matmul operand variable
+ * the load it reads.
+ */
+export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; operands: Map<number, Extract<Expr, { kind: "call" }>> } {
+  const skipped = new Set<number>();
+  const operands = new Map<number, Extract<Expr, { kind: "call" }>>();
+  const uses = new Map<number, number>();
+  forEachExpr(fn.body, (e) => { if (e.kind === "var") uses.set(e.id, (uses.get(e.id) ?? 0) + 1); });
+  const block = (ss: readonly Stmt[]): void => {
+    // tile var -> [statement index, defining call]
+    const defs = new Map<number, { at: number; call: Extract<Expr, { kind: "call" }> }>();
+    let barrier = -1; // index of the last statement that may write a tensor
+    ss.forEach((s, i) => {
+      if (s.kind === "for" || s.kind === "while") { block(s.body); barrier = i; return; }
+      if (s.kind === "if") { block(s.then); block(s.else); barrier = i; return; }
+      if (s.kind === "eval") { barrier = i; return; }
+      if (s.kind !== "assign" || s.targets.length !== 1 || s.value.kind !== "call") { if (s.kind !== "assign") barrier = i; return; }
+      const v = s.targets[0], call = s.value;
+      if (call.op === "tile.load" || call.op === "tile.move") { defs.set(v.id, { at: i, call }); return; }
+      if (call.op === "call" || call.op.startsWith("tensor.") || call.op === "tile.store") { barrier = i; return; }
+      if (call.op !== "tile.matmul" && call.op !== "tile.matmulAcc") return;
+      const base = call.op === "tile.matmul" ? 0 : 1;
+      for (const a of [call.args[base], call.args[base + 1]]) {
+        if (!a || a.kind !== "var" || (uses.get(a.id) ?? 0) !== 1 || operands.has(a.id)) continue;
+        let d = defs.get(a.id);
+        const chain = [a.id];
+        if (d && d.call.op === "tile.move") {
+          const src = d.call.args[0];
+          if (src.kind !== "var" || (uses.get(src.id) ?? 0) !== 1) continue;
+          chain.push(src.id);
+          d = defs.get(src.id);
+        }
+        if (!d || d.call.op !== "tile.load" || d.at <= barrier) continue;
+        const load = d.call;
+        const lt = load.type as TileType, ten = load.args[0];
+        if (ten.kind !== "var" || ten.type.kind !== "tensor") continue;
+        const tt = ten.type as TensorType;
+        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2 || !tt.shape.every((x) => typeof x === "number")) continue;
+        if (lt.validShape || load.attrs.pad !== undefined || load.attrs.validShape != null) continue;
+        operands.set(a.id, load);
+        for (const id of chain) skipped.add(id);
+      }
+    });
+  };
+  block(fn.body);
+  return { skipped, operands };
+}

@@ -1,12 +1,17 @@
 // The pass manager: runs named passes in order, verifies the IR between passes when asked
 // (tests, TSPTO_VERIFY=1), and records a dump of the program after each pass.
-import { Program, verifyProgram, type VerifyOptions } from "../ir/index.js";
+import { Program, TsptoConfigError, verifyProgram, type FpContract, type VerifyOptions } from "../ir/index.js";
 
 /** What the passes know about the target: facts from its device description, never its name. */
 export interface PassContext {
   /** Per-core scratch capacity in bytes (memory planning, tile sizes). */
   readonly scratchCapacity: number;
+  /** Floating-point contraction of float matmul (FpContract pass): "fast" (fused multiply-add) or "off"; absent: DEFAULT_FP_CONTRACT. */
+  readonly fpContract?: FpContract;
 }
+
+/** The default contraction mode: fused multiply-add in float matmul (twice the arithmetic peak). */
+export const DEFAULT_FP_CONTRACT: FpContract = "fast";
 
 export interface Pass {
   readonly name: string;
@@ -24,6 +29,8 @@ export interface PipelineOptions {
   verify?: boolean;
   /** Keep the program after each pass (dumps). */
   dump?: boolean;
+  /** Float matmul contraction mode (default DEFAULT_FP_CONTRACT). */
+  fpContract?: FpContract;
   /** Replace or wrap passes (tests inject a broken pass this way). */
   passes?: readonly Pass[];
 }
@@ -34,7 +41,7 @@ export class PassManager {
   constructor(readonly passes: readonly Pass[]) {}
 
   run(input: Program, opts: PipelineOptions = {}): PipelineResult {
-    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY };
+    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT) };
     const verify = opts.verify ?? process.env.TSPTO_VERIFY === "1";
     const dumps: PassDump[] = [];
     const timings: { pass: string; ms: number }[] = [];
@@ -67,3 +74,13 @@ function dumpOf(index: number, pass: string, program: Program): PassDump {
 
 /** Default per-core scratch capacity on cpu: 1 MiB. */
 export const DEFAULT_SCRATCH_CAPACITY = 1 << 20;
+
+/** Validates a contraction mode given as an option (ir.compile, lowerProgram): TsptoConfigError E_CONFIG, argument "fpContract". */
+export function checkFpContract(m: unknown): FpContract {
+  if (m !== "fast" && m !== "off") {
+    throw new TsptoConfigError("E_CONFIG", `fpContract must be "fast" or "off", got ${JSON.stringify(m)}`, undefined,
+      `"fast" (default) accumulates float matmul with fused multiply-add; "off" rounds each product and sum separately (bit-reproducible without FMA)`,
+      { argument: "fpContract" });
+  }
+  return m;
+}

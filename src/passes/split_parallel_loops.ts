@@ -60,6 +60,7 @@ function planFor(f: Func): Plan | null {
     (s.kind === "if" && (topLevelJump(s.then) || topLevelJump(s.else))));
   if (topLevelJump(loop.body)) return null;
 
+  const innerLast = new Map<number, number>(); // inner loop var -> its last value (constant bounds)
   const visitExpr = (e: Expr): void => {
     if (!ok) return;
     if (e.kind === "list") { e.items.forEach(visitExpr); return; }
@@ -92,7 +93,17 @@ function planFor(f: Func): Plan | null {
     const offs = e.args[1];
     const first = offs.kind === "list" ? offs.items[0] : undefined;
     offs.kind === "list" && offs.items.forEach(visitExpr);
-    const banded = first !== undefined && first.kind === "var" && first.id === loop.loopVar.id && Number.isInteger(rowExtent) && rowExtent > 0;
+    // the first offset is the loop variable, or the loop variable plus the variable of an
+    // inner loop over [0, n) with a constant bound (the row loop of FuseRows): rows lv .. lv + n - 1 + extent
+    let inner = 0;
+    const isLv = (x: Expr | undefined) => x !== undefined && x.kind === "var" && x.id === loop.loopVar.id;
+    let ok0 = isLv(first);
+    if (!ok0 && first?.kind === "call" && first.op === "scalar.add" && isLv(first.args[0]) && first.args[1].kind === "var") {
+      const last = innerLast.get(first.args[1].id);
+      if (last !== undefined) { ok0 = true; inner = last; }
+    }
+    if (ok0 && inner > 0) rowExtent += inner;
+    const banded = ok0 && Number.isInteger(rowExtent) && rowExtent > 0;
     const prev = extent.get(pi);
     if (!banded) extent.set(pi, -1);
     else if (prev === undefined) extent.set(pi, rowExtent);
@@ -107,7 +118,13 @@ function planFor(f: Func): Plan | null {
           if (s.targets.some((v) => v.type.kind === "tensor")) { ok = false; return; }
           visitExpr(s.value); break;
         case "eval": visitExpr(s.expr); break;
-        case "for": [s.start, s.stop, s.step, ...s.inits].forEach(visitExpr); visit(s.body); break;
+        case "for": {
+          [s.start, s.stop, s.step, ...s.inits].forEach(visitExpr);
+          const a = intConst(s.start), b = intConst(s.stop), st = intConst(s.step);
+          if (a !== null && b !== null && st !== null && a >= 0 && st > 0 && b > a) innerLast.set(s.loopVar.id, a + Math.floor((b - a - 1) / st) * st);
+          visit(s.body);
+          break;
+        }
         case "while": s.inits.forEach(visitExpr); visitExpr(s.cond); visit(s.body); break;
         case "if": visitExpr(s.cond); visit(s.then); visit(s.else); break;
         case "yield": case "break": case "continue": case "return": s.values.forEach(visitExpr); break;

@@ -52,6 +52,9 @@ export interface RunConfigOptions {
   codegenOnly?: boolean;
   /** Where compiled artifacts go; forwarded by `compileKwargs()` as `outputDir`. */
   saveKernelsDir?: string;
+  // issue 12 (plumbing): the compile option, part of the jit specialization key.
+  /** Float matmul contraction: "fast" (fused multiply-add, default) or "off" (bit-reproducible without FMA). */
+  fpContract?: "fast" | "off";
 }
 
 export const DEFAULT_RING_TASK_WINDOW = 1024;
@@ -63,7 +66,7 @@ const RING_DEPTHS = 4;
 const OPTION_NAMES = [
   "platform", "deviceId", "enableChipSwimlane", "enableDepGen", "enablePmu", "enableDumpArgs",
   "enableScopeStats", "ringTaskWindow", "ringHeap", "ringDepPool", "aicpuThreadNum", "rtol", "atol",
-  "goldenDataDir", "saveKernels", "codegenOnly", "saveKernelsDir",
+  "goldenDataDir", "saveKernels", "codegenOnly", "saveKernelsDir", "fpContract",
 ] as const satisfies readonly (keyof RunConfigOptions)[];
 
 /** The option names `new RunConfig` accepts. */
@@ -193,6 +196,7 @@ export class RunConfig {
   readonly saveKernels: boolean;
   readonly codegenOnly: boolean;
   readonly saveKernelsDir: string | undefined;
+  readonly fpContract: "fast" | "off";
 
   constructor(opts: RunConfigOptions = {}) {
     if (opts === null || typeof opts !== "object" || Array.isArray(opts)) {
@@ -238,6 +242,9 @@ export class RunConfig {
     this.saveKernels = boolField("saveKernels", get("saveKernels") ?? false);
     this.codegenOnly = boolField("codegenOnly", get("codegenOnly") ?? false);
     this.saveKernelsDir = get("saveKernelsDir") === undefined ? undefined : dirField("saveKernelsDir", get("saveKernelsDir"));
+    const fp = get("fpContract") ?? "fast";
+    if (fp !== "fast" && fp !== "off") fail(typeof fp === "string" ? "range" : "type", "fpContract", `"fast" or "off"`, fp);
+    this.fpContract = fp;
     Object.defineProperty(this, BRAND, { value: true });
     Object.freeze(this);
   }
@@ -247,11 +254,12 @@ export class RunConfig {
     return x instanceof RunConfig || (x !== null && typeof x === "object" && (x as Record<symbol, unknown>)[BRAND] === true);
   }
 
-  /** Options for `ir.compile`: the platform, and `outputDir` when `saveKernelsDir` is set. */
-  compileKwargs(): { platform: string; outputDir?: string } {
+  /** Options for `ir.compile`: the platform, `outputDir` when `saveKernelsDir` is set, and `fpContract` when not the default. */
+  compileKwargs(): { platform: string; outputDir?: string; fpContract?: "fast" | "off" } {
+    const fp = this.fpContract === "fast" ? {} : { fpContract: this.fpContract };
     return this.saveKernelsDir === undefined
-      ? { platform: this.platform }
-      : { platform: this.platform, outputDir: this.saveKernelsDir };
+      ? { platform: this.platform, ...fp }
+      : { platform: this.platform, outputDir: this.saveKernelsDir, ...fp };
   }
 
   /** A new validated config with `overrides` applied (an explicit `undefined` restores the default). */

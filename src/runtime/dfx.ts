@@ -18,6 +18,8 @@ const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
 /** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
 const DUMP_L1_BYTES = 128;
 
+export type { NativeTrace, NativeTraceAccess, NativeTraceTask };
+
 /** The recording mask and snapshot byte cap a RunConfig asks for (0: record nothing). */
 export function recordingOf(cfg: RunConfig): { mask: number; dumpBytes: number } {
   let mask = 0;
@@ -73,7 +75,10 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     const level = cfg.enableChipSwimlane;
     const ev: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
     const usedCores = new Set(tasks.map((t) => t.core));
-    for (let c = 0; c < coreCount; c++) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: { name: `core ${c}` } });
+    const why = idleReason(tasks, coreCount);
+    for (let c = 0; c < coreCount; c++) {
+      ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
+    }
     // Tasks the orchestration thread ran itself (the launch's only task in flight) have core == coreCount.
     if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
     const orchTid = coreCount + 1;
@@ -126,6 +131,8 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
         const loc = locate(regions, a);
         const dtype: DType = loc.dtype ?? "float32";
         const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
+        // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
+        if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
         for (const when of ["before", "after"] as const) {
           const bytes = a[when] ?? new Uint8Array(0);
           if (full) {
@@ -200,6 +207,27 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
 }
 
 /**
+ * Why a core ran no task in this launch (the swimlane's thread_name `args.idle`): no task at
+ * all; fewer tasks than cores; no two tasks independent (every task waits for the one before:
+ * the widest layer of the dependency graph is 1); or independent tasks existed but the other
+ * cores (and the orchestration thread) took each one before this core woke up.
+ */
+export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number): string {
+  if (tasks.length === 0) return "the launch submitted no task";
+  if (tasks.length === 1) return "the launch had a single task";
+  if (tasks.length < coreCount) return `only ${tasks.length} tasks for ${coreCount} cores`;
+  const layer = new Map<number, number>();
+  for (const t of tasks) layer.set(t.id, 0);
+  for (const e of derivedEdges(tasks).sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
+  const width = new Map<number, number>();
+  for (const l of layer.values()) width.set(l, (width.get(l) ?? 0) + 1);
+  const widest = Math.max(...width.values());
+  if (widest <= 1) return `no independent task: each of the ${tasks.length} tasks depends on the one before (widest layer of deps.json: 1)`;
+  const mean = tasks.reduce((s, t) => s + (t.endNs - t.startNs), 0) / tasks.length / 1000;
+  return `independent tasks existed (widest layer ${widest}) but the other threads took each one first (mean task ${mean.toFixed(1)} µs, shorter than a core's wake-up)`;
+}
+
+/**
  * The launch's dependency graph from the recorded accesses, independent of timing (the
  * scheduler itself only links a task to earlier tasks still unfinished when it is
  * submitted): task j depends on an earlier task i when an access of each overlaps and one
@@ -212,17 +240,39 @@ export function derivedEdges(tasks: readonly NativeTraceTask[]): { from: number;
   const W = 2;
   for (let j = 0; j < tasks.length; j++) {
     for (const aj of tasks[j].accesses) {
-      const lo = aj.base, hi = aj.base + BigInt(aj.nbytes);
       scan: for (let i = j - 1; i >= 0; i--) {
         for (const ai of tasks[i].accesses) {
-          const alo = ai.base, ahi = ai.base + BigInt(ai.nbytes);
-          if (ahi <= lo || hi <= alo || !((ai.mode | aj.mode) & W)) continue;
+          if (!((ai.mode | aj.mode) & W) || !accessesOverlap(ai, aj)) continue;
           const key = `${tasks[i].id}>${tasks[j].id}`;
           if (!seen.has(key)) { seen.add(key); out.push({ from: tasks[i].id, to: tasks[j].id, access: aj }); }
-          if (ai.mode & W && alo <= lo && hi <= ahi) break scan;
+          if (ai.mode & W && covers(ai, aj)) break scan;
         }
       }
     }
   }
   return out;
+}
+
+/** Two windows of one tensor (same address, dims and element size): compared box by box. */
+function sameTensor(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  const x = a.window, y = b.window;
+  return !!x && !!y && x.tensor === y.tensor && x.elemBytes === y.elemBytes && x.dims.length === y.dims.length && x.dims.every((d, k) => d === y.dims[k]);
+}
+
+/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? */
+export function accessesOverlap(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (!(a.base < b.base + BigInt(b.nbytes) && b.base < a.base + BigInt(a.nbytes))) return false;
+  if (!sameTensor(a, b)) return true;
+  const x = a.window!, y = b.window!;
+  return x.offsets.every((o, k) => o < y.offsets[k] + y.extents[k] && y.offsets[k] < o + x.extents[k]);
+}
+
+/** Does `a` touch every element `b` touches? */
+function covers(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (sameTensor(a, b)) {
+    const x = a.window!, y = b.window!;
+    return x.offsets.every((o, k) => o <= y.offsets[k] && y.offsets[k] + y.extents[k] <= o + x.extents[k]);
+  }
+  // a window covers only its own elements, not its whole byte hull
+  return !a.window && a.base <= b.base && b.base + BigInt(b.nbytes) <= a.base + BigInt(a.nbytes);
 }

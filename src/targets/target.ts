@@ -52,7 +52,9 @@ export interface DeviceStats {
 }
 
 /** What a recording launch leaves (DFX): tasks with their cores, times and accesses. */
-export interface DeviceTraceAccess { base: bigint; nbytes: number; mode: number; before?: Uint8Array; after?: Uint8Array }
+/** A tensor window (TsptoAccess rank > 0), clamped by the scheduler; base/nbytes are its byte hull (issue 12). */
+export interface DeviceTraceWindow { tensor: bigint; elemBytes: number; dims: number[]; offsets: number[]; extents: number[] }
+export interface DeviceTraceAccess { base: bigint; nbytes: number; mode: number; window?: DeviceTraceWindow; before?: Uint8Array; after?: Uint8Array }
 export interface DeviceTraceTask {
   id: number; kernel: string; scope: number; core: number;
   submitNs: number; startNs: number; endNs: number; cycles: number; instructions: number;

@@ -1,6 +1,7 @@
 // `tspto inspect <outputDir>`: what is inside an artifact directory (CompiledProgram.outputDir):
 // metadata, pass dumps, generated code, build outputs, DFX outputs. Reads files only; never
 // loads the library or imports the compiler.
+import { parseTrace, traceSummary } from "./trace.js";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -122,9 +123,10 @@ function dfxSummary(full: string, name: string): string | undefined {
       const j = JSON.parse(readFileSync(full, "utf8")) as unknown;
       const evs = Array.isArray(j) ? j : (j as { traceEvents?: unknown[] })?.traceEvents;
       if (!Array.isArray(evs)) return "not a Chrome trace (no traceEvents array)";
-      const x = evs.filter((e) => (e as { ph?: string })?.ph === "X");
-      const tids = new Set(x.map((e) => `${(e as { pid?: unknown }).pid}/${(e as { tid?: unknown }).tid}`));
-      return `${fmtInt(x.length)} task event${x.length === 1 ? "" : "s"} on ${tids.size} track${tids.size === 1 ? "" : "s"}`;
+      // the same model and summary line as the swimlane page (--trace)
+      const m = parseTrace(j, full);
+      const idle = m.tracks.filter((t) => !t.orchestration && !t.tasks.length && t.idle).map((t) => `${t.label}: ${t.idle}`);
+      return traceSummary(m) + (idle.length ? `; ${idle.join("; ")}` : "");
     }
     if (name === DEPS_FILE) {
       const j = JSON.parse(readFileSync(full, "utf8")) as { tasks?: unknown[]; edges?: unknown[] };

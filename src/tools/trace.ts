@@ -28,13 +28,21 @@ export interface TraceTrack {
   /** Number of sub-rows (>= 1). */
   lanes: number;
   sortIndex?: number;
+  /** Why this track ran no task (thread_name `args.idle`, written by tspto for an idle core). */
+  idle?: string;
+  /** Every event of the track is an orchestration span (cat "orchestration"): drawn apart, not counted as tasks. */
+  orchestration?: boolean;
 }
 
 export interface TraceModel {
   tracks: TraceTrack[];
-  /** Number of tasks over all tracks. */
+  /** Number of tasks over all tracks (orchestration spans are not tasks). */
   taskCount: number;
-  /** Earliest start / latest end, µs (0/0 when there is no task). */
+  /** Tracks that run tasks (all but orchestration tracks), including idle ones. */
+  coreTracks: number;
+  /** Orchestration spans (cat "orchestration", on their own track). */
+  orchestrationCount: number;
+  /** Earliest start / latest end of the tasks, µs: the timeline zooms to them (0/0 when there is no event). */
   t0: number;
   t1: number;
   /** Events skipped because their phase is not drawn: ph -> count. */
@@ -153,6 +161,10 @@ export function parseTrace(json: unknown, file = "swimlane.json"): TraceModel {
         if (n === "thread_name") {
           if (typeof a.name !== "string") bad("args.name", "must be a string for thread_name metadata", a.name);
           track(pid, tid).label = a.name as string;
+          if (a.idle !== undefined) {
+            if (typeof a.idle !== "string") bad("args.idle", "must be a string (why the track ran no task)", a.idle);
+            track(pid, tid).idle = a.idle as string;
+          }
         } else if (n === "process_name") {
           if (typeof a.name !== "string") bad("args.name", "must be a string for process_name metadata", a.name);
           processNames.set(`${typeof pid}:${pid}`, a.name as string);
@@ -192,11 +204,29 @@ export function parseTrace(json: unknown, file = "swimlane.json"): TraceModel {
     }
     t.lanes = Math.max(1, ends.length);
   }
-  list.sort((a, b) => cmpId(a.pid, b.pid) || (a.sortIndex ?? 0) - (b.sortIndex ?? 0) || cmpId(a.tid, b.tid));
-  const all = list.flatMap((t) => t.tasks);
+  for (const t of list) t.orchestration = t.tasks.length > 0 && t.tasks.every((k) => k.cat === "orchestration");
+  // orchestration rows go last: they span the whole launch and are not tasks
+  list.sort((a, b) => Number(!!a.orchestration) - Number(!!b.orchestration) || cmpId(a.pid, b.pid) || (a.sortIndex ?? 0) - (b.sortIndex ?? 0) || cmpId(a.tid, b.tid));
+  const tasks = list.filter((t) => !t.orchestration).flatMap((t) => t.tasks);
+  const all = tasks.length ? tasks : list.flatMap((t) => t.tasks);
   const t0 = all.length ? Math.min(...all.map((t) => t.ts)) : 0;
   const t1 = all.length ? Math.max(...all.map((t) => t.ts + t.dur)) : 0;
-  return { tracks: list, taskCount: all.length, t0, t1, ignored, warnings, metadata };
+  const orch = list.filter((t) => t.orchestration);
+  return {
+    tracks: list, taskCount: tasks.length, coreTracks: list.length - orch.length, orchestrationCount: orch.reduce((n, t) => n + t.tasks.length, 0),
+    t0, t1, ignored, warnings, metadata,
+  };
+}
+
+/**
+ * The one-line summary of a trace, the same in `tspto inspect` and on the swimlane page:
+ * "<n> tasks on <k> tracks[ (<i> idle)][ + orchestration (<m> spans)]".
+ */
+export function traceSummary(m: TraceModel): string {
+  const idle = m.tracks.filter((t) => !t.orchestration && t.tasks.length === 0).length;
+  return `${fmtInt(m.taskCount)} task${m.taskCount === 1 ? "" : "s"} on ${m.coreTracks} track${m.coreTracks === 1 ? "" : "s"}` +
+    (idle ? ` (${idle} idle)` : "") +
+    (m.orchestrationCount ? ` + orchestration (${m.orchestrationCount} span${m.orchestrationCount === 1 ? "" : "s"})` : "");
 }
 
 export interface TraceHtmlOptions {
@@ -244,12 +274,12 @@ export function taskTooltip(task: TraceTask, track: TraceTrack, t0: number): str
 export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}): string {
   const title = opts.title ?? "Swimlane";
   const span = model.t1 - model.t0;
-  const maxPerTrack = Math.max(0, ...model.tracks.map((t) => t.tasks.length));
+  const maxPerTrack = Math.max(0, ...model.tracks.filter((t) => !t.orchestration).map((t) => t.tasks.length));
   const plotW = opts.plotWidth ?? Math.min(16000, Math.max(DEFAULT_PLOT_W, maxPerTrack * 12));
   const scale = span > 0 ? plotW / span : 0;
   const x = (ts: number) => LABEL_W + (ts - model.t0) * scale;
 
-  const names = model.tracks.flatMap((t) => t.tasks.map((k) => k.name));
+  const names = model.tracks.filter((t) => !t.orchestration).flatMap((t) => t.tasks.map((k) => k.name));
   const colours = kernelColours(names);
   const counts = new Map<string, number>();
   for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
@@ -290,8 +320,32 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
     svg.push(`<text x="${LABEL_W}" y="${AXIS_H - 9}" font-size="10.5" fill="#444">0</text>`);
   }
   svg.push(`</g>`);
+  // idle tracks say why
+  model.tracks.forEach((t, i) => {
+    if (t.orchestration || t.tasks.length) return;
+    const why = t.idle ?? "no task ran on this track";
+    svg.push(`<text class="idle" x="${LABEL_W + 8}" y="${rowTop[i] + ROW_H / 2 + 4}" font-size="11.5" font-style="italic" fill="#8a5a00">${esc(`no task: ${why}`)}</text>`);
+  });
+  // orchestration spans: their own row, grey, clipped to the tasks' span (the timeline is zoomed to the tasks)
+  model.tracks.forEach((t, i) => {
+    if (!t.orchestration) return;
+    for (const task of t.tasks) {
+      const s0 = Math.max(task.ts, model.t0), s1 = Math.min(task.ts + task.dur, model.t1);
+      if (s1 < s0 && !(task.dur === 0 && task.ts >= model.t0 && task.ts <= model.t1)) continue;
+      const bx = x(s0), bw = Math.max(1, (s1 - s0) * scale);
+      const by = rowTop[i] + task.lane * ROW_H + (ROW_H - BAR_H) / 2;
+      const clipped = task.ts < model.t0 || task.ts + task.dur > model.t1;
+      const label = bw > 14 ? fitText(`${task.name}${clipped ? " (continues)" : ""}`, bw - 6, FONT) : "";
+      svg.push(`<g data-orchestration="${esc(task.name)}">` +
+        `<rect class="orchestration" x="${bx.toFixed(2)}" y="${by + 4}" width="${bw.toFixed(2)}" height="${BAR_H - 8}" rx="2" fill="#c8cdd3" stroke="#9aa3ad" stroke-width="0.75" data-ts="${task.ts}" data-dur="${task.dur}">` +
+        `<title>${esc(taskTooltip(task, t, model.t0))}</title></rect>` +
+        (label ? `<text x="${(bx + 3).toFixed(2)}" y="${by + BAR_H / 2 + 4}" font-size="${FONT}" fill="#333" pointer-events="none">${esc(label)}</text>` : "") +
+        `</g>`);
+    }
+  });
   // bars
   model.tracks.forEach((t, i) => {
+    if (t.orchestration) return;
     for (const task of t.tasks) {
       const bx = x(task.ts);
       const bw = Math.max(1, task.dur * scale);
@@ -309,7 +363,7 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
 
   // summary
   const subtitle = [
-    `${fmtInt(model.taskCount)} task${model.taskCount === 1 ? "" : "s"} on ${model.tracks.length} track${model.tracks.length === 1 ? "" : "s"}`,
+    traceSummary(model),
     model.taskCount ? `span ${fmtUs(span)}` : "",
     opts.source ? `from ${opts.source}` : "",
   ].filter(Boolean).join(" · ");
@@ -331,7 +385,7 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
 function statsTables(model: TraceModel, colours: Map<string, string>): string {
   const span = model.t1 - model.t0;
   const per = new Map<string, { n: number; total: number; min: number; max: number }>();
-  for (const t of model.tracks) for (const k of t.tasks) {
+  for (const t of model.tracks) for (const k of (t.orchestration ? [] : t.tasks)) {
     const s = per.get(k.name) ?? { n: 0, total: 0, min: Infinity, max: -Infinity };
     s.n++;
     s.total += k.dur;
@@ -354,6 +408,8 @@ function statsTables(model: TraceModel, colours: Map<string, string>): string {
       } else curE = Math.max(curE, k.ts + k.dur);
     }
     if (curE > curS) busy += curE - curS;
+    if (t.orchestration) return `<tr><td>${esc(t.label)}</td><td>— (${t.tasks.length} span${t.tasks.length === 1 ? "" : "s"})</td><td>${fmtUs(busy)}</td><td>(whole launch)</td></tr>`;
+    if (!t.tasks.length) return `<tr><td>${esc(t.label)}</td><td>0</td><td colspan="2" class="idle">${esc(t.idle ?? "no task")}</td></tr>`;
     return `<tr><td>${esc(t.label)}</td><td>${t.tasks.length}</td><td>${fmtUs(busy)}</td><td>${span > 0 ? ((100 * busy) / span).toFixed(1) : "0.0"}%</td></tr>`;
   });
   return `<div style="display:flex;gap:32px;flex-wrap:wrap;align-items:flex-start">

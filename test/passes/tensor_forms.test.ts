@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { pl, RunConfig, randn, zeros, tensor, assertClose, TsptoCompileError, TsptoTypeError } from "tspto";
 
 const PLATFORMS = ["cpu", "interp"] as const;
-const cfg = (platform: string) => new RunConfig({ platform });
+// The references sum fp32 products rounded separately: compile with fpContract "off" (test/ops/fp_contract.test.ts covers "fast").
+const cfg = (platform: string) => new RunConfig({ platform, fpContract: "off" });
 const f = Math.fround;
 
 const reduceAll = pl.jit(function reduceAll(x: pl.Tensor, rs: pl.Out<pl.Tensor>, rm: pl.Out<pl.Tensor>, ca: pl.Out<pl.Tensor>, rp: pl.Out<pl.Tensor>, cm: pl.Out<pl.Tensor>) {

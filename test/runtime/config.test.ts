@@ -36,7 +36,7 @@ describe("RunConfig defaults", () => {
     expect([...PLATFORMS]).toEqual(["cpu", "interp"]); // the registered targets (src/targets)
     expect(Object.isFrozen(PLATFORMS)).toBe(true);
     expect(RUN_CONFIG_OPTIONS).toContain("ringTaskWindow");
-    expect(RUN_CONFIG_OPTIONS).toHaveLength(17);
+    expect(RUN_CONFIG_OPTIONS).toHaveLength(18);
   });
 });
 
@@ -46,13 +46,15 @@ describe("RunConfig accepted values", () => {
     const c = new RunConfig({
       platform: "interp", deviceId: 3, enableChipSwimlane: 2, enableDepGen: true, enablePmu: 5, enableDumpArgs: 2,
       enableScopeStats: true, ringTaskWindow: 64, ringHeap: 4096, ringDepPool: 5, aicpuThreadNum: 4,
-      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k",
+      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off",
     });
     expect(c.toJSON()).toEqual({
       platform: "interp", deviceId: 3, enableChipSwimlane: 2, enableDepGen: true, enablePmu: 5, enableDumpArgs: 2,
       enableScopeStats: true, ringTaskWindow: 64, ringHeap: 4096, ringDepPool: 5, aicpuThreadNum: 4,
-      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k",
+      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off",
     });
+    expect(c.compileKwargs()).toEqual({ platform: "interp", outputDir: "out/k", fpContract: "off" });
+    expect(new RunConfig().fpContract).toBe("fast");
     expect(new RunConfig(c.toJSON()).toJSON()).toEqual(c.toJSON());
     expect(new RunConfig({ ringDepPool: 2147483647 }).ringDepPool).toBe(2147483647);
     expect(new RunConfig({ ringTaskWindow: 4 }).ringTaskWindow).toBe(4);

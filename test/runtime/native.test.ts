@@ -40,7 +40,7 @@ const PRELUDE = `
 #define SCRATCH(args, nargs) ((args)[(nargs)])
 extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
 static inline TsptoAccess acc(int64_t base, int64_t nbytes, int32_t mode) {
-  TsptoAccess a; a.base = base; a.nbytes = nbytes; a.mode = mode; a.reserved = 0; return a;
+  TsptoAccess a = {}; a.base = base; a.nbytes = nbytes; a.mode = mode; return a;
 }
 static void spin_ms(int ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -350,7 +350,7 @@ const SCHED_KINDS_DEVICE = kinds(K.Device, K.Device, K.Int, K.Int, K.Int, K.Int,
 
 describe("native addon: loading", () => {
   it("exposes Device and the ABI version of tspto_abi.h", () => {
-    expect(addon.abiVersion).toBe(1);
+    expect(addon.abiVersion).toBe(2);
     expect(typeof addon.Device).toBe("function");
     expect(loadNative()).toBe(addon); // cached
   });
@@ -545,7 +545,7 @@ describe("native device: modules", () => {
     const d = device();
     expect(() => d.loadModule(libs.notprogram)).toThrow(/is not a tspto program library \(no tspto_abi_version symbol\)/);
     expect(() => d.loadModule(libs.badabi)).toThrow(
-      /was built for tspto ABI version 99 but this runtime implements version 1; rebuild the program/,
+      /was built for tspto ABI version 100 but this runtime implements version 2; rebuild the program/,
     );
     expect(d.stats().modulesLoaded).toBe(0);
   });

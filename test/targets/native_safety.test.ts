@@ -36,9 +36,9 @@ extern "C" void k_twice(const int64_t* args) {
 }
 extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
   const int64_t slots[4] = {args[0], args[1], args[2], args[3]};
-  TsptoAccess acc[2];
-  acc[0].base = args[0]; acc[0].nbytes = args[2] * 4; acc[0].mode = TSPTO_ACCESS_READ; acc[0].reserved = 0;
-  acc[1].base = args[1]; acc[1].nbytes = args[2] * 4; acc[1].mode = TSPTO_ACCESS_WRITE; acc[1].reserved = 0;
+  TsptoAccess acc[2] = {};
+  acc[0].base = args[0]; acc[0].nbytes = args[2] * 4; acc[0].mode = TSPTO_ACCESS_READ; acc[0].rank = 0;
+  acc[1].base = args[1]; acc[1].nbytes = args[2] * 4; acc[1].mode = TSPTO_ACCESS_WRITE; acc[1].rank = 0;
   if (rt->submit(rt->ctx, k_twice, "k_twice", 0, slots, 4, acc, 2) != 0) return 1;
   return rt->wait_all(rt->ctx);
 }

@@ -120,7 +120,7 @@ describe("tspto inspect <outputDir>", () => {
       const s = tspto("inspect", dir);
       expect(s.status).toBe(0);
       expect(s.stdout).toContain(`dfx outputs (${join(dir, "dfx_outputs")})`);
-      expect(s.stdout).toMatch(new RegExp(`dfx_outputs/swimlane\\.json +[\\d.]+ KiB +${tasks.length} task events on 2 tracks`));
+      expect(s.stdout).toMatch(new RegExp(`dfx_outputs/swimlane\\.json +[\\d.]+ KiB +${tasks.length} tasks on 2 tracks`));
       expect(s.stdout).toMatch(new RegExp(`dfx_outputs/deps\\.json +[\\d.]+ KiB +${tasks.length} tasks, ${tasks.length - 1} dependencies`));
       expect(s.stdout).toContain("--trace (swimlane.html) | --graph (deps.html)");
 

@@ -10,7 +10,8 @@ import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var }
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, returnedParams, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { emitSpmdSubmit } from "./spmd.js";
-import { forwardableLoads, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
+import { accessInit } from "./access.js";
+import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type AccessAttr, type ForwardedLoad } from "../../passes/index.js";
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
@@ -115,6 +116,8 @@ class FnGen implements KernelCtx {
   private readonly forwarded: Map<number, ForwardedLoad>;
   /** tile.create results only ever passed as a reduction's scratch operand (./forward.ts): no zero fill. */
   private readonly unread: Set<number>;
+  /** Matmul operands read straight from their tensor window (./forward.ts). */
+  private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
 
   constructor(
     private readonly program: Program,
@@ -126,6 +129,11 @@ class FnGen implements KernelCtx {
     if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
+    this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
+  }
+
+  matmulOperand(e: Expr): Call | null {
+    return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
   }
 
   // ---------------------------------------------------------------- output
@@ -268,6 +276,7 @@ class FnGen implements KernelCtx {
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
         if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+        if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
       case "tensor": {
@@ -596,7 +605,10 @@ class FnGen implements KernelCtx {
         const at = exprType(a);
         if (at.kind === "tile") return { kind: "tile", code: gen(a, idx), dtype: at.dtype };
         if (at.kind === "scalar") {
-          const exactF32 = a.kind === "const" && typeof a.value === "number" && Math.fround(a.value) === a.value;
+          // a float constant that fp32 holds exactly, or an element of a float tile (FuseRows' folded
+          // row broadcasts, t - read(max, [0, 0])): the op in float gives the same bits as in double
+          const exactF32 = (a.kind === "const" && typeof a.value === "number" && Math.fround(a.value) === a.value) ||
+            (a.kind === "call" && a.op === "tile.read" && exprType(a.args[0]).kind === "tile" && isFloat((exprType(a.args[0]) as TileType).dtype));
           return { kind: "scalar", code: gen(a, idx), dtype: at.dtype, exactF32 };
         }
         return internal(`operand of type ${typeStr(at)} in an elementwise expression`, call.span);
@@ -667,16 +679,15 @@ class FnGen implements KernelCtx {
       }
     });
     const MODES: Record<string, string> = { read: "TSPTO_ACCESS_READ", write: "TSPTO_ACCESS_WRITE", readwrite: "TSPTO_ACCESS_READWRITE" };
-    type Acc = { arg: number; mode: string };
-    let accesses: Acc[];
+    let accesses: AccessAttr[];
     const attr = call.attrs.accesses;
     if (Array.isArray(attr)) {
       accesses = attr.map((a) => {
-        const o = a as { arg?: unknown; mode?: unknown };
+        const o = a as unknown as AccessAttr;
         if (typeof o?.arg !== "number" || !tensorArgs.has(o.arg) || typeof o.mode !== "string" || !(o.mode in MODES)) {
           return internal(`bad access ${JSON.stringify(a)} in the call of '${calleeName}'`, call.span);
         }
-        return { arg: o.arg, mode: o.mode };
+        return o;
       });
     } else {
       accesses = [...tensorArgs.keys()].map((k) => {
@@ -689,7 +700,8 @@ class FnGen implements KernelCtx {
       // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
       emitSpmdSubmit(this, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
         const tr = tensorArgs.get(x.arg)!;
-        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode] };
+        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode],
+          init: x.window ? (bandSlots: readonly string[]) => accessInit(x, tr.ptr, tr.type, MODES[x.mode], bandSlots, call.span) : undefined };
       }) });
     } else {
       const s = this.fresh("slots"), a = this.fresh("acc");
@@ -697,7 +709,7 @@ class FnGen implements KernelCtx {
       this.line(`const int64_t ${s}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
       const accs = accesses.map((x) => {
         const tr = tensorArgs.get(x.arg)!;
-        return `{ ${tr.ptr}, ${tensorBytes(tr.type)}, ${MODES[x.mode]}, 0 }`;
+        return accessInit(x, tr.ptr, tr.type, MODES[x.mode], slots.map((_, k) => `${s}[${k}]`), call.span);
       });
       this.line(`const TsptoAccess ${a}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
       this.line(`if (rt->submit(rt->ctx, ${sym}, ${cstr(calleeName)}, ${scope}, ${s}, ${slots.length}, ${a}, ${accs.length}) != 0) ${this.failExit}`);

@@ -9,6 +9,9 @@ export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -98,6 +101,29 @@ static inline float tspto_expf(float x) {
 typedef float tspto_v16f __attribute__((vector_size(64)));
 static inline tspto_v16f tspto_ld16(const float* p) { tspto_v16f v; std::memcpy(&v, p, 64); return v; }
 static inline void tspto_st16(float* p, tspto_v16f v) { std::memcpy(p, &v, 64); }
+// (not tspto_v16f{} + x: without fast-math 0 + x is a real addition, as -0 + 0 = +0)
+static inline tspto_v16f tspto_splat16(float x) { return tspto_v16f{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+// fused multiply-add, lane by lane: fma(a, b, c) rounded once (matmul with fpContract "fast").
+// The build keeps -ffp-contract=off, so a fused operation happens exactly where the IR says.
+static inline tspto_v16f tspto_fma16(tspto_v16f a, tspto_v16f b, tspto_v16f c) {
+#if defined(__AVX512F__)
+  return (tspto_v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+  __m256 a0, a1, b0, b1, c0, c1;
+  std::memcpy(&a0, &a, 32); std::memcpy(&a1, (const char*)&a + 32, 32);
+  std::memcpy(&b0, &b, 32); std::memcpy(&b1, (const char*)&b + 32, 32);
+  std::memcpy(&c0, &c, 32); std::memcpy(&c1, (const char*)&c + 32, 32);
+  c0 = _mm256_fmadd_ps(a0, b0, c0);
+  c1 = _mm256_fmadd_ps(a1, b1, c1);
+  tspto_v16f r;
+  std::memcpy(&r, &c0, 32); std::memcpy((char*)&r + 32, &c1, 32);
+  return r;
+#else
+  tspto_v16f r;
+  for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
+  return r;
+#endif
+}
 
 // ------------------------------------------------------------------ integers
 static inline int8_t tspto_sat_i8(int64_t v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }

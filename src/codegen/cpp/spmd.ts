@@ -14,7 +14,9 @@ export interface SpmdSubmit {
   /** C++ expressions of the slots, in callee parameter order. */
   readonly slots: readonly string[];
   /** Accesses of the unsplit call: argument, base pointer expression, bytes, mode macro. */
-  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string }[];
+  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string;
+    /** The access's window initializer for a band's slots (DeriveDeps bounded it), else undefined. */
+    init?: (slots: readonly string[]) => string }[];
 }
 
 const int = (n: number): string => `INT64_C(${n})`;
@@ -49,6 +51,8 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
   g.line(`const int64_t ${sl}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
   const accs = s.accesses.map((x) => {
     const b = bandOf.get(x.arg);
+    // a banded tensor: the band's exact rows (a window bounds the loop variable by stop - 1 only)
+    if (x.init && !b) return x.init(slots.map((_, k) => `${sl}[${k}]`));
     if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
     // rows [lo, last iteration + extent), clamped to the tensor
     const last = `${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}`;

@@ -13,5 +13,5 @@ export { CMP_MODES, type CmpMode } from "./math.js";
 export { REDUCTIONS, REDUCE_LANES, PROD_REDUCTIONS, ARG_REDUCTIONS, type ReduceKind } from "./reduce.js";
 export { EXPAND_OPS } from "./broadcast.js";
 export { PAD_VALUES, padValue } from "./shape.js";
-export { matmulAccDType } from "./matmul.js";
+export { matmulAccDType, fmaF32, contractOf, FP_CONTRACT_MODES, type FpContract } from "./matmul.js";
 export { dtypeLowest, dtypeHighest } from "./common.js";

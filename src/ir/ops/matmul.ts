@@ -3,14 +3,19 @@
 //
 // Numerics (the cpu code generator follows them exactly): float inputs (float32, float16,
 // bfloat16) accumulate in fp32: for each output element, starting from 0 (matmul) or acc
-// (matmulAcc), acc = fp32(acc + fp32(a[i][k] * b[k][j])) for k = 0, 1, ... K-1 in order (no
-// fused multiply-add). Integer inputs (int8, int16, int32, uint8) accumulate in int64 and the
-// result saturates to int32. The operands' memory spaces (Mat, Left, Right, Vec) do not
-// change the values; the result lives in Acc.
+// (matmulAcc), for k = 0, 1, ... K-1 in order:
+//   fpContract "off" (the default of the op): acc = fp32(acc + fp32(a[i][k] * b[k][j]));
+//   fpContract "fast": acc = fma(a[i][k], b[k][j], acc), one rounding to fp32 (fused
+//     multiply-add), which the FpContract pass sets on every float matmul when the compile
+//     option fpContract is "fast" (the default of ir.compile and RunConfig).
+// Both are modelled exactly here (fmaF32), so cpu and interp agree bit for bit in both modes.
+// Integer inputs (int8, int16, int32, uint8) accumulate in int64 and the result saturates to
+// int32. The operands' memory spaces (Mat, Left, Right, Vec) do not change the values; the
+// result lives in Acc.
 import { registerOp, type InferCtx } from "../registry.js";
+import type { Attrs } from "../nodes.js";
 import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, roundToDType, toDType, type TileValue, type Value } from "../values.js";
-import type { Attrs } from "../nodes.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D, expectDType, expectTile } from "./common.js";
 
@@ -32,6 +37,15 @@ function inferOperands(ctx: InferCtx, ai: number, name: string): { a: TileType; 
   return { a, b, acc: matmulAccDType(a.dtype) };
 }
 
+function checkContract(ctx: InferCtx): void {
+  const m = ctx.attrs.fpContract;
+  if (m !== undefined && m !== null && !(FP_CONTRACT_MODES as readonly unknown[]).includes(m)) {
+    ctx.fail(`fpContract must be ${FP_CONTRACT_MODES.map((x) => JSON.stringify(x)).join(" or ")}, got ${JSON.stringify(m)}`,
+      `"fast" accumulates with fused multiply-add (one rounding per step), "off" rounds the product and the sum separately`);
+  }
+}
+export const contractOf = (attrs: Attrs): FpContract => (attrs.fpContract === "fast" ? "fast" : "off");
+
 function validOf(a: TileType, b: TileType): (number | string)[] | null {
   if (!a.validShape && !b.validShape) return null;
   return [a.validShape ? a.validShape[0] : a.shape[0], b.validShape ? b.validShape[1] : b.shape[1]];
@@ -47,16 +61,42 @@ function transposed(t: TileValue): TileValue {
 const opA = (v: Value, attrs: Attrs) => (attrs.aTrans === true ? transposed(v as TileValue) : (v as TileValue));
 const opB = (v: Value, attrs: Attrs) => (attrs.bTrans === true ? transposed(v as TileValue) : (v as TileValue));
 const TRANS_OPTS = { aTrans: "bool", bTrans: "bool" } as const;
+/** The contraction modes of float matmul (the `fpContract` attribute / compile option). */
+export const FP_CONTRACT_MODES = ["fast", "off"] as const;
+export type FpContract = (typeof FP_CONTRACT_MODES)[number];
+
+/**
+ * fp32 fused multiply-add, exactly: round_f32(a * b + c) for fp32 a, b, c. The product of
+ * two fp32 values is exact in double; the sum p + c is computed with its exact rounding error
+ * (TwoSum), and a double rounding (p + c rounded to double, then to fp32) can differ from the
+ * single rounding only when the double sum lies exactly halfway between two fp32 values: the
+ * error's sign then decides.
+ */
+export function fmaF32(a: number, b: number, c: number): number {
+  const p = a * b;
+  const s = p + c;
+  const r = Math.fround(s);
+  if (!Number.isFinite(s) || r === s) return r;
+  const bb = s - p;
+  const e = (p - (s - bb)) + (c - bb);
+  if (e === 0) return r;
+  const d = s - r; // exact (s and r are within a factor of 2)
+  const other = r + 2 * d;
+  if (Math.fround(other) !== other) return r; // s is not a midpoint: r is the single rounding
+  // a tie broken to r; the exact sum lies beyond the midpoint when e points away from r
+  return (e > 0) === (d > 0) ? other : r;
+}
 
 /** out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says. */
-function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null): void {
+function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null, contract: FpContract = "off"): void {
   const [m, kk] = a.shape, n = b.shape[1];
   const float = isFloat(a.dtype);
   const f = Math.fround;
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
       let s = init ? init(i * n + j) : 0;
-      if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * kk + k] * b.data[k * n + j]));
+      if (float && contract === "fast") for (let k = 0; k < kk; k++) s = fmaF32(a.data[i * kk + k], b.data[k * n + j], s);
+      else if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * kk + k] * b.data[k * n + j]));
       else for (let k = 0; k < kk; k++) s += a.data[i * kk + k] * b.data[k * n + j];
       out.data[i * n + j] = toDType(s, out.dtype);
     }
@@ -65,14 +105,15 @@ function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: num
 
 registerOp({
   name: "tile.matmul", pl: "matmul", level: "tile", pure: true, fusable: false,
-  doc: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it",
+  doc: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order, fused multiply-add with fpContract \"fast\"; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it",
   decl: [
-    "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType }): Tile<any, any, Mem.Acc, any>",
-    "<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D }): Tensor<any, D>",
+    "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType; readonly fpContract?: 'fast' | 'off' }): Tile<any, any, Mem.Acc, any>",
+    "<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D; readonly fpContract?: 'fast' | 'off' }): Tensor<any, D>",
   ],
-  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; tensors: auto-tiled, K accumulated tile by tile" },
-  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, outDtype: "dtype" } }],
+  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; `fpContract`: `'fast'` (the default) sums each k step with a fused multiply-add (one rounding), `'off'` rounds product and sum separately; tensors: auto-tiled, K accumulated tile by tile" },
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, outDtype: "dtype", fpContract: "string" } }],
   infer(ctx) {
+    checkContract(ctx);
     const { a, b, acc } = inferOperands(ctx, 0, "matmul");
     const out = ctx.attrs.outDtype == null ? acc : expectDType(ctx, "outDtype", ctx.attrs.outDtype);
     return tileT([a.shape[0], b.shape[1]], out, "Acc", validOf(a, b));
@@ -82,7 +123,7 @@ registerOp({
     const a = opA(av, attrs), b = opB(bv, attrs);
     const accD = matmulAccDType(a.dtype);
     const out = mkTile(t.shape, accD, t.mem, t.validShape as number[] | null);
-    matmulValues(a, b, out, null);
+    matmulValues(a, b, out, null, contractOf(attrs));
     if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = roundToDType(out.data[i], t.dtype, "round");
     return mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null, out.data);
   },
@@ -90,11 +131,12 @@ registerOp({
 
 registerOp({
   name: "tile.matmulAcc", pl: "matmulAcc", level: "tile", pure: true, fusable: false,
-  doc: "matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
-  decl: ["<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): T"],
-  row: { key: "matmulAcc", call: "matmulAcc(acc, a, b, { aTrans?, bTrans? })", does: "`acc + a @ b` (acc keeps its type: a loop-carried accumulator)" },
-  params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: TRANS_OPTS }],
+  doc: "matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans?, fpContract? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
+  decl: ["<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly fpContract?: 'fast' | 'off' }): T"],
+  row: { key: "matmulAcc", call: "matmulAcc(acc, a, b, { aTrans?, bTrans?, fpContract? })", does: "`acc + a @ b` (acc keeps its type: a loop-carried accumulator)" },
+  params: [{ name: "acc", kind: "value" }, { name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, fpContract: "string" } }],
   infer(ctx) {
+    checkContract(ctx);
     const acc = expect2D(ctx, 0, "the accumulator of matmulAcc");
     const { a, b, acc: accD } = inferOperands(ctx, 1, "matmulAcc");
     const want = [a.shape[0], b.shape[1]];
@@ -108,7 +150,7 @@ registerOp({
     const t = call.type as TileType;
     const acc = cv as TileValue;
     const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
-    matmulValues(opA(av, attrs), opB(bv, attrs), out, (k) => acc.data[k]);
+    matmulValues(opA(av, attrs), opB(bv, attrs), out, (k) => acc.data[k], contractOf(attrs));
     return out;
   },
 });
