@@ -525,4 +525,11 @@ async function main() {
   rmSync(work, { recursive: true, force: true });
 }
 
-await main();
+if (process.argv.includes("--gpu")) {
+  // `npm run bench -- --gpu`: the GPU rows (bench/gpu.ts) instead of the cpu suite
+  const { gpuBench } = await import("./gpu.js");
+  await gpuBench();
+  rmSync(work, { recursive: true, force: true });
+} else {
+  await main();
+}

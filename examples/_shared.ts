@@ -5,12 +5,12 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { assertClose, tensor, type HostTensor } from "tspto";
 
-export type Platform = "cpu" | "interp";
+export type Platform = "cpu" | "interp" | "cuda";
 
-/** `TSPTO_PLATFORM` (cpu | interp), default "cpu". */
+/** `TSPTO_PLATFORM` (cpu | interp | cuda), default "cpu". */
 export function platformFromEnv(): Platform {
   const p = process.env.TSPTO_PLATFORM ?? "cpu";
-  if (p !== "cpu" && p !== "interp") throw new Error(`TSPTO_PLATFORM must be "cpu" or "interp", got ${JSON.stringify(p)}`);
+  if (p !== "cpu" && p !== "interp" && p !== "cuda") throw new Error(`TSPTO_PLATFORM must be "cpu", "interp" or "cuda", got ${JSON.stringify(p)}`);
   return p;
 }
 

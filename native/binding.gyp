@@ -8,6 +8,7 @@
       "sources": [
         "src/addon.cc",
         "src/arena.cc",
+        "src/cuda_device.cc",
         "src/device.cc",
         "src/scheduler.cc",
         "src/mpi.cc"

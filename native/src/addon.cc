@@ -8,12 +8,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <type_traits>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "cuda_device.h"
 #include "device.h"
 #include "mpi.h"
 #include "errors.h"
@@ -26,32 +29,35 @@ namespace {
 // Per-env state
 
 struct EnvState {
+  // Each open device of this env (cpu or cuda) as "is it still open" and "close it".
+  struct Entry {
+    std::function<bool()> open;
+    std::function<void()> close;
+  };
   std::mutex mu;
-  std::vector<std::weak_ptr<DeviceCore>> devices;
+  std::vector<Entry> devices;
 
-  void Add(const std::shared_ptr<DeviceCore>& core) {
+  template <typename Core>
+  void Add(const std::shared_ptr<Core>& core) {
     std::lock_guard<std::mutex> lock(mu);
     // Drop entries of devices that are gone, so the list does not grow without bound.
-    std::vector<std::weak_ptr<DeviceCore>> alive;
-    for (auto& w : devices) {
-      auto d = w.lock();
-      if (d && !d->closed()) alive.push_back(w);
+    std::vector<Entry> alive;
+    for (auto& e : devices) {
+      if (e.open()) alive.push_back(e);
     }
-    alive.push_back(core);
+    std::weak_ptr<Core> w = core;
+    alive.push_back(Entry{[w] { auto d = w.lock(); return d && !d->closed(); }, [w] { if (auto d = w.lock()) d->Close(); }});
     devices.swap(alive);
   }
 
   // Env teardown: close every device still open (joins threads, frees memory).
   void CloseAll() {
-    std::vector<std::shared_ptr<DeviceCore>> open;
+    std::vector<Entry> open;
     {
       std::lock_guard<std::mutex> lock(mu);
-      for (auto& w : devices) {
-        if (auto d = w.lock()) open.push_back(std::move(d));
-      }
-      devices.clear();
+      open.swap(devices);
     }
-    for (auto& d : open) d->Close();
+    for (auto& e : open) e.close();
   }
 };
 
@@ -288,12 +294,14 @@ void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* m
 // ---------------------------------------------------------------------------------------
 // launchAsync: the launch runs on a libuv pool thread and settles a promise.
 
+template <typename Core>
 class LaunchWorker : public Napi::AsyncWorker {
  public:
+  using Plan = typename Core::Plan;
   // `plan` was prepared with stage_now: host inputs are already staged, device tensors and
   // the module are held until this worker is done.
-  LaunchWorker(Napi::Env env, std::shared_ptr<DeviceCore> core, Napi::Object device,
-               std::unique_ptr<LaunchPlan> plan, std::vector<Napi::ObjectReference> keep)
+  LaunchWorker(Napi::Env env, std::shared_ptr<Core> core, Napi::Object device,
+               std::unique_ptr<Plan> plan, std::vector<Napi::ObjectReference> keep)
       : Napi::AsyncWorker(env, "tspto.launchAsync"),
         deferred_(Napi::Promise::Deferred::New(env)),
         core_(std::move(core)),
@@ -346,9 +354,9 @@ class LaunchWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::shared_ptr<DeviceCore> core_;  // keeps the device state alive until completion
+  std::shared_ptr<Core> core_;  // keeps the device state alive until completion
   Napi::ObjectReference device_;      // keeps the JS Device from being collected
-  std::unique_ptr<LaunchPlan> plan_;
+  std::unique_ptr<Plan> plan_;
   std::vector<Napi::ObjectReference> keep_;  // host views by argument index (or empty)
   uint64_t ns_ = 0;
   const char* code_ = "";
@@ -357,32 +365,38 @@ class LaunchWorker : public Napi::AsyncWorker {
 // ---------------------------------------------------------------------------------------
 // Device
 
-class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
+// The JS class of a device core: `Device` (cpu, DeviceCore) and `CudaDevice` (cuda,
+// CudaDeviceCore) share this binding.
+template <typename CoreT>
+class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(
-        env, "Device",
+  using Base = Napi::ObjectWrap<DeviceWrap<CoreT>>;
+  using Plan = typename CoreT::Plan;  // LaunchPlan (cpu) or CudaDeviceCore::Plan
+  static Napi::Function Define(Napi::Env env, const char* name) {
+    return Base::DefineClass(
+        env, name,
         {
-            InstanceMethod<&DeviceWrap::Alloc>("alloc"),
-            InstanceMethod<&DeviceWrap::Free>("free"),
-            InstanceMethod<&DeviceWrap::IsLive>("isLive"),
-            InstanceMethod<&DeviceWrap::H2D>("h2d"),
-            InstanceMethod<&DeviceWrap::D2H>("d2h"),
-            InstanceMethod<&DeviceWrap::WriteDevice>("writeDevice"),
-            InstanceMethod<&DeviceWrap::ReadDevice>("readDevice"),
-            InstanceMethod<&DeviceWrap::LoadModule>("loadModule"),
-            InstanceMethod<&DeviceWrap::UnloadModule>("unloadModule"),
-            InstanceMethod<&DeviceWrap::Launch>("launch"),
-            InstanceMethod<&DeviceWrap::LaunchAsync>("launchAsync"),
-            InstanceMethod<&DeviceWrap::Stats>("stats"),
-            InstanceMethod<&DeviceWrap::SetRecording>("setRecording"),
-            InstanceMethod<&DeviceWrap::TakeTrace>("takeTrace"),
-            InstanceMethod<&DeviceWrap::Close>("close"),
-            InstanceAccessor<&DeviceWrap::Closed>("closed"),
+            Base::template InstanceMethod<&DeviceWrap::Alloc>("alloc"),
+            Base::template InstanceMethod<&DeviceWrap::Free>("free"),
+            Base::template InstanceMethod<&DeviceWrap::IsLive>("isLive"),
+            Base::template InstanceMethod<&DeviceWrap::H2D>("h2d"),
+            Base::template InstanceMethod<&DeviceWrap::D2H>("d2h"),
+            Base::template InstanceMethod<&DeviceWrap::WriteDevice>("writeDevice"),
+            Base::template InstanceMethod<&DeviceWrap::ReadDevice>("readDevice"),
+            Base::template InstanceMethod<&DeviceWrap::D2D>("d2d"),
+            Base::template InstanceMethod<&DeviceWrap::LoadModule>("loadModule"),
+            Base::template InstanceMethod<&DeviceWrap::UnloadModule>("unloadModule"),
+            Base::template InstanceMethod<&DeviceWrap::Launch>("launch"),
+            Base::template InstanceMethod<&DeviceWrap::LaunchAsync>("launchAsync"),
+            Base::template InstanceMethod<&DeviceWrap::Stats>("stats"),
+            Base::template InstanceMethod<&DeviceWrap::SetRecording>("setRecording"),
+            Base::template InstanceMethod<&DeviceWrap::TakeTrace>("takeTrace"),
+            Base::template InstanceMethod<&DeviceWrap::Close>("close"),
+            Base::template InstanceAccessor<&DeviceWrap::Closed>("closed"),
         });
   }
 
-  explicit DeviceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceWrap>(info) {
+  explicit DeviceWrap(const Napi::CallbackInfo& info) : Base(info) {
     Napi::Env env = info.Env();
     if (!info.IsConstructCall()) throw BadArg(env, "Device must be called with new");
     if (!info[0].IsObject()) {
@@ -398,7 +412,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
     opts.ring_task_window = static_cast<uint32_t>(Option(o, "ringTaskWindow", 1, 16777216));
     opts.ring_heap = Option(o, "ringHeap", 1, kMaxSafeInteger);
     opts.ring_dep_pool = Option(o, "ringDepPool", 1, 2147483647.0);
-    core_ = Guard(env, [&] { return std::make_shared<DeviceCore>(opts); });
+    core_ = Guard(env, [&] { return std::make_shared<CoreT>(opts); });
     env.GetInstanceData<AddonData>()->state->Add(core_);
   }
 
@@ -422,14 +436,14 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
     return static_cast<uint64_t>(d);
   }
 
-  DeviceCore& Core(Napi::Env env) {
+  CoreT& Core(Napi::Env env) {
     if (core_->closed()) throw ToJsError(env, DeviceError("device is closed", kCodeClosed));
     return *core_;
   }
 
   Napi::Value Alloc(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t n = ByteCountArg(env, info[0], "alloc");
     const uint64_t addr = Guard(env, [&] { return core.Alloc(n); });
     return Napi::BigInt::New(env, addr);
@@ -438,14 +452,14 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   // Returns true when the release was deferred (launches in flight hold the allocation).
   Napi::Value Free(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[0], "free");
     return Napi::Boolean::New(env, Guard(env, [&] { return core.Free(addr); }));
   }
 
   Napi::Value IsLive(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     uint64_t addr = 0;
     if (!ToUint64(info[0], &addr)) return Napi::Boolean::New(env, false);
     return Napi::Boolean::New(env, Guard(env, [&] { return core.IsLive(addr); }));
@@ -471,7 +485,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
 
   void H2D(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[0], "h2d");
     const uint64_t n = ByteCountArg(env, info[2], "h2d");
     const uint8_t* src = HostBytes(env, info[1], n, "h2d", "source view", addr);
@@ -480,7 +494,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
 
   void D2H(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[1], "d2h");
     const uint64_t n = ByteCountArg(env, info[2], "d2h");
     uint8_t* dst = HostBytes(env, info[0], n, "d2h", "destination view", addr);
@@ -491,7 +505,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   // host<->device transfers.
   void WriteDevice(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[0], "writeDevice");
     const uint64_t n = ByteCountArg(env, info[2], "writeDevice");
     const uint8_t* src = HostBytes(env, info[1], n, "writeDevice", "source view", addr);
@@ -500,16 +514,31 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
 
   void ReadDevice(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint64_t addr = AddressArg(env, info[1], "readDevice");
     const uint64_t n = ByteCountArg(env, info[2], "readDevice");
     uint8_t* dst = HostBytes(env, info[0], n, "readDevice", "destination view", addr);
     Guard(env, [&] { core.D2H(dst, addr, n, false); });
   }
 
+  // d2d(dst, src, nbytes): device-to-device copy (cuda); the cpu device stages it in JS.
+  void D2D(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    CoreT& core = Core(env);
+    const uint64_t dst = AddressArg(env, info[0], "d2d");
+    const uint64_t src = AddressArg(env, info[1], "d2d");
+    const uint64_t n = ByteCountArg(env, info[2], "d2d");
+    if constexpr (std::is_same_v<CoreT, CudaDeviceCore>) {
+      Guard(env, [&] { core.D2D(dst, src, n); });
+    } else {
+      std::vector<uint8_t> tmp(n);
+      Guard(env, [&] { core.D2H(tmp.data(), src, n, false); core.H2D(dst, tmp.data(), n, false); });
+    }
+  }
+
   Napi::Value LoadModule(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     if (!info[0].IsString()) {
       throw BadArg(env, "loadModule: path must be a string, got " + Describe(info[0]));
     }
@@ -537,7 +566,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
 
   void UnloadModule(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const uint32_t id = ModuleIdArg(env, info[0], "unloadModule");
     Guard(env, [&] { core.UnloadModule(id); });
   }
@@ -546,10 +575,10 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   // the returned number.
   Napi::Value Launch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     ParseLaunch(info, "launch", &plan_.module_id, &plan_.args, nullptr);
     struct Done {  // staging and holds released on every path; the module let go
-      LaunchPlan& plan;
+      Plan& plan;
       ~Done() { plan.Release(); plan.module.reset(); }
     } done{plan_};
     const uint64_t ns = Guard(env, [&] {
@@ -563,13 +592,13 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   Napi::Value LaunchAsync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     try {
-      DeviceCore& core = Core(env);
-      auto plan = std::make_unique<LaunchPlan>();
+      CoreT& core = Core(env);
+      auto plan = std::make_unique<Plan>();
       std::vector<Napi::ObjectReference> keep;
       ParseLaunch(info, "launchAsync", &plan->module_id, &plan->args, &keep);
       // Validated, pinned and staged now, on the JS thread.
       Guard(env, [&] { core.Prepare(plan.get(), "launchAsync", /*stage_now=*/true); });
-      auto* worker = new LaunchWorker(env, core_, Value(), std::move(plan), std::move(keep));
+      auto* worker = new LaunchWorker<CoreT>(env, core_, this->Value(), std::move(plan), std::move(keep));
       Napi::Promise promise = worker->Promise();
       worker->Queue();
       return promise;
@@ -582,7 +611,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const DeviceStats s = Guard(env, [&] { return core.Stats(); });
     Napi::Object o = Napi::Object::New(env);
     auto set = [&](const char* k, uint64_t v) { o.Set(k, Napi::Number::New(env, static_cast<double>(v))); };
@@ -603,7 +632,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   // 2 argument snapshots, 4 hardware counters); 0 turns recording off.
   void SetRecording(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     const double mask = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
     const double dump = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
     if (!(mask >= 0 && mask <= 7 && mask == std::trunc(mask)) || !(dump >= 0 && dump == std::trunc(dump))) {
@@ -618,9 +647,9 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
   // takeTrace). Times are steady_clock ns (as Numbers); addresses are BigInts.
   Napi::Value TakeTrace(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    DeviceCore& core = Core(env);
+    CoreT& core = Core(env);
     Napi::Value result = env.Null();
-    core.TakeTrace([&](const DeviceCore::LaunchTrace* tr, const std::deque<TraceTask>& tasks,
+    core.TakeTrace([&](const typename CoreT::LaunchTrace* tr, const std::deque<TraceTask>& tasks,
                        const std::vector<TraceEdge>& edges, const std::string& pmu_error) {
       if (tr == nullptr) return;
       auto num = [&](double v) { return Napi::Number::New(env, v); };
@@ -709,8 +738,8 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap> {
     return Napi::Boolean::New(info.Env(), core_->closed());
   }
 
-  std::shared_ptr<DeviceCore> core_;
-  LaunchPlan plan_;  // reused by the synchronous launch
+  std::shared_ptr<CoreT> core_;
+  Plan plan_;  // reused by the synchronous launch (declared after core_: destroyed first)
 
   friend std::shared_ptr<DeviceCore> tspto::DeviceCoreOf(Napi::Env, Napi::Value, const char*);
 };
@@ -723,9 +752,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<AddonData>(new AddonData{state, Napi::FunctionReference()});
   // Runs at env teardown, after in-flight async work has completed: close what is open.
   env.AddCleanupHook([state]() { state->CloseAll(); });
-  Napi::Function device = DeviceWrap::Define(env);
+  Napi::Function device = DeviceWrap<DeviceCore>::Define(env, "Device");
   env.GetInstanceData<AddonData>()->device_ctor = Napi::Persistent(device);
   exports.Set("Device", device);
+  exports.Set("CudaDevice", DeviceWrap<CudaDeviceCore>::Define(env, "CudaDevice"));
   exports.Set("mpi", MpiBinding(env));
   exports.Set("abiVersion", Napi::Number::New(env, TSPTO_ABI_VERSION));
   return exports;
@@ -738,7 +768,7 @@ std::shared_ptr<DeviceCore> DeviceCoreOf(Napi::Env env, Napi::Value v, const cha
   if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(data->device_ctor.Value())) {
     throw Napi::TypeError::New(env, std::string(what) + ": expected a Device, got " + Describe(v));
   }
-  DeviceWrap* w = DeviceWrap::Unwrap(v.As<Napi::Object>());
+  DeviceWrap<DeviceCore>* w = DeviceWrap<DeviceCore>::Unwrap(v.As<Napi::Object>());
   if (!w->core_ || w->core_->closed()) throw ToJsError(env, DeviceError(std::string(what) + ": device is closed", kCodeClosed));
   return w->core_;
 }

@@ -169,6 +169,49 @@ void DeviceCore::UnloadModule(uint32_t id) {
 // ---------------------------------------------------------------------------------------
 // Launch
 
+void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+                   const char* method) {
+  if (!expect.empty() && expect.size() != args.size()) {
+    throw DeviceError(std::string(method) + ": the program takes " + std::to_string(expect.size()) +
+                          " arguments, got " + std::to_string(args.size()),
+                      kCodeBadArgument);
+  }
+}
+
+void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method) {
+  // The bytes the program reads/writes; the view's LIVE length must cover them.
+  uint64_t need = a->host_bytes;
+  if (!expect.empty() && expect[i] >= 0) need = static_cast<uint64_t>(expect[i]);
+  if (a->host_bytes < need) {
+    throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
+                          ArgKindName(a->kind) + ") is a host view of " +
+                          std::to_string(a->host_bytes) + " bytes, but the program " +
+                          (a->kind == kArgHostIn ? "reads " : "uses ") + std::to_string(need) +
+                          " bytes (a detached, transferred or shrunk ArrayBuffer, or a "
+                          "view that is too short)",
+                      kCodeHostView, static_cast<int64_t>(i));
+  }
+  a->stage_bytes = need;  // never more than validated
+}
+
+void CheckResultViews(const std::vector<LaunchArg>& args,
+                      const std::vector<std::pair<uint8_t*, uint64_t>>& hosts, const char* method) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const LaunchArg& a = args[i];
+    if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
+    if (i >= hosts.size() || hosts[i].second < a.stage_bytes) {
+      const uint64_t have = i < hosts.size() ? hosts[i].second : 0;
+      throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
+                            ArgKindName(a.kind) + ") is a host view of " + std::to_string(have) +
+                            " bytes when the launch completed, fewer than the " +
+                            std::to_string(a.stage_bytes) +
+                            " bytes of its result (its ArrayBuffer was detached, transferred or "
+                            "shrunk while the launch ran); no result was written",
+                        kCodeHostView, static_cast<int64_t>(i));
+    }
+  }
+}
+
 void LaunchPlan::Release() {
   if (!held || device == nullptr) return;
   held = false;
@@ -200,11 +243,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
   }
   const std::vector<int64_t>& expect = plan->module->arg_bytes;
   const size_t n = plan->args.size();
-  if (!expect.empty() && expect.size() != n) {
-    throw DeviceError(std::string(method) + ": the program takes " + std::to_string(expect.size()) +
-                          " arguments, got " + std::to_string(n),
-                      kCodeBadArgument);
-  }
+  CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far
   try {
     for (size_t i = 0; i < n; ++i) {
@@ -212,22 +251,9 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
       switch (a.kind) {
         case kArgHostIn:
         case kArgHostOut:
-        case kArgHostInOut: {
-          // The bytes the program reads/writes; the view's LIVE length must cover them.
-          uint64_t need = a.host_bytes;
-          if (!expect.empty() && expect[i] >= 0) need = static_cast<uint64_t>(expect[i]);
-          if (a.host_bytes < need) {
-            throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
-                                  ArgKindName(a.kind) + ") is a host view of " +
-                                  std::to_string(a.host_bytes) + " bytes, but the program " +
-                                  (a.kind == kArgHostIn ? "reads " : "uses ") + std::to_string(need) +
-                                  " bytes (a detached, transferred or shrunk ArrayBuffer, or a "
-                                  "view that is too short)",
-                              kCodeHostView, static_cast<int64_t>(i));
-          }
-          a.stage_bytes = need;  // never more than validated
+        case kArgHostInOut:
+          CheckHostArg(&a, i, expect, method);
           break;
-        }
         case kArgDevice: {
           std::string why;
           a.generation = arena_->Pin(static_cast<uint64_t>(a.value), &why);
@@ -266,21 +292,7 @@ void DeviceCore::CopyResults(const LaunchPlan& plan, const char* method,
                              const std::vector<std::pair<uint8_t*, uint64_t>>& hosts) {
   CheckOpen();  // the staging buffers are gone with a closed device
   const size_t n = plan.args.size();
-  // Check every result's view first: nothing is written unless all fit.
-  for (size_t i = 0; i < n; ++i) {
-    const LaunchArg& a = plan.args[i];
-    if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;
-    if (i >= hosts.size() || hosts[i].second < a.stage_bytes) {
-      const uint64_t have = i < hosts.size() ? hosts[i].second : 0;
-      throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
-                            ArgKindName(a.kind) + ") is a host view of " + std::to_string(have) +
-                            " bytes when the launch completed, fewer than the " +
-                            std::to_string(a.stage_bytes) +
-                            " bytes of its result (its ArrayBuffer was detached, transferred or "
-                            "shrunk while the launch ran); no result was written",
-                        kCodeHostView, static_cast<int64_t>(i));
-    }
-  }
+  CheckResultViews(plan.args, hosts, method);  // nothing is written unless all fit
   for (size_t i = 0; i < n; ++i) {
     const LaunchArg& a = plan.args[i];
     if (a.kind != kArgHostOut && a.kind != kArgHostInOut) continue;

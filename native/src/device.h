@@ -99,6 +99,19 @@ struct LaunchPlan {
   ~LaunchPlan() { Release(); }
 };
 
+// Launch argument checks shared by the cpu (DeviceCore) and cuda (CudaDeviceCore) cores, so
+// both give the same errors. `expect`: the module's arg_bytes (empty = unknown).
+// The argument count against the program's parameters (TSPTO_BAD_ARGUMENT).
+void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+                   const char* method);
+// A host-kind argument: its view's LIVE length must cover the bytes the program uses
+// (TSPTO_HOST_VIEW naming argument i); sets a->stage_bytes to exactly those bytes.
+void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method);
+// Before the results of a prestaged launch are copied back: each Out/InOut view
+// (`hosts[i]`: current pointer and live length) still holds its stage_bytes (TSPTO_HOST_VIEW).
+void CheckResultViews(const std::vector<LaunchArg>& args,
+                      const std::vector<std::pair<uint8_t*, uint64_t>>& hosts, const char* method);
+
 struct DeviceStats {
   uint64_t launches, h2d_bytes, d2h_bytes, bytes_in_use, live_allocations, pending_frees, capacity;
   uint64_t modules_loaded, module_loads, tasks_run;
@@ -106,6 +119,7 @@ struct DeviceStats {
 
 class DeviceCore {
  public:
+  using Plan = LaunchPlan;  // the binding's launch plan type (CudaDeviceCore has its own)
   explicit DeviceCore(const DeviceOptions& options);  // reserves memory, starts threads
   ~DeviceCore();                                       // Close()
   DeviceCore(const DeviceCore&) = delete;

@@ -26,8 +26,12 @@ inline constexpr const char* kCodeHostView = "TSPTO_HOST_VIEW";
 inline constexpr const char* kCodeBadArgument = "TSPTO_BAD_ARGUMENT";
 // A program library that cannot be loaded, or a module id that is not loaded.
 inline constexpr const char* kCodeModule = "TSPTO_MODULE";
+// The cuda platform: no NVIDIA driver / GPU on this machine (opening a CudaDevice), and a
+// CUDA driver call that failed.
+inline constexpr const char* kCodeNoGpu = "TSPTO_NO_GPU";
+inline constexpr const char* kCodeCuda = "TSPTO_CUDA";
 // The full table of codes and the TsptoError classes they become is in
-// src/runtime/native_errors.ts and docs/errors.md.
+// src/targets/native_errors.ts and docs/errors.md.
 
 class DeviceError : public std::runtime_error {
  public:

@@ -1,8 +1,8 @@
 // Native (device) errors -> TsptoErrors. The native addon throws plain Errors carrying a
 // stable `code` (native/src/errors.h) and, for a launch argument, `argIndex` (0-based);
 // fromNativeError maps them to the TsptoError subclass and public code of the table below
-// (docs/errors.md lists every public code). The cpu target's Device (targets/cpu/device.ts)
-// calls it wherever a native call can fail, so no native error reaches the user untranslated.
+// (docs/errors.md lists every public code). The cpu and cuda targets' Devices (targets/*/device.ts)
+// call it wherever a native call can fail, so no native error reaches the user untranslated.
 import {
   TsptoArgumentError,
   TsptoDeviceError,
@@ -58,6 +58,16 @@ export const NATIVE_ERROR_CODES: Readonly<Record<string, NativeCodeEntry>> = Obj
     code: "E_MODULE",
     cls: TsptoDeviceError,
     hint: "rebuild the program (ir.compile / the jit does it) and register it again",
+  },
+  TSPTO_NO_GPU: {
+    code: "E_NO_GPU",
+    cls: TsptoDeviceError,
+    hint: "run on a machine with an NVIDIA GPU and its driver (libcuda.so.1), or use the cpu / interp platform",
+  },
+  TSPTO_CUDA: {
+    code: "E_CUDA",
+    cls: TsptoDeviceError,
+    hint: "a CUDA driver call failed (see the message); check the GPU with nvidia-smi",
   },
 });
 

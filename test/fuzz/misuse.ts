@@ -304,7 +304,7 @@ export async function runMisuse(seed: number, calls: number): Promise<MisuseRepo
         const data = pick<unknown>([[1, 2, 3], [[1, 2], [3]], "abc", [1, "x"], { data: new Float32Array(6), shape: [2, 2] }]);
         call("tensor(bad)", "fail", () => tensor(data as never, Array.isArray(data) && data.length === 3 && typeof data[0] === "number" ? { shape: [2, 2] } : undefined));
       } else {
-        call("ir.compile(bad platform)", "fail", () => ir.compile(fuzzAdd.lower(a0, b0, host(new Float32Array(N))), { platform: pick(["cuda", "tpu", ""]) as "cpu" }));
+        call("ir.compile(bad platform)", "fail", () => ir.compile(fuzzAdd.lower(a0, b0, host(new Float32Array(N))), { platform: pick(["npu", "tpu", ""]) as "cpu" }));
       }
     }],
   ];

@@ -125,10 +125,10 @@ for (const platform of ["cpu", "interp"] as const) {
 describe("targets and artifacts", () => {
   it("an unknown platform names the known ones", () => {
     const p = add.lower(A, B, zeros([R, C]));
-    const e = caught(() => ir.compile(p, { platform: "cuda" }));
+    const e = caught(() => ir.compile(p, { platform: "tpu" }));
     expect(e.code).toBe("E_PLATFORM");
-    expect(e.message).toContain('unknown platform "cuda" (known: "cpu", "interp")');
-    expect(() => new RunConfig({ platform: "cuda" })).toThrow('RunConfig.platform must be one of "cpu", "interp", got "cuda"');
+    expect(e.message).toContain('unknown platform "tpu" (known: "cpu", "interp", "cuda")');
+    expect(() => new RunConfig({ platform: "tpu" })).toThrow('RunConfig.platform must be one of "cpu", "interp", "cuda", got "tpu"');
   });
 
   it("never deletes what a user put in outputDir", () => {

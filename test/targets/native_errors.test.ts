@@ -19,6 +19,8 @@ describe("fromNativeError", () => {
     ["TSPTO_HOST_VIEW", "E_HOST_VIEW", TsptoArgumentError],
     ["TSPTO_BAD_ARGUMENT", "E_ARG", TsptoArgumentError],
     ["TSPTO_MODULE", "E_MODULE", TsptoDeviceError],
+    ["TSPTO_NO_GPU", "E_NO_GPU", TsptoDeviceError],
+    ["TSPTO_CUDA", "E_CUDA", TsptoDeviceError],
   ];
   it("has exactly the codes of native/src/errors.h", () => {
     expect(Object.keys(NATIVE_ERROR_CODES).sort()).toEqual(rows.map((r) => r[0]).sort());

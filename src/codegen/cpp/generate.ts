@@ -9,7 +9,7 @@
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { DTYPE_BYTES, TsptoCompileError, exprType, forEachStmt, isFloat, numel, returnedParams, tileElemBytes, typeStr } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
-import { emitSpmdSubmit } from "./spmd.js";
+import { emitSpmdSubmit, type SpmdSubmit } from "./spmd.js";
 import { accessInit } from "./access.js";
 import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type AccessAttr, type ForwardedLoad } from "../../passes/index.js";
 import {
@@ -55,6 +55,26 @@ function staticTensor(t: TensorType, what: string, span: Span): StaticTensor {
 const tensorBytes = (t: StaticTensor): number => numel(t.shape) * DTYPE_BYTES[t.dtype];
 
 const comment = (s: string): string => s.replace(/[\r\n\\]/g, "/");
+
+/**
+ * How the orchestration submits one call of an InCore function. The cpu platform uses the
+ * built-in form (one rt->submit, or row bands for `spmd` calls); another target (cuda) passes
+ * its own to reuse this generator for a host-side entry.
+ */
+export type SubmitHook = (g: KernelCtx, s: SpmdSubmit) => void;
+
+/**
+ * Only the orchestration (`tspto_entry`) of a lowered program, with the prelude: used by
+ * targets whose kernels are not C++ functions (cuda). `symbols` maps each InCore function to
+ * the C++ expression passed to rt->submit as its TsptoKernelFn.
+ */
+export function generateEntryCpp(program: Program, symbols: ReadonlyMap<string, string>, submit: SubmitHook): string {
+  const entry = program.getFunction(program.entry);
+  if (!entry) return internal(`program '${program.name}' has no entry function '${program.entry}'`);
+  if (entry.fnKind !== "orchestration") internal(`the entry '${entry.name}' is a ${entry.fnKind} function, expected orchestration`, entry.span);
+  for (const p of entry.params) if (p.var.type.kind === "tensor") staticTensor(p.var.type, `parameter '${p.var.name}' of '${entry.name}'`, p.var.span);
+  return [ENTRY_BEGIN, new FnGen(program, entry, "entry", symbols, submit).generate(), ENTRY_END, ""].join("\n");
+}
 
 export function generateCpp(program: Program): GeneratedCpp {
   const entry = program.getFunction(program.entry);
@@ -124,6 +144,7 @@ class FnGen implements KernelCtx {
     private readonly fn: Func,
     private readonly mode: "kernel" | "entry",
     private readonly symbols: ReadonlyMap<string, string>,
+    private readonly submitHook?: SubmitHook,
   ) {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     if (mode === "kernel") this.scratchBytes = this.planCheck();
@@ -696,7 +717,12 @@ class FnGen implements KernelCtx {
       });
     }
     const scope = Number(call.attrs.scopeId ?? 0) | 0;
-    if (call.attrs.spmd !== undefined) {
+    if (this.submitHook) {
+      this.submitHook(this, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
+        const tr = tensorArgs.get(x.arg)!;
+        return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode] };
+      }) });
+    } else if (call.attrs.spmd !== undefined) {
       // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
       emitSpmdSubmit(this, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
         const tr = tensorArgs.get(x.arg)!;

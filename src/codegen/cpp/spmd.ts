@@ -21,7 +21,7 @@ export interface SpmdSubmit {
 
 const int = (n: number): string => `INT64_C(${n})`;
 
-function checkAttr(call: Call): SpmdAttr {
+export function checkSpmdAttr(call: Call): SpmdAttr {
   const a = call.attrs.spmd as unknown as SpmdAttr;
   const okInt = (x: unknown, min: number) => typeof x === "number" && Number.isInteger(x) && x >= min;
   if (!a || typeof a !== "object" || !okInt(a.lo, 0) || !okInt(a.hi, 0) || !okInt(a.step, 1) || !okInt(a.maxChunks, 1) ||
@@ -34,7 +34,7 @@ function checkAttr(call: Call): SpmdAttr {
 
 /** Emits the banded submission loop into the orchestration. */
 export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
-  const a = checkAttr(s.call);
+  const a = checkSpmdAttr(s.call);
   const trips = Math.ceil((a.stop - a.start) / a.step);
   const bandOf = new Map(a.bands.map((b) => [b.arg, b]));
   const nc = g.fresh("nc"), c = g.fresh("c"), t0 = g.fresh("t0"), t1 = g.fresh("t1"), lo = g.fresh("lo"), hi = g.fresh("hi");

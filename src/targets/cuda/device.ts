@@ -1,0 +1,91 @@
+// The cuda platform's device: the native addon's CudaDevice (CUDA driver API loaded at run
+// time with dlopen("libcuda.so.1"); nothing links against CUDA), seen through the Device
+// interface. Native failures become TsptoErrors here; a machine without a driver or a GPU
+// gets one clear E_NO_GPU error when the device is opened.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DTYPE_BYTES, TsptoRuntimeError } from "../../ir/index.js";
+import { verifiedLibrary } from "../../artifact/index.js";
+import { loadNative, nativeError } from "../native.js";
+import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
+import { FATBIN_PATH } from "./toolchain.js";
+
+/** The native device object (native/src/cuda_device.cc), same surface as the cpu one. */
+interface NativeCudaDevice {
+  alloc(nbytes: number): bigint;
+  /** True when the release was deferred (launches in flight hold the allocation). */
+  free(addr: bigint): boolean;
+  isLive(addr: bigint): boolean;
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
+  d2d(dst: bigint, src: bigint, nbytes: number): void;
+  loadModule(path: string, argBytes?: readonly number[]): number;
+  unloadModule(id: number): void;
+  launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
+  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
+  stats(): DeviceStats & { pendingFrees: number };
+  setRecording(mask: number, dumpBytes: number): void;
+  takeTrace(): unknown;
+  close(): void;
+  readonly closed: boolean;
+}
+interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice }
+
+/** A native error as a TsptoError: the one table of native codes (native_errors.ts), which
+ *  also maps the cuda codes (TSPTO_NO_GPU -> E_NO_GPU, TSPTO_CUDA -> E_CUDA). */
+export function cudaError(err: unknown): Error {
+  return nativeError(err);
+}
+
+const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+export class CudaDevice implements Device {
+  readonly #n: NativeCudaDevice;
+  /** Swimlanes of kernel launches are not recorded yet on the GPU. */
+  readonly records = false;
+
+  constructor(opts: DeviceOptions) {
+    const Native = loadNative() as unknown as CudaAddon;
+    if (!Native.CudaDevice) {
+      throw new TsptoRuntimeError("E_NO_GPU", "the tspto native addon was built without the cuda device", undefined, "rebuild it: npx node-gyp rebuild --directory native");
+    }
+    try { this.#n = new Native.CudaDevice(opts); } catch (e) { throw cudaError(e); }
+  }
+
+  alloc(nbytes: number): bigint { try { return this.#n.alloc(nbytes); } catch (e) { throw cudaError(e); } }
+  free(addr: bigint): void { try { this.#n.free(addr); } catch (e) { throw cudaError(e); } }
+  isLive(addr: bigint): boolean { return this.#n.isLive(addr); }
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void { try { this.#n.h2d(addr, src, nbytes); } catch (e) { throw cudaError(e); } }
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void { try { this.#n.d2h(dst, addr, nbytes); } catch (e) { throw cudaError(e); } }
+  d2d(dst: bigint, src: bigint, nbytes: number): void { try { this.#n.d2d(dst, src, nbytes); } catch (e) { throw cudaError(e); } }
+  load(artifact: ArtifactRef): number {
+    // both binaries are checked against their recorded hashes before anything loads them
+    const dir = artifact.outputDir;
+    // the host library: hash and directory permissions (artifact room); the fatbin: its hash in build/stamp.json
+    const lib = verifiedLibrary(artifact);
+    let stamp: { fatbinSha256?: string };
+    try {
+      stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
+      if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) throw new Error(`${join(dir, FATBIN_PATH)} does not match its recorded hash`);
+    } catch (e) {
+      throw new TsptoRuntimeError("E_ARTIFACT", `cannot load the cuda artifact ${dir}: ${(e as Error).message}`, undefined, "rebuild it (delete the directory and compile again)");
+    }
+    // argBytes, as on cpu: every launch checks each host view's live byte length against
+    // these (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
+    const argBytes = artifact.meta.params.map((p) => (p.kind === "tensor" ? (p.shape ?? []).reduce((a: number, d) => a * Number(d), 1) * DTYPE_BYTES[p.dtype as keyof typeof DTYPE_BYTES] : -1));
+    try { return this.#n.loadModule(lib, argBytes); } catch (e) { throw cudaError(e); }
+  }
+  unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
+    try { return this.#n.launch(module, args as unknown[], kinds); } catch (e) { throw cudaError(e); }
+  }
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
+    try { return this.#n.launchAsync(module, args as unknown[], kinds).catch((e: unknown) => { throw cudaError(e); }); } catch (e) { return Promise.reject(cudaError(e)); }
+  }
+  stats(): DeviceStats { return this.#n.stats(); }
+  setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
+  takeTrace(): DeviceTrace | null { return null; }
+  close(): void { this.#n.close(); }
+  get closed(): boolean { return this.#n.closed; }
+}

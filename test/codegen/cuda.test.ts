@@ -1,0 +1,46 @@
+// The cuda code generator without nvcc: every op that can reach code generation has a CUDA
+// formula; an op without one is a compile error naming it; generated kernels have the
+// promised structure (hand-built programs in ./helpers.ts).
+import { describe, expect, it } from "vitest";
+import { allOps, TsptoCompileError, NO_SPAN } from "../../src/ir/index.js";
+import "../../src/ir/ops/index.js";
+import { CUDA_EMITTERS, cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
+import { seedProgram } from "../targets/cuda/corpus.js";
+
+// tensor-level ops are lowered to tiles by the pass pipeline; of them only tensor.read stays
+// in kernels, and tensor.create in the orchestration (the host C++ generator's)
+const LOWERED_AWAY = (op: string) => op.startsWith("tensor.") && op !== "tensor.read";
+
+describe("cuda formulas", () => {
+  it("every tile and scalar op of the registry (and tensor.read) has one", () => {
+    const missing: string[] = [];
+    for (const op of allOps()) {
+      // ops with loweredBy (matmulBias, batchMatmul: the MatmulForms pass) never reach code generation
+      if (LOWERED_AWAY(op.name) || op.level === "orchestration" || op.loweredBy) continue;
+      try { cudaEmitterFor(op.name, NO_SPAN); } catch { missing.push(op.name); }
+    }
+    expect(missing).toEqual([]);
+    expect(CUDA_EMITTERS.has("tile.matmul")).toBe(true);
+  });
+
+  it("an op without a formula is a TsptoCompileError naming it", () => {
+    let err: unknown;
+    try { cudaEmitterFor("tile.frobnicate", NO_SPAN); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoCompileError);
+    expect((err as TsptoCompileError).code).toBe("E_CODEGEN");
+    expect((err as Error).message).toContain("the cuda code generator has no formula for op 'tile.frobnicate'");
+    expect(() => cudaEmitterFor("tensor.add", NO_SPAN)).toThrow(/must be lowered to tiles/);
+  });
+
+  it("the seed program: one kernel, a host entry that submits it with the launch descriptor, 128-bit paths", () => {
+    const g = generateCuda(seedProgram());
+    expect(g.kernels).toHaveLength(1);
+    expect((g.source.match(/__global__ void __launch_bounds__\(256\)/g) ?? []).length).toBe(1);
+    expect(g.source).toContain("const TsptoCudaArgs a");
+    expect(g.source).toContain("float4");
+    // slots a, b, out, then the descriptor (lo_slot, hi_slot, start, step, trips, grid) of a one-block launch
+    expect(g.entry).toMatch(/const int64_t _slots\d+\[9\] = \{ a_\d+, b_\d+, out_\d+, -1, -1, 0, 0, 1, 1 \};/);
+    expect(g.entry).toContain("rt->submit(rt->ctx, TSPTO_CUDA_KERNEL(0), \"addKernel_incore_0\"");
+    expect(g.entry).toContain("tspto_cuda_kernel_names[1] = { \"k_addKernel_incore_0\" }");
+  });
+});

@@ -1,0 +1,56 @@
+// The programs the cuda tests compile: every ported example (examples/*.ts exporting
+// main(platform)) and the seed program of API.md §1. The examples are run once on the interp
+// platform with a private disk cache; each specialization they compiled left its lowered
+// program (program.json) in that cache, and those are the programs (the lowering does not
+// depend on the platform).
+import { mkdtempSync, readdirSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { pl, randn, zeros } from "tspto";
+import { Program } from "../../../src/ir/index.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../examples/", import.meta.url));
+
+export function exampleFiles(): string[] {
+  return readdirSync(EXAMPLES).filter((f) => f.endsWith(".ts") && !f.startsWith("_"))
+    .filter((f) => /export function main\(/.test(readFileSync(join(EXAMPLES, f), "utf8"))).sort();
+}
+
+/** Runs main(platform) of one example. */
+export async function runExample(file: string, platform: string): Promise<void> {
+  process.env.TSPTO_EXAMPLES_QUIET = "1";
+  const mod = (await import(pathToFileURL(join(EXAMPLES, file)).href)) as { main: (p: string) => void | Promise<void> };
+  await mod.main(platform);
+}
+
+const ROWS = 128, COLS = 128;
+/** API.md §1's kernel, as written there. */
+export const addKernel = pl.jit(function addKernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const ta = pl.load(a, [0, 0], [ROWS, COLS]);
+    const tb = pl.load(b, [0, 0], [ROWS, COLS]);
+    pl.store(pl.add(ta, tb), [0, 0], out);
+  });
+  return out;
+});
+export const seedProgram = (): Program => addKernel.lower(randn([ROWS, COLS], { seed: 0 }), randn([ROWS, COLS], { seed: 1 }), zeros([ROWS, COLS]));
+
+/** Lowered programs of every example specialization (by cache entry name) plus the seed. */
+export async function corpusPrograms(): Promise<Map<string, Program>> {
+  const cache = mkdtempSync(join(tmpdir(), "tspto-cuda-corpus-"));
+  const saved = process.env.TSPTO_CACHE_DIR;
+  process.env.TSPTO_CACHE_DIR = cache;
+  try {
+    for (const f of exampleFiles()) await runExample(f, "interp");
+  } finally {
+    if (saved === undefined) delete process.env.TSPTO_CACHE_DIR; else process.env.TSPTO_CACHE_DIR = saved;
+  }
+  const out = new Map<string, Program>();
+  for (const d of readdirSync(cache).sort()) {
+    const file = join(cache, d, "program.json");
+    if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
+  }
+  out.set("seed_addKernel", seedProgram());
+  return out;
+}
