@@ -6,7 +6,7 @@ export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
 export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";
 export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
-export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host.js";
+export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host/index.js";
 export type { DType } from "./ir/index.js";
 export {
   TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,

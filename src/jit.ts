@@ -19,7 +19,7 @@ import { getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { RunConfig } from "./runtime/config.js";
 import { DeviceTensor } from "./runtime/device_tensor.js";
-import { HostTensor, asTensorLike } from "./runtime/host.js";
+import { HostTensor, asTensorLike } from "./runtime/host/index.js";
 import { defaultWorker, type ChipWorker, type Registration } from "./runtime/worker.js";
 import { callerSpan } from "./runtime/caller.js";
 import { checkScalar } from "./runtime/args.js";

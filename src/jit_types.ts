@@ -4,7 +4,7 @@
 // either), optionally followed by a RunConfig; the result is what the launch returns: the
 // argument(s) passed for the tensor(s) the kernel returns. Types only.
 import type { Tensor } from "./dsl/language.js";
-import type { HostTensor, TensorLikeInput } from "./runtime/host.js";
+import type { HostTensor, TensorLikeInput } from "./runtime/host/index.js";
 import type { RunConfig } from "./runtime/config.js";
 
 type IsAny<T> = 0 extends 1 & T ? true : false;

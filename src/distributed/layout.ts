@@ -46,7 +46,7 @@ export function bytesOf(v: ArrayBufferView): Uint8Array {
 }
 
 /** A typed view of `bytes` as `dtype`'s host storage (bytes must be aligned: the buffers here are fresh). */
-export function typedView(bytes: Uint8Array, dtype: DType): ArrayLike<number | bigint> & { [i: number]: number | bigint } {
+function typedView(bytes: Uint8Array, dtype: DType): ArrayLike<number | bigint> & { [i: number]: number | bigint } {
   const C = typedArrayFor(dtype) as unknown as new (b: ArrayBufferLike, off: number, len: number) => ArrayLike<number | bigint> & { [i: number]: number | bigint };
   const esize = (C as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
   if (bytes.byteOffset % esize !== 0) throw new Error(`internal: unaligned ${dtype} view`);

@@ -108,7 +108,7 @@ export class RankLostError extends TsptoRuntimeError {
 const LOST_HINT = "the job cannot continue without that rank: see its own output (and mpirun's) for why it exited, then start the job again";
 
 /** Converts a native MPI error into a TsptoRuntimeError. */
-export function mpiError(e: unknown): Error {
+function mpiError(e: unknown): Error {
   if (!(e instanceof Error)) return new Error(String(e));
   const code = (e as { code?: string }).code;
   if (code === "TSPTO_MPI_PEER_LOST") {
@@ -134,11 +134,6 @@ export function nativeMpi(): NativeMpi {
   if (!addon.mpi) throw new TsptoRuntimeError("E_MPI_MISSING", "the tspto native addon was built without MPI support", callerSpan(), "rebuild it: npx node-gyp rebuild --directory native");
   binding = addon.mpi;
   return binding;
-}
-
-/** Why MPI cannot be used on this machine, or null when libmpi loads. */
-export function mpiUnavailableReason(): string | null {
-  return nativeMpi().load();
 }
 
 let sigtermHooked = false;

@@ -10,7 +10,7 @@ import { TsptoRuntimeError } from "../ir/index.js";
 import { ChipWorker } from "../runtime/worker.js";
 import { RunConfig } from "../runtime/config.js";
 import { DeviceTensor } from "../runtime/device_tensor.js";
-import { HostTensor, asTensorLike } from "../runtime/host.js";
+import { HostTensor, asTensorLike } from "../runtime/host/index.js";
 import { loadNative } from "../targets/native.js";
 import { callerSpan } from "../runtime/caller.js";
 import { hostname } from "node:os";

@@ -50,7 +50,7 @@ const DECORATOR_HELPER = /^(?:__decorateElement|__decorate|__esDecorate|__runIni
 const FRAME = /^\s*at (?:(.*?) \()?(.+?):(\d+):(\d+)\)?\s*$/;
 
 /** Normalize a stack-frame location to an absolute file path (file:// URLs converted). */
-export function framePath(loc: string): string | null {
+function framePath(loc: string): string | null {
   if (loc.startsWith("file://")) {
     try {
       return fileURLToPath(loc);

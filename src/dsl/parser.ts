@@ -12,7 +12,7 @@ import { exprType, mkConst, type Direction, type Expr, type Func, type Span } fr
 import { Program } from "../ir/program.js";
 import { dimsEqual, scalarT, tensorT, typeStr, type Dim, type Type } from "../ir/types.js";
 import { annStr, annType, readAnnotation, type AnnEnv, type ReadAnn } from "./annotations.js";
-import { FunctionBuilder, type BuildEnv, type CalleeInfo, type KernelRef, type ParamSpec } from "./builder.js";
+import { FunctionBuilder, type BuildEnv, type CalleeInfo, type KernelRef, type ParamSpec } from "./builder/index.js";
 import type { KernelDef } from "./kernel.js";
 import { Resolver } from "./resolve.js";
 import { locateKernel, registerSnippet, spanOf, type KernelSource } from "./source.js";

@@ -39,7 +39,7 @@ export type FreeBinding =
   | { readonly kind: "other"; readonly what: string; readonly isFunction?: boolean }
   | null;
 
-export const num = (v: number, float = !Number.isInteger(v)): ConstVal => ({ k: "num", v, float });
+const num = (v: number, float = !Number.isInteger(v)): ConstVal => ({ k: "num", v, float });
 
 // ---------------------------------------------------------------- the pl namespace's constants
 
@@ -236,7 +236,7 @@ export function evalConst(e: ts.Expression, lookup: ConstLookup): ConstVal | und
 }
 
 /** A constant from a runtime value (opts.scope). */
-export function constFromValue(v: unknown, depth = 0): ConstVal | undefined {
+function constFromValue(v: unknown, depth = 0): ConstVal | undefined {
   if (depth > 8) return undefined;
   if (typeof v === "number") return num(v);
   if (typeof v === "boolean") return { k: "bool", v };
@@ -277,7 +277,7 @@ export function describeConst(c: ConstVal): string {
 const isLanguageModule = (spec: string) => spec === "tspto/language" || /(^|\/)language(\.[cm]?[jt]s)?$/.test(spec);
 
 /** The `.ts` file a relative import specifier names, or null. */
-export function resolveModule(fromFile: string, spec: string): string | null {
+function resolveModule(fromFile: string, spec: string): string | null {
   if (!spec.startsWith(".")) return null;
   const base = resolvePath(dirname(fromFile), spec);
   const stem = base.replace(/\.[cm]?[jt]sx?$/, "");
@@ -372,7 +372,7 @@ function isBundledLanguageNamespace(decl: ts.VariableDeclaration, src: SourceTex
 }
 
 /** The binding `name` exported by module `file` (following re-exports). */
-export function resolveExport(file: string, name: string, depth = 0): FreeBinding {
+function resolveExport(file: string, name: string, depth = 0): FreeBinding {
   if (depth > MAX_DEPTH) return { kind: "other", what: "an export re-exported through too many modules" };
   const src = loadSourceFile(file);
   if (!src) return { kind: "other", what: `exported by ${file}, which cannot be read` };

@@ -35,7 +35,7 @@ export interface KernelSource {
   readonly node: KernelFnNode;
 }
 
-export const hashText = (text: string): string => createHash("sha256").update(text).digest("hex");
+const hashText = (text: string): string => createHash("sha256").update(text).digest("hex");
 
 function lineStartsOf(text: string): number[] {
   const starts = [0];
@@ -145,7 +145,7 @@ function isJitDecorator(d: ts.Decorator): boolean {
 }
 
 /** The function a jit call wraps: its first argument (a function or arrow, or the name of a function declaration). */
-export function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
+function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
   const a = call.arguments[0];
   if (!a) return null;
   const inner = skipParens(a);
@@ -181,7 +181,7 @@ function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind;
 }
 
 /** The jit call whose head covers `site` (nearest column when several do). */
-export function jitCallAt(src: SourceText, site: KernelSite, kind?: KernelKind): ts.CallExpression | null {
+function jitCallAt(src: SourceText, site: KernelSite, kind?: KernelKind): ts.CallExpression | null {
   const cands = jitCalls(src).filter((c) => (!kind || c.kind === kind) && c.from <= site.line && site.line <= c.to);
   if (!cands.length) return null;
   const dist = (c: { call: ts.CallExpression }) => Math.abs(lineCol(src, c.call.getStart(src.sf)).col - site.col);

@@ -9,7 +9,7 @@ import type { AttrValue, Attrs, Direction, Func, FunctionKind } from "../ir/node
 import { Program } from "../ir/program.js";
 import type { Type } from "../ir/types.js";
 import { annStr, annType, readAnnotation, type Ann, type AnnEnv } from "./annotations.js";
-import { FunctionBuilder, type BuildEnv, type CalleeInfo, type ParamSpec } from "./builder.js";
+import { FunctionBuilder, type BuildEnv, type CalleeInfo, type ParamSpec } from "./builder/index.js";
 import { constToValue, evalConst, type FreeBinding } from "./resolve.js";
 import { jitCallKind, skipParens, sourceFromText, spanOf, type KernelFnNode, type SourceText } from "./source.js";
 

@@ -9,7 +9,7 @@ import { packageRequire } from "../ir/package_root.js";
 let loaded: typeof TS | undefined;
 
 /** The TypeScript module, required now if it was not yet. */
-export function typescript(): typeof TS {
+function typescript(): typeof TS {
   return (loaded ??= packageRequire()("typescript") as typeof TS);
 }
 

@@ -166,7 +166,7 @@ export function bf16BitsToF32(b: number): number {
 // Conversion of a value to a dtype.
 
 export type RoundMode = "round" | "rint" | "floor" | "ceil" | "trunc";
-export const ROUND_MODES: readonly RoundMode[] = Object.freeze(["round", "rint", "floor", "ceil", "trunc"] as RoundMode[]);
+const ROUND_MODES: readonly RoundMode[] = Object.freeze(["round", "rint", "floor", "ceil", "trunc"] as RoundMode[]);
 
 /** Inclusive integer range of an integer dtype (int64 bounds as the nearest doubles). */
 export function intRange(d: DType): [number, number] {

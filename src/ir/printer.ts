@@ -31,7 +31,7 @@ const RESERVED = new Set(("break case catch class const continue debugger defaul
   "function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static " +
   "implements interface package private protected public await async of pl Math undefined NaN Infinity arguments eval").split(" "));
 
-export const dtypeText = (d: DType) => `pl.${DTYPE_CONST[d]}`;
+const dtypeText = (d: DType) => `pl.${DTYPE_CONST[d]}`;
 const dimText = (d: Dim) => (typeof d === "number" ? String(d) : JSON.stringify(d));
 const dimsText = (ds: readonly Dim[]) => `[${ds.map(dimText).join(", ")}]`;
 
@@ -50,7 +50,7 @@ export function typeText(t: Type): string {
   }
 }
 
-export function attrText(v: AttrValue): string {
+function attrText(v: AttrValue): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return `[${v.map(attrText).join(", ")}]`;
   if (typeof v === "object") return `{ ${Object.entries(v as Record<string, AttrValue>).map(([k, x]) => `${JSON.stringify(k)}: ${attrText(x)}`).join(", ")} }`;

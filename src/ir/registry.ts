@@ -6,7 +6,6 @@
 import type { Attrs, AttrValue, Expr, Span } from "./nodes.js";
 import { exprType } from "./nodes.js";
 import type { Type } from "./types.js";
-import { typeStr } from "./types.js";
 import { TsptoTypeError } from "./errors.js";
 import type { Value, EvalEnv } from "./values.js";
 
@@ -171,7 +170,4 @@ export const tileOpOf = (op: OpDef): string => op.tileOp ?? `tile.${op.name.slic
 export const effectsOf = (op: OpDef, args: readonly Expr[], attrs: Attrs): Effects =>
   op.effects ? op.effects(args, attrs) : { reads: [], writes: [] };
 
-export function describeType(t: Type): string {
-  return typeStr(t);
-}
 export type { AttrValue };

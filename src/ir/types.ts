@@ -40,7 +40,6 @@ export const tensorT = (shape: readonly Dim[], dtype: DType): TensorType => ({ k
 export const tileT = (
   shape: readonly number[], dtype: DType, mem: Mem = "Vec", validShape: readonly Dim[] | null = null, addr: number | null = null,
 ): TileType => ({ kind: "tile", shape: [...shape], dtype, mem, validShape: validShape ? [...validShape] : null, addr });
-export const listT = (elems: readonly Type[]): ListType => ({ kind: "list", elems: [...elems] });
 export const tupleT = (elems: readonly Type[]): TupleType => ({ kind: "tuple", elems: [...elems] });
 export const voidT: VoidType = { kind: "void" };
 /** Loop indices and scalar index arithmetic. */

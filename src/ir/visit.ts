@@ -1,5 +1,5 @@
 // Generic traversal helpers shared by passes, the interpreter and codegen.
-import type { Expr, Stmt, Var, Func } from "./nodes.js";
+import type { Expr, Stmt, Var } from "./nodes.js";
 
 /** Calls `f` on every expression (post-order) reachable from `s`, including nested ones. */
 export function forEachExpr(stmts: readonly Stmt[], f: (e: Expr) => void): void {
@@ -57,18 +57,6 @@ export function freeVars(stmts: readonly Stmt[]): Var[] {
     if (e.kind === "var" && !defined.has(e.id) && !seen.has(e.id)) seen.set(e.id, e);
   });
   return [...seen.values()];
-}
-
-/** Every function called (op "call") from `fn`. */
-export function calledFunctions(fn: Func): string[] {
-  const out: string[] = [];
-  forEachExpr(fn.body, (e) => {
-    if (e.kind === "call" && e.op === "call") {
-      const c = String(e.attrs.callee);
-      if (!out.includes(c)) out.push(c);
-    }
-  });
-  return out;
 }
 
 /** Rebuilds expressions bottom-up; `f` returns a replacement or undefined to keep. */

@@ -1,5 +1,5 @@
 // inline: splice pl.jit.inline helpers into each call site and drop them from the program.
-import { Program, TsptoCompileError, mkAssign, mapExpr, mkVar, type Expr, type Func, type Stmt, type Call } from "../ir/index.js";
+import { TsptoCompileError, mkAssign, mapExpr, mkVar, type Expr, type Func, type Stmt, type Call } from "../ir/index.js";
 import { mapStmtExprs } from "../ir/index.js";
 import { cloneStmts } from "./util.js";
 import type { Pass } from "./manager.js";

@@ -19,7 +19,7 @@ import type { Pass } from "./manager.js";
 /** The least work (bytes of the banded tensors) worth one extra task. */
 export const SPMD_MIN_CHUNK_BYTES = 128 * 1024;
 /** At most this many bands per call (the runtime uses min(this, core threads)). */
-export const SPMD_MAX_CHUNKS = 256;
+const SPMD_MAX_CHUNKS = 256;
 
 /** What a call's `spmd` attribute holds (read by src/codegen/cpp/spmd.ts). */
 export interface SpmdAttr {

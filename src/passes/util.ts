@@ -44,12 +44,6 @@ export function cloneStmts(stmts: readonly Stmt[], map: Map<number, Expr>, renam
   });
 }
 
-/** Does this statement list always end control flow (return/break/continue) on its last statement? */
-export function terminates(stmts: readonly Stmt[]): boolean {
-  const last = stmts[stmts.length - 1];
-  return !!last && (last.kind === "return" || last.kind === "break" || last.kind === "continue");
-}
-
 /**
  * Replace variables (definitions and uses) by `f(v)` where it returns a new Var. Used to
  * change variable types (e.g. give tiles their planned addresses).

@@ -10,7 +10,7 @@ import { callerSpan } from "./caller.js";
 import { RunConfig } from "./config.js";
 import { DeviceTensor, type DeviceTensorOwner } from "./device_tensor.js";
 import { dtypeBytes, type DType } from "./dtype.js";
-import { asTensorLike, HostTensor } from "./host.js";
+import { asTensorLike, HostTensor } from "./host/index.js";
 
 export interface ParamSig {
   readonly name: string;

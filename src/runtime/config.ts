@@ -59,9 +59,9 @@ export interface RunConfigOptions {
 
 export const DEFAULT_RING_TASK_WINDOW = 1024;
 export const DEFAULT_RING_HEAP = 1 << 20;
-export const DEFAULT_RING_DEP_POOL = 1024;
+const DEFAULT_RING_DEP_POOL = 1024;
 /** Scope depths addressed by the 4-entry ring-size lists. */
-export const RING_DEPTHS = 4;
+const RING_DEPTHS = 4;
 
 const OPTION_NAMES = [
   "platform", "deviceId", "enableChipSwimlane", "enableDepGen", "enablePmu", "enableDumpArgs",

@@ -4,7 +4,7 @@
 // <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
 // describes the latest launch that recorded it and is written atomically (temp + rename).
 // The interp platform records nothing (see ChipWorker: it says so once).
-import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync, readdirSync } from "node:fs";
+import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
 import { DFX_DIR, type CompiledMeta } from "../artifact/index.js";
@@ -14,9 +14,9 @@ import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
 export { DFX_DIR };
 
 /** Native TraceFlags (native/src/scheduler.h). */
-export const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
+const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
 /** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
-export const DUMP_L1_BYTES = 128;
+const DUMP_L1_BYTES = 128;
 
 export type { NativeTrace, NativeTraceAccess, NativeTraceTask };
 
@@ -225,12 +225,6 @@ export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number)
   if (widest <= 1) return `no independent task: each of the ${tasks.length} tasks depends on the one before (widest layer of deps.json: 1)`;
   const mean = tasks.reduce((s, t) => s + (t.endNs - t.startNs), 0) / tasks.length / 1000;
   return `independent tasks existed (widest layer ${widest}) but the other threads took each one first (mean task ${mean.toFixed(1)} µs, shorter than a core's wake-up)`;
-}
-
-/** Files of a dfx_outputs directory (for messages). */
-export function listDfx(outputDir: string): string[] {
-  const dir = join(outputDir, DFX_DIR);
-  return existsSync(dir) ? readdirSync(dir) : [];
 }
 
 /**

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Program, TsptoError, interpret, newTensor, type Value, type TensorValue } from "../ir/index.js";
 import { PASSES_DUMP_DIR, readProgram, verifiedLibrary, type ArtifactRef, type CompiledMeta } from "../artifact/index.js";
-import { asTensorLike, assertClose, HostTensor } from "./host.js";
+import { asTensorLike, assertClose, HostTensor } from "./host/index.js";
 
 /** What a runtime needs to launch the program (loaded lazily, once). */
 export type ChipCallable =

@@ -10,7 +10,7 @@ import { getTarget, type Device, type Target } from "../targets/index.js";
 import { RunConfig } from "./config.js";
 import { ProgramHandle } from "./program_handle.js";
 import { DeviceTensor, type DeviceTensorOwner } from "./device_tensor.js";
-import { asTensorLike, HostTensor } from "./host.js";
+import { asTensorLike, HostTensor } from "./host/index.js";
 import { isDType, dtypeBytes, type DType } from "./dtype.js";
 import { Binder, rtErr, describe, show, type Packed } from "./binder.js";
 import { recordingOf, writeDfx } from "./dfx.js";

@@ -89,8 +89,8 @@ export interface DepsLayout {
   height: number;
 }
 
-export const NODE_W = 168;
-export const NODE_H = 36;
+const NODE_W = 168;
+const NODE_H = 36;
 const GAP_X = 96;
 const GAP_Y = 14;
 const PAD = 20;

@@ -74,9 +74,6 @@ export function niceStep(span: number, target: number): number {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
 }
 
-/** Rough width of `s` in px at `fontPx` (sans-serif average glyph width). */
-export const textWidth = (s: string, fontPx: number): number => s.length * fontPx * 0.6;
-
 /** `s` cut to fit `px` at `fontPx`, with an ellipsis; "" when not even one glyph fits. */
 export function fitText(s: string, px: number, fontPx: number): string {
   const max = Math.floor(px / (fontPx * 0.6));
@@ -85,7 +82,7 @@ export function fitText(s: string, px: number, fontPx: number): string {
   return `${s.slice(0, max - 1)}…`;
 }
 
-export const PAGE_CSS = `
+const PAGE_CSS = `
   :root { color-scheme: light; }
   body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 14px 18px; color: #1b1b1b; background: #fff; }
   h1 { font-size: 16px; margin: 0 0 2px; }
@@ -109,7 +106,7 @@ export const PAGE_CSS = `
  * Clicking a legend item dims every element of another kernel (elements carry
  * data-kernel); clicking it again clears the highlight.
  */
-export const LEGEND_JS = `
+const LEGEND_JS = `
 (function () {
   var active = null;
   document.querySelectorAll('.legend .item').forEach(function (item) {

@@ -6,7 +6,7 @@ import {
   exprType, scalarT, tensorT, tileT, typeEqual, verifyProgram,
   type Assign, type Call, type Const, type For, type If, type Scope, type Stmt, type Var, type While,
 } from "../../src/ir/index.js";
-import { zeros } from "../../src/runtime/host.js";
+import { zeros } from "../../src/runtime/host/index.js";
 import { FIX_SCALE, FIX_SHAPE, FIX_TILE } from "./fixtures/consts.js";
 import { RE_TILE } from "./fixtures/reexport.js";
 import { fixtureCopy } from "./fixtures/kernels.js";

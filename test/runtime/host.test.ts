@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   HostTensor, Rng, asTensorLike, assertClose, bufferView, full, randn, tensor, zeros,
-} from "../../src/runtime/host.js";
+} from "../../src/runtime/host/index.js";
 import { f32ToF16Bits, f32ToBf16Bits } from "../../src/runtime/dtype.js";
 
 describe("tensor()", () => {

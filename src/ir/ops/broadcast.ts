@@ -45,7 +45,7 @@ const EXPAND_ROWS: Record<"row" | "col", OpRow> = {
 };
 const EXPAND_DECL = ["<D extends DType>(t: AnyTile<D>, v: AnyTile<D>): AnyTile<D>", "<T extends Tensor>(t: T, v: Tensor): T"];
 /** exp(t - v): the difference rounded to the dtype, then its exponential rounded (the softmax step). */
-export const expdif = (x: number, y: number, d: TileType["dtype"]) => toDType(Math.exp(toDType(x - y, d)), d);
+const expdif = (x: number, y: number, d: TileType["dtype"]) => toDType(Math.exp(toDType(x - y, d)), d);
 
 for (const axis of ["row", "col"] as const) {
   registerOp({

@@ -1,9 +1,8 @@
 // Shared building blocks for op definitions.
-import type { Attrs, Expr } from "../nodes.js";
+import type { Expr } from "../nodes.js";
 import type { InferCtx } from "../registry.js";
-import type { DType, Dim, TensorType, TileType, Type } from "../types.js";
+import type { DType, TensorType, TileType, Type } from "../types.js";
 import { isDType, numel, shapeStr, typeStr } from "../types.js";
-import type { TensorValue, TileValue, Value } from "../values.js";
 
 export const ints = (a: unknown): number[] => (Array.isArray(a) ? a.map(Number) : []);
 
@@ -56,15 +55,6 @@ export function checkWindow(ctx: InferCtx, what: string, offsets: (number | null
 
 export const argName = (e: Expr | undefined): string => (e && e.kind === "var" ? e.name : "<expr>");
 
-export function tileOf(t: Type): TileType | undefined {
-  return t.kind === "tile" ? t : undefined;
-}
-export const dimsOf = (t: TensorType): Dim[] => [...t.shape];
-
-export const asTile = (v: Value): TileValue => v as TileValue;
-export const asTensor = (v: Value): TensorValue => v as TensorValue;
-export const attrs = (a: Attrs) => a;
-
 /** The i-th operand as a tile (a clear error otherwise). */
 export function expectTile(ctx: InferCtx, i: number, what: string): TileType {
   return expectKind(ctx, i, ["tile"], what);
@@ -82,12 +72,6 @@ export function stridesOf(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length).fill(1);
   for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
   return s;
-}
-
-/** Static valid extents of a tile type (the shape when it has no validShape; null when a dim is symbolic). */
-export function staticValid(t: TileType): number[] | null {
-  if (!t.validShape) return [...t.shape];
-  return t.validShape.every((d) => typeof d === "number") ? (t.validShape as number[]) : null;
 }
 
 /**

@@ -3,7 +3,7 @@
 // bfloat16 that is fp32 arithmetic rounded to nearest-even, as SEMANTICS.md says).
 import { registerOp, type InferCtx, type OpDef, type OpParam, type OpRow } from "../registry.js";
 import type { Attrs } from "../nodes.js";
-import { isDType, isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type Dim, type DType, type TileType, type TensorType, type Type } from "../types.js";
+import { isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type Dim, type DType, type TileType, type TensorType, type Type } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, roundToDType, type TensorValue, type TileValue, type Value } from "../values.js";
 import { expectDType } from "./common.js";
 
@@ -38,7 +38,7 @@ function withDType(t: Operand, dtype: DType): Type {
 }
 
 /** The NumPy broadcast of two shapes of equal rank (null when they do not broadcast). */
-export function broadcastShape(a: readonly Dim[], b: readonly Dim[]): Dim[] | null {
+function broadcastShape(a: readonly Dim[], b: readonly Dim[]): Dim[] | null {
   if (a.length !== b.length) return null;
   const out: Dim[] = [];
   for (let i = 0; i < a.length; i++) {
@@ -133,7 +133,7 @@ function defaultDecl(n: number): string[] {
   return [`<T extends TileOrTensor>(${Array.from({ length: n }, (_, i) => `x${i}: T | number`).join(", ")}): T`];
 }
 
-export function inferElementwise(ctx: InferCtx, spec: ElementwiseSpec, level: "tile" | "tensor"): Type {
+function inferElementwise(ctx: InferCtx, spec: ElementwiseSpec, level: "tile" | "tensor"): Type {
   const n = spec.operands.length;
   const what = (i: number) => (n === 1 ? "the operand" : `the ${ORD[i]} operand '${spec.operands[i]}'`);
   let lead: Operand | undefined;
@@ -272,5 +272,4 @@ for (const level of ["tile", "tensor"] as const) {
   });
 }
 
-export const isDTypeAttr = isDType;
 export type { OpDef };

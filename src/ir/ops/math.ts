@@ -8,19 +8,19 @@ import { defineElementwise } from "./elementwise.js";
 const BITS: Partial<Record<DType, number>> = { int8: 8, int16: 16, int32: 32, int64: 64, uint8: 8 };
 const signed = (d: DType) => d !== "uint8" && d !== "bool";
 /** Two's-complement wrap of an integer to dtype d (the C++ cast of the wider result). */
-export function wrapInt(v: bigint, d: DType): number {
+function wrapInt(v: bigint, d: DType): number {
   const bits = BITS[d] ?? 64;
   return Number(signed(d) ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v));
 }
 const big = (x: number) => BigInt(Math.trunc(x));
 
 /** fmod: the remainder of a / b with the sign of a (C fmod; integers: C %, b = 0 gives 0). */
-export function fmodRef(a: number, b: number, d: DType): number {
+function fmodRef(a: number, b: number, d: DType): number {
   if (isInt(d)) return b === 0 ? 0 : Number(big(a) % big(b));
   return a % b;
 }
 /** rem: the remainder with the sign of b (Python %; b = 0 gives 0 for integers, NaN for floats). */
-export function remRef(a: number, b: number, d: DType): number {
+function remRef(a: number, b: number, d: DType): number {
   const r = fmodRef(a, b, d);
   if (isInt(d)) return r !== 0 && (r < 0) !== (b < 0) ? r + b : r;
   return r !== 0 && (r < 0) !== (b < 0) ? r + b : r;
@@ -56,7 +56,7 @@ const TRANS_ROW = { key: "trans", call: "sin cos tanh sigmoid erf (x)", does: "e
  * (relative error below 1e-10 there, far below fp32's 6e-8), and +-1 beyond (erfc(4) = 1.5e-8
  * rounds away at fp32).
  */
-export function erf(x: number): number {
+function erf(x: number): number {
   if (Number.isNaN(x)) return NaN;
   if (Math.abs(x) >= 4) return x > 0 ? 1 : -1;
   const x2 = x * x;
@@ -88,7 +88,7 @@ defineElementwise({
 
 export const CMP_MODES = ["eq", "ne", "lt", "le", "gt", "ge"] as const;
 export type CmpMode = (typeof CMP_MODES)[number];
-export function cmpRef(a: number, b: number, mode: CmpMode): number {
+function cmpRef(a: number, b: number, mode: CmpMode): number {
   switch (mode) {
     case "eq": return a === b ? 1 : 0;
     case "ne": return a !== b ? 1 : 0;

@@ -52,7 +52,7 @@ function validOf(a: TileType, b: TileType): (number | string)[] | null {
 }
 
 /** A 2-D tile value transposed. */
-export function transposed(t: TileValue): TileValue {
+function transposed(t: TileValue): TileValue {
   const [m, n] = t.shape;
   const out = mkTile([n, m], t.dtype, t.mem, t.validShape ? [t.validShape[1], t.validShape[0]] as number[] : null);
   for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) out.data[j * m + i] = t.data[i * n + j];
@@ -88,7 +88,7 @@ export function fmaF32(a: number, b: number, c: number): number {
 }
 
 /** out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says. */
-export function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null, contract: FpContract = "off"): void {
+function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null, contract: FpContract = "off"): void {
   const [m, kk] = a.shape, n = b.shape[1];
   const float = isFloat(a.dtype);
   const f = Math.fround;

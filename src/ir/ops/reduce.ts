@@ -24,12 +24,12 @@ export type ReduceKind = "sum" | "max" | "min";
 
 const maxFn = BINARY.maximum.fn, minFn = BINARY.minimum.fn;
 /** Combine two partial results of a reduction. */
-export function reduceOp(kind: ReduceKind, a: number, b: number, d: DType): number {
+function reduceOp(kind: ReduceKind, a: number, b: number, d: DType): number {
   return kind === "sum" ? a + b : kind === "max" ? maxFn(a, b, d) : minFn(a, b, d);
 }
 
 /** Reduce `n` values (get(j)) the way a row reduction does (lanes for sums). */
-export function reduceRow(kind: ReduceKind, n: number, get: (j: number) => number, d: DType): number {
+function reduceRow(kind: ReduceKind, n: number, get: (j: number) => number, d: DType): number {
   if (kind !== "sum") {
     let acc = get(0);
     for (let j = 1; j < n; j++) acc = reduceOp(kind, acc, get(j), d);
@@ -46,7 +46,7 @@ export function reduceRow(kind: ReduceKind, n: number, get: (j: number) => numbe
 }
 
 /** Reduce `n` values in order (column reductions). */
-export function reduceCol(kind: ReduceKind, n: number, get: (i: number) => number, d: DType): number {
+function reduceCol(kind: ReduceKind, n: number, get: (i: number) => number, d: DType): number {
   let acc = kind === "sum" ? 0 : get(0);
   for (let i = kind === "sum" ? 0 : 1; i < n; i++) acc = reduceOp(kind, acc, get(i), d);
   return acc;
@@ -121,7 +121,7 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
 // first NaN wins, as in NumPy.
 const I64_MAX = 9223372036854775807n, I64_MIN = -9223372036854775808n;
 /** One step of an integer product, saturated to int64 (the cpu formula's tspto_mul_sat). */
-export function prodStep(acc: number, x: number): number {
+function prodStep(acc: number, x: number): number {
   const v = BigInt(Math.trunc(acc)) * BigInt(Math.trunc(x));
   return Number(v > I64_MAX ? I64_MAX : v < I64_MIN ? I64_MIN : v);
 }
@@ -131,7 +131,7 @@ export const ARG_REDUCTIONS: Record<string, { axis: "row" | "col"; kind: "max" |
   colArgmax: { axis: "col", kind: "max" }, colArgmin: { axis: "col", kind: "min" },
 };
 /** Whether x beats the best so far (strictly: the first extreme wins), NaN the most extreme. */
-export function argBetter(kind: "max" | "min", x: number, best: number): boolean {
+function argBetter(kind: "max" | "min", x: number, best: number): boolean {
   if (Number.isNaN(best)) return false;
   if (Number.isNaN(x)) return true;
   return kind === "max" ? x > best : x < best;
