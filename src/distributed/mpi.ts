@@ -74,7 +74,7 @@ export interface LaunchEnv {
   launcher: "openmpi" | "other";
 }
 
-export function launchEnv(env: NodeJS.ProcessEnv = process.env): LaunchEnv | null {
+export function launchEnv(env: Readonly<Record<string, string | undefined>> = process.env): LaunchEnv | null {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined);
   const size = int(env.OMPI_COMM_WORLD_SIZE);
   if (size !== undefined) {
