@@ -499,6 +499,9 @@ async function main() {
   if (want("9")) twoScopeLoop();
   const curves = want("10") ? await sweeps(ort) : [];
   const [l1] = loadavg();
+  // Sections measured elsewhere (the GPU rows come from \`npm run bench -- --gpu\` on a GPU
+  // machine; repeat runs are recorded by hand) are kept from the existing file.
+  const kept = OUT ? keptSections(OUT, ["## Noise, repeat runs", "## GPU"]) : [];
   const md = [
     "# tspto benchmarks",
     "",
@@ -519,10 +522,23 @@ async function main() {
     "## Goals missed",
     ...(misses.length ? misses : ["- none"]),
     "",
+    ...kept,
     ...(curves.length ? ["## Cost curves", "", `Each point: the median of ${process.env.BENCH_SWEEP_ROUNDS ?? 5} calls after two warm-up calls, contenders alternating per round (section 10 of bench/run.ts). On a shared machine single points jump (a busy moment can double one); read the curves' shape, not one cell.`, "", ...curves] : []),
   ].join("\n");
   if (OUT) { writeFileSync(OUT, md); log(`wrote ${OUT}`); } else process.stdout.write(md);
   rmSync(work, { recursive: true, force: true });
+}
+
+/** The `## ` sections of `file` whose heading starts with one of `prefixes`, as lines (each ending with a blank line). */
+function keptSections(file: string, prefixes: readonly string[]): string[] {
+  let text: string;
+  try { text = readFileSync(file, "utf8"); } catch { return []; }
+  const out: string[] = [];
+  for (const sec of text.split(/^(?=## )/m)) {
+    if (!prefixes.some((p) => sec.startsWith(p))) continue;
+    out.push(...sec.trimEnd().split("\n"), "");
+  }
+  return out;
 }
 
 if (process.argv.includes("--gpu")) {
