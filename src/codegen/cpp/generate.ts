@@ -15,7 +15,7 @@ import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type A
 import {
   type CExpr, type ElemOperand, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, scratchCType, spanWhere, storageCType,
-} from "./emitters.js";
+} from "./emitters/index.js";
 
 export interface KernelInfo { name: string; symbol: string; scratchBytes: number }
 export interface GeneratedCpp {

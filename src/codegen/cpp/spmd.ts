@@ -4,7 +4,7 @@
 // bound slots, and each declaring only the rows of the banded tensors it touches.
 import { TsptoCompileError, type Call } from "../../ir/index.js";
 import type { SpmdAttr } from "../../passes/index.js";
-import { cstr, type KernelCtx } from "./emitters.js";
+import { cstr, type KernelCtx } from "./emitters/index.js";
 
 export interface SpmdSubmit {
   readonly call: Call;

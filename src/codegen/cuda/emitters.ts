@@ -1,11 +1,11 @@
 // CUDA formulas, keyed by registry op name. Elementwise and scalar ops use the cpu code
-// generator's formulas (src/codegen/cpp/emitters.ts) unchanged: they are expressions over
+// generator's formulas (src/codegen/cpp/emitters/) unchanged: they are expressions over
 // helpers that the CUDA prelude defines as __device__ functions under the same names. The
 // ops that move or combine tile elements (load, store, reductions, broadcasts, matmul,
 // shape ops, reads) have block-parallel formulas here. An op with neither fails at compile
 // time with a TsptoCompileError naming it (cudaEmitterFor).
-import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters.js";
-import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters.js";
+import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters/index.js";
+import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters/index.js";
 import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TileType } from "../../ir/index.js";
 
@@ -315,7 +315,7 @@ for (const axis of ["row", "col"] as const) {
 }
 
 // rowExpandExpdif / colExpandExpdif: exp(t - v), the difference rounded to the dtype first
-// (the cpu formula, src/codegen/cpp/emitters.ts)
+// (the cpu formula, src/codegen/cpp/emitters/)
 for (const axis of ["row", "col"] as const) {
   def(`tile.${axis}ExpandExpdif`, {
     kind: "tile-stmt",

@@ -30,7 +30,7 @@ import {
 import {
   cstr, doubleLit, intLit, scalarCType, scratchCType, spanWhere, storageCType,
   type CExpr, type ScalarCType, type TensorRef,
-} from "../cpp/emitters.js";
+} from "../cpp/emitters/index.js";
 import { forwardableLoads, type ForwardedLoad } from "../../passes/index.js";
 import { CUDA_BLOCK_THREADS, CUDA_MAX_SLOTS, CUDA_PRELUDE } from "./prelude.js";
 import { cudaEmitterFor, type CudaCtx, type ElemPlan, type TileDest, type FailSite } from "./emitters.js";

@@ -1,7 +1,7 @@
 // The fixed CUDA prelude of every generated kernel translation unit (kernels/program.cu):
 // the kernel argument block, the same numeric helpers as the cpu prelude
 // (src/codegen/cpp/prelude.ts) under the same names but as __device__ functions, so the cpu
-// code generator's elementwise and scalar formulas (src/codegen/cpp/emitters.ts) compile
+// code generator's elementwise and scalar formulas (src/codegen/cpp/emitters/) compile
 // unchanged for the GPU, and the run-time failure record of a kernel.
 //
 // Compiled by nvcc with --expt-relaxed-constexpr (std::numeric_limits in device code).

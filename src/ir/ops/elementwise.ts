@@ -99,7 +99,7 @@ export type DTypeFamily = "any" | "float" | "int";
  * of a tile/tensor (a number first: `pl.sub(1.0, x)`), as long as one is a tile/tensor; tile
  * operands need equal shapes and dtypes. `ref` is the reference semantics: the element value
  * (computed in float64 from the operands' values) before it is rounded to the result dtype.
- * A target adds one formula per op (the cpu one in src/codegen/cpp/emitters.ts).
+ * A target adds one formula per op (the cpu one in src/codegen/cpp/emitters/).
  */
 export interface ElementwiseSpec {
   readonly name: string;

@@ -1,0 +1,170 @@
+// tile.matmul and tile.matmulAcc.
+import { type Call, type Expr, type TileType, contractOf, isFloat } from "../../../ir/index.js";
+import { SAT } from "./ctypes.js";
+import { type KernelCtx, type TileDest, def } from "./table.js";
+import { offsetsOf, windowCheck } from "./memory.js";
+import { destPtr, tileOperand } from "./tiles.js";
+
+function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
+  const base = accArg ? 1 : 0;
+  const at = tileOperand(call.args[base]), bt = tileOperand(call.args[base + 1]);
+  const [m, k] = at.shape, n = bt.shape[1];
+  // fpContract "fast" (set by the FpContract pass): each step is one fused multiply-add
+  const fused = contractOf(call.attrs) === "fast";
+  if (isFloat(at.dtype)) {
+    // An operand that is load(t, ...) or move(load(t, ...)) used only here is read straight
+    // from the tensor window (./forward.ts): row stride = the tensor's row length, no copies.
+    const direct = (x: Expr): { ptr: string; ld: number } | null => {
+      const load = ctx.matmulOperand?.(x);
+      if (!load) return null;
+      const t = ctx.tensor(load.args[0]);
+      const lt = load.type as TileType;
+      const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, load.args[1], 2, "load", load.span), [...lt.shape], load.span);
+      const p = ctx.fresh("p");
+      ctx.line(`const float* __restrict ${p} = (const float*)${t.ptr} + ${offs[0]} * ${t.type.shape[1]} + ${offs[1]};  // matmul operand read from '${t.label.replace(/[^\w.]/g, "_")}' (forwarded)`);
+      return { ptr: p, ld: t.type.shape[1] };
+    };
+    const da = direct(call.args[base]), db = direct(call.args[base + 1]);
+    const ea = da ? null : ctx.elements(call.args[base]), eb = db ? null : ctx.elements(call.args[base + 1]);
+    const ec = accArg ? ctx.elements(accArg) : null;
+    const o = destPtr(ctx, dest);
+    // the operands' element expressions as plain arrays (name[index]): vector loads of b rows
+    const arr = (f: ((i: string) => string) | null): string | null => {
+      if (!f) return null;
+      const mm = /^([A-Za-z_]\w*)\[@IDX@\]$/.exec(f("@IDX@"));
+      return mm ? mm[1] : null;
+    };
+    const A = da ? da.ptr : arr(ea), Bp = db ? db.ptr : arr(eb), C = arr(ec);
+    const lda = da ? da.ld : k, ldb = db ? db.ld : n;
+    /** Element (r, c) of a / b (C++ index expressions). */
+    const aE = (r: string, c: string) => (da ? `${da.ptr}[(${r}) * ${lda} + ${c}]` : ea!(`(${r}) * ${k} + ${c}`));
+    const bE = (r: string, c: string) => (db ? `${db.ptr}[(${r}) * ${ldb} + ${c}]` : eb!(`(${r}) * ${n} + ${c}`));
+    // Register blocking: an [MR, NR] block of the output is held in registers (tspto_v16f
+    // values, 16 floats each) across the whole k loop; each k step loads NR contiguous elements
+    // of a row of b and multiplies them with MR broadcast elements of a. Every output element
+    // accumulates in fp32 in k order (acc + a*b, or fma(a, b, acc) with fpContract "fast"),
+    // exactly as src/ir/ops/matmul.ts says. Remainder rows use a smaller block, remainder
+    // columns a 16-wide block and then scalar code; operands that are not plain arrays (fused
+    // element expressions) use the scalar block code throughout.
+    const MR = 6, NR = 32;
+    const mFull = m - (m % MR), nFull = n - (n % NR);
+    const block = (rows: number, cols: number, i0: string, j0: string): void => {
+      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), r = ctx.fresh("r"), c = ctx.fresh("c"), aik = ctx.fresh("aik");
+      ctx.open("{");
+      ctx.line(`float ${acc}[${rows}][${cols}];`);
+      ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${ec ? ec(`(${i0} + ${r}) * ${n} + ${j0} + ${c}`) : "0.0f"};`);
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+      ctx.open(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) {`);
+      ctx.line(`const float ${aik} = ${aE(`${i0} + ${r}`, kk)};`);
+      const bkj = bE(kk, `${j0} + ${c}`);
+      ctx.line(`for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${fused ? `__builtin_fmaf(${aik}, ${bkj}, ${acc}[${r}][${c}])` : `${acc}[${r}][${c}] + ${aik} * ${bkj}`};`);
+      ctx.close();
+      ctx.close();
+      ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${o}[(${i0} + ${r}) * ${n} + ${j0} + ${c}] = ${acc}[${r}][${c}];`);
+      ctx.close();
+    };
+    const vec = A !== null && Bp !== null && (ec === null || C !== null);
+    // rows x (16 nv) block in tspto_v16f accumulators (vector registers); b from `bsrc` with
+    // row stride `bld` starting at column `bcol`
+    const vblock = (rows: number, nv: number, i0: string, j0: string, bsrc: string, bld: number, bcol: string): void => {
+      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), bv = ctx.fresh("b"), av = ctx.fresh("a");
+      const name = (r: number, v: number) => `${acc}_${r}_${v}`;
+      ctx.open("{");
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) {
+          ctx.line(`tspto_v16f ${name(r, v)} = ${C ? `tspto_ld16(&${C}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}])` : "tspto_v16f{}"};`);
+        }
+      }
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+      for (let v = 0; v < nv; v++) ctx.line(`const tspto_v16f ${bv}${v} = tspto_ld16(&${bsrc}[${kk} * ${bld} + ${bcol} + ${16 * v}]);`);
+      for (let r = 0; r < rows; r++) {
+        const aik = `${A}[(${i0} + ${r}) * ${lda} + ${kk}]`;
+        if (fused) {
+          ctx.line(`{ const tspto_v16f ${av} = tspto_splat16(${aik}); ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = tspto_fma16(${av}, ${bv}${v}, ${name(r, v)});`).join(" ")} }`);
+        } else {
+          ctx.line(`{ const float ${av} = ${aik}; ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = ${name(r, v)} + ${av} * ${bv}${v};`).join(" ")} }`);
+        }
+      }
+      ctx.close();
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) ctx.line(`tspto_st16(&${o}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}], ${name(r, v)});`);
+      }
+      ctx.close();
+    };
+    if (!vec) {
+      const i0 = ctx.fresh("i"), j0 = ctx.fresh("j");
+      if (mFull > 0 && nFull > 0) {
+        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
+        ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}; ${j0} += ${NR}) {`);
+        block(MR, NR, i0, j0);
+        ctx.close();
+        ctx.close();
+      }
+      if (n > nFull) for (const [rows, r0] of [[mFull, "0"], [m - mFull, String(mFull)]] as const) if (rows > 0) block(rows, n - nFull, r0, String(nFull));
+      if (m > mFull && nFull > 0) {
+        ctx.open(`for (int64_t ${j0}r = 0; ${j0}r < ${nFull}; ${j0}r += ${NR}) {`);
+        block(m - mFull, NR, String(mFull), `${j0}r`);
+        ctx.close();
+      }
+      return;
+    }
+    // Panels: for each NR-column panel of b, its k x NR block is packed into a contiguous
+    // buffer once (it stays in L1 while every row block of a streams past it), then the
+    // row blocks run over it. Packing only reorders loads: the arithmetic is unchanged.
+    const pack = nFull > 0 && k * NR * 4 <= 64 * 1024 && m > MR;
+    const pb = ctx.fresh("pb");
+    if (nFull > 0) {
+      const j0 = ctx.fresh("j"), kk = ctx.fresh("k");
+      if (pack) ctx.line(`alignas(64) float ${pb}[${k * NR}];`);
+      ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}; ${j0} += ${NR}) {`);
+      if (pack) ctx.line(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) std::memcpy(&${pb}[${kk} * ${NR}], &${Bp}[${kk} * ${ldb} + ${j0}], ${NR * 4});`);
+      const [bsrc, bld, bcol] = pack ? [pb, NR, "0"] : [Bp!, ldb, j0];
+      if (mFull > 0) {
+        const i0 = ctx.fresh("i");
+        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
+        vblock(MR, NR / 16, i0, j0, bsrc, bld, bcol);
+        ctx.close();
+      }
+      if (m % MR) vblock(m % MR, NR / 16, String(mFull), j0, bsrc, bld, bcol);
+      ctx.close();
+    }
+    // remainder columns: a 16-wide block, then scalar code
+    const rowsDo = (f: (rows: number, i0: string) => void) => {
+      if (mFull > 0) {
+        const i0 = ctx.fresh("i");
+        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
+        f(MR, i0);
+        ctx.close();
+      }
+      if (m % MR) f(m % MR, String(mFull));
+    };
+    let j1 = nFull;
+    if (n - j1 >= 16) { const jj = j1; rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj))); j1 += 16; }
+    if (n > j1) { const jj = j1; rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj))); }
+    return;
+  }
+  const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
+  const ec = accArg ? ctx.elements(accArg) : null;
+  const o = destPtr(ctx, dest);
+  const i = ctx.fresh("i"), kk = ctx.fresh("k"), j = ctx.fresh("j");
+  ctx.open(`for (int64_t ${i} = 0; ${i} < ${m}; ++${i}) {`);
+  {
+    // integers: int64 accumulators, 256 columns at a time, saturated to int32 at the end
+    const B = 256;
+    const j0 = ctx.fresh("j"), jn = ctx.fresh("jn"), acc = ctx.fresh("acc"), aik = ctx.fresh("aik");
+    ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n}; ${j0} += ${B}) {`);
+    ctx.line(`const int64_t ${jn} = ${n} - ${j0} < ${B} ? ${n} - ${j0} : ${B};`);
+    ctx.line(`int64_t ${acc}[${B}];`);
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] = ${ec ? `(int64_t)${ec(`${i} * ${n} + ${j0} + ${j}`)}` : "0"};`);
+    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+    ctx.line(`const int64_t ${aik} = (int64_t)${ea(`${i} * ${k} + ${kk}`)};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] += ${aik} * (int64_t)${eb(`${kk} * ${n} + ${j0} + ${j}`)};`);
+    ctx.close();
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${o}[${i} * ${n} + ${j0} + ${j}] = ${SAT[dest.type.dtype]}(${acc}[${j}]);`);
+    ctx.close();
+  }
+  ctx.close();
+}
+def("tile.matmul", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, null); } });
+def("tile.matmulAcc", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, call.args[0]); } });

@@ -1,0 +1,132 @@
+// tile.load and tile.store: the window checks and the loops between a tensor and a tile.
+import { type Expr, type Span, type TileType, TsptoCompileError, numel, shapeStr, tileElemBytes } from "../../../ir/index.js";
+import { cstr, intLit, loadConv, scratchCType, spanWhere, storageCType, storeConv } from "./ctypes.js";
+import { type KernelCtx, type TensorRef, def } from "./table.js";
+import { BINARY_CPP, binaryElem } from "./elementwise.js";
+
+export function strides(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/** Offsets of a load/store as int64 C++ expressions (constants folded to numbers). */
+export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, span: Span): (number | string)[] {
+  if (e.kind !== "list") throw new TsptoCompileError("E_CODEGEN", `internal: ${what} offsets must be a list expression`, span);
+  if (e.items.length !== rank) throw new TsptoCompileError("E_CODEGEN", `internal: ${what} has ${e.items.length} offsets for rank ${rank}`, span);
+  return e.items.map((it) => {
+    if (it.kind === "const") return Number(it.value);
+    const c = ctx.scalar(it);
+    return c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(std::trunc(${c.code}))` : `(int64_t)${c.code}`;
+  });
+}
+
+/**
+ * Bind the offsets to locals and check the window [off, off + region) against the tensor's
+ * dims: statically for constant offsets (a compile error), at run time for the others
+ * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
+ */
+export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly number[], span: Span): string[] {
+  const dims = t.type.shape;
+  for (let ax = 0; ax < region.length; ax++) {
+    if (region[ax] > dims[ax] || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + region[ax] > dims[ax]))) {
+      throw new TsptoCompileError("E_WINDOW",
+        `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(dims)} (axis ${ax})`,
+        span, "keep offset + shape within the tensor on every axis");
+    }
+  }
+  const names = offs.map((o) => {
+    if (typeof o === "number") return intLit(o);
+    const n = ctx.fresh("o");
+    ctx.line(`const int64_t ${n} = ${o};`);
+    return n;
+  });
+  const conds: string[] = [];
+  offs.forEach((o, ax) => { if (typeof o !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${dims[ax] - region[ax]}`); });
+  if (conds.length) {
+    ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
+    ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
+    ctx.line(`const int64_t _shp[] = { ${region.join(", ")} };`);
+    ctx.line(`const int64_t _dims[] = { ${dims.join(", ")} };`);
+    ctx.line(`tspto_window_fail(rt, ${cstr(spanWhere(span))}, "${what}", ${cstr(t.label)}, ${region.length}, _off, _shp, _dims);`);
+    ctx.line(ctx.failExit);
+    ctx.close();
+  }
+  return names;
+}
+
+/**
+ * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
+ * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
+ */
+function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: string[], tensorStrides: number[], tileStrides: number[],
+  body: (ti: string, si: string) => string): void {
+  const rank = region.length;
+  const idx: string[] = [];
+  for (let ax = 0; ax < rank - 1; ax++) {
+    const v = ctx.fresh("r");
+    idx.push(v);
+    ctx.open(`for (int64_t ${v} = 0; ${v} < ${region[ax]}; ++${v}) {`);
+  }
+  const j = ctx.fresh("j");
+  const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${tensorStrides[ax]}`), tensorBase[rank - 1]].join(" + ");
+  const sOff = idx.map((v, ax) => `${v} * ${tileStrides[ax]}`).join(" + ") || "0";
+  const tb = ctx.fresh("tb"), sb = ctx.fresh("sb");
+  ctx.line(`const int64_t ${tb} = ${tOff}, ${sb} = ${sOff};`);
+  ctx.line("#pragma GCC ivdep");
+  ctx.line(`for (int64_t ${j} = 0; ${j} < ${region[rank - 1]}; ++${j}) ${body(`${tb} + ${j}`, `${sb} + ${j}`)}`);
+  for (let ax = 0; ax < rank - 1; ax++) ctx.close();
+}
+
+export const validRegion = (t: TileType, span: Span): number[] => {
+  if (!t.validShape) return [...t.shape];
+  return t.validShape.map((d) => {
+    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cpu platform yet (validShape ${shapeStr(t.validShape!)})`, span);
+    return d;
+  });
+};
+
+def("tile.load", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const t = ctx.tensor(call.args[0]);
+    const type = call.type as TileType;
+    const region = validRegion(type, call.span);
+    const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "load", call.span), region, call.span);
+    const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
+    const d = ctx.fresh("d"), s = ctx.fresh("s");
+    ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
+    ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
+    if (numel(region) < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    regionLoops(ctx, region, offs, strides(t.type.shape), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
+  },
+});
+
+def("tile.store", {
+  kind: "tensor-stmt",
+  resultArg: 2,
+  emit(ctx, call) {
+    const tileType = exprTileType(call.args[0]);
+    const t = ctx.tensor(call.args[2]);
+    const region = validRegion(tileType, call.span);
+    const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "store", call.span), region, call.span);
+    const elem = ctx.elements(call.args[0]);
+    const T = storageCType(t.type.dtype);
+    const o = ctx.fresh("t");
+    ctx.line(`${T}* __restrict ${o} = (${T}*)${t.ptr};`);
+    if (call.attrs.atomic === "add") {
+      // out += tile: the tasks that touch the window are ordered by their (read-write) accesses
+      const d = t.type.dtype;
+      const sum = (ti: string, si: string) => binaryElem(BINARY_CPP.add, d, { kind: "tile", code: loadConv(d, `${o}[${ti}]`), dtype: d }, { kind: "tile", code: elem(si), dtype: d });
+      regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(d, sum(ti, si))};`);
+      return;
+    }
+    regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(t.type.dtype, elem(si))};`);
+  },
+});
+
+export function exprTileType(e: Expr): TileType {
+  const t = e.kind === "const" ? null : e.type;
+  if (!t || t.kind !== "tile") throw new Error("internal: expected a tile operand");
+  return t;
+}

@@ -1,0 +1,208 @@
+// Reductions, row / column broadcasts, products and arg-reductions, broadcastTo, transpose.
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, isFloat } from "../../../ir/index.js";
+import { SAT, roundD, roundF, scratchCType } from "./ctypes.js";
+import { type KernelCtx, def } from "./table.js";
+import { BINARY_CPP, binaryElem } from "./elementwise.js";
+import { destPtr, linear, shapeLoops, tileOperand } from "./tiles.js";
+
+for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const d = x.dtype;
+      const S = scratchCType(d);
+      const A = kind === "sum" ? (isFloat(d) ? "double" : "int64_t") : S;
+      const op = (a: string, b: string): string => {
+        if (kind === "sum") return !isFloat(d) && d === "int64" ? `tspto_add_sat(${a}, ${b})` : `(${a} + ${b})`;
+        if (isFloat(d)) return `tspto_f${kind}<float>(${a}, ${b})`;
+        return `(${S})tspto_i${kind}(${a}, ${b})`;
+      };
+      const fin = (acc: string): string => (kind !== "sum" ? acc : isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`);
+      const elem = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      if (axis === "row" && kind !== "sum" && isFloat(d)) {
+        // float row max / min on ordered integer keys (bits ^ (sign ? 0x7fffffff : 0): -0 < +0),
+        // with NaN tracked apart: integer max / min and or vectorize, the NaN-aware select does
+        // not. Exact, as tspto_fmax / tspto_fmin: NaN if any element is NaN; max(-0, 0) = 0.
+        const r = ctx.fresh("r"), j = ctx.fresh("j"), kx = ctx.fresh("key"), nn = ctx.fresh("nan"), x = ctx.fresh("x"), b = ctx.fresh("b");
+        const better = kind === "max" ? ">" : "<";
+        const step = (q: string, idx: string): string =>
+          `{ const float ${x} = ${elem(idx)}; const int32_t ${b} = (int32_t)tspto_f2u(${x}); const int32_t ${b}k = ${b} ^ ((${b} >> 31) & 0x7fffffff); ${kx}[${q}] = ${b}k ${better} ${kx}[${q}] ? ${b}k : ${kx}[${q}]; ${nn}[${q}] |= (int32_t)(${x} != ${x}); }`;
+        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+        ctx.line(`int32_t ${kx}[16], ${nn}[16];`);
+        ctx.line(`for (int q = 0; q < 16; ++q) { ${kx}[q] = ${kind === "max" ? "INT32_MIN" : "INT32_MAX"}; ${nn}[q] = 0; }`);
+        ctx.line(`int64_t ${j} = 0;`);
+        ctx.open(`for (; ${j} + 16 <= ${n}; ${j} += 16) {`);
+        ctx.line(`for (int q = 0; q < 16; ++q) ${step("q", `${r} * ${n} + ${j} + q`)}`);
+        ctx.close();
+        ctx.line(`for (; ${j} < ${n}; ++${j}) ${step(`${j} & 15`, `${r} * ${n} + ${j}`)}`);
+        ctx.line(`int32_t ${b}best = ${kx}[0], ${b}nan = ${nn}[0];`);
+        ctx.line(`for (int q = 1; q < 16; ++q) { ${b}best = ${kx}[q] ${better} ${b}best ? ${kx}[q] : ${b}best; ${b}nan |= ${nn}[q]; }`);
+        ctx.line(`${o}[${r}] = ${b}nan ? std::numeric_limits<float>::quiet_NaN() : tspto_u2f((uint32_t)(${b}best ^ ((${b}best >> 31) & 0x7fffffff)));`);
+        ctx.close();
+      } else if (axis === "row") {
+        const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
+        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+        ctx.line(`${A} ${l}[8];`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${kind === "sum" ? `(${A})0` : `(${A})${elem(`${r} * ${n}`)}`};`);
+        ctx.line(`int64_t ${j} = 0;`);
+        ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
+        ctx.close();
+        ctx.line(`for (; ${j} < ${n}; ++${j}) ${l}[${j} & 7] = ${op(`${l}[${j} & 7]`, `(${A})${elem(`${r} * ${n} + ${j}`)}`)};`);
+        ctx.line(`${o}[${r}] = ${fin(op(op(op(`${l}[0]`, `${l}[1]`), op(`${l}[2]`, `${l}[3]`)), op(op(`${l}[4]`, `${l}[5]`), op(`${l}[6]`, `${l}[7]`))))};`);
+        ctx.close();
+      } else {
+        const B = 256;
+        const c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), a = ctx.fresh("a"), i = ctx.fresh("i"), c = ctx.fresh("c");
+        ctx.open(`for (int64_t ${c0} = 0; ${c0} < ${n}; ${c0} += ${B}) {`);
+        ctx.line(`const int64_t ${cn} = ${n} - ${c0} < ${B} ? ${n} - ${c0} : ${B};`);
+        ctx.line(`${A} ${a}[${B}];`);
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${a}[${c}] = ${kind === "sum" ? `(${A})0` : `(${A})${elem(`${c0} + ${c}`)}`};`);
+        ctx.open(`for (int64_t ${i} = ${kind === "sum" ? 0 : 1}; ${i} < ${m}; ++${i}) {`);
+        ctx.line("#pragma GCC ivdep");
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${a}[${c}] = ${op(`${a}[${c}]`, `(${A})${elem(`${i} * ${n} + ${c0} + ${c}`)}`)};`);
+        ctx.close();
+        ctx.line(`for (int64_t ${c} = 0; ${c} < ${cn}; ++${c}) ${o}[${c0} + ${c}] = ${fin(`${a}[${c}]`)};`);
+        ctx.close();
+      }
+    },
+  });
+}
+
+// ------------------------------------------------------------------ row / column broadcasts
+for (const axis of ["row", "col"] as const) {
+  for (const [suffix, bin] of Object.entries(EXPAND_OPS)) {
+    const fm = BINARY_CPP[bin];
+    def(`tile.${axis}Expand${suffix}`, {
+      kind: "tile-stmt",
+      emitInto(ctx, call, dest) {
+        const [m, n] = tileOperand(call.args[0]).shape;
+        const d = dest.type.dtype;
+        const et = ctx.elements(call.args[0]), ev = ctx.elements(call.args[1]);
+        const o = destPtr(ctx, dest);
+        shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${binaryElem(fm, d,
+          { kind: "tile", code: et(`${r} * ${n} + ${c}`), dtype: d }, { kind: "tile", code: ev(axis === "row" ? r : c), dtype: d })};`);
+      },
+    });
+  }
+  def(`tile.${axis}Expand`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const [m, n] = tileOperand(call.args[0]).shape;
+      const ev = ctx.elements(call.args[1]);
+      const o = destPtr(ctx, dest);
+      shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${ev(axis === "row" ? r : c)};`);
+    },
+  });
+}
+
+// rowExpandExpdif / colExpandExpdif: exp(t - v), the difference rounded to the dtype first
+for (const axis of ["row", "col"] as const) {
+  def(`tile.${axis}ExpandExpdif`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const [m, n] = tileOperand(call.args[0]).shape;
+      const d = dest.type.dtype;
+      const et = ctx.elements(call.args[0]), ev = ctx.elements(call.args[1]);
+      const o = destPtr(ctx, dest);
+      shapeLoops(ctx, [m, n], ([r, c]) => `${o}[${r} * ${n} + ${c}] = ${roundF(d, `tspto_expf(${roundF(d, `(${et(`${r} * ${n} + ${c}`)} - ${ev(axis === "row" ? r : c)})`)})`)};`);
+    },
+  });
+}
+// prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope[r]
+def("tile.prelu", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const [m, n] = tileOperand(call.args[0]).shape;
+    const d = dest.type.dtype;
+    const ex = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const x = ctx.fresh("x");
+    shapeLoops(ctx, [m, n], ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = ${x} > 0.0f ? ${x} : ${roundF(d, `(${x} * ${es(r)})`)}; }`);
+  },
+});
+
+// ------------------------------------------------------------------ products and arg-reductions (see src/ir/ops/reduce.ts)
+/** Loops over the lines of an [m, n] tile along `axis`: line index, element index of j, count. */
+function lineLoops(ctx: KernelCtx, m: number, n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
+  const l = ctx.fresh("l");
+  ctx.open(`for (int64_t ${l} = 0; ${l} < ${axis === "row" ? m : n}; ++${l}) {`);
+  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? n : m);
+  ctx.close();
+}
+for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const d = x.dtype;
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      lineLoops(ctx, m, n, axis, (l, at, cnt) => {
+        const acc = ctx.fresh("acc"), j = ctx.fresh("j");
+        if (isFloat(d)) {
+          ctx.line(`double ${acc} = 1.0;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} *= (double)${ex(at(j))};`);
+          ctx.line(`${o}[${l}] = ${roundD(d, acc)};`);
+        } else {
+          ctx.line(`int64_t ${acc} = 1;`);
+          ctx.line(`for (int64_t ${j} = 0; ${j} < ${cnt}; ++${j}) ${acc} = tspto_mul_sat(${acc}, (int64_t)${ex(at(j))});`);
+          ctx.line(`${o}[${l}] = ${SAT[d]}(${acc});`);
+        }
+      });
+    },
+  });
+}
+for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
+  def(`tile.${name}`, {
+    kind: "tile-stmt",
+    emitInto(ctx, call, dest) {
+      const x = tileOperand(call.args[0]);
+      const [m, n] = x.shape;
+      const ex = ctx.elements(call.args[0]);
+      const o = destPtr(ctx, dest);
+      const S = scratchCType(x.dtype), float = isFloat(x.dtype);
+      lineLoops(ctx, m, n, axis, (l, at, cnt) => {
+        const best = ctx.fresh("best"), bi = ctx.fresh("bi"), j = ctx.fresh("j"), v = ctx.fresh("v");
+        ctx.line(`${S} ${best} = ${ex(at("0"))}; int32_t ${bi} = 0;`);
+        // the first extreme wins; a NaN beats every number and the first NaN wins
+        const better = float
+          ? `(${best} == ${best}) && ((${v} != ${v}) || ${v} ${kind === "max" ? ">" : "<"} ${best})`
+          : `${v} ${kind === "max" ? ">" : "<"} ${best}`;
+        ctx.line(`for (int64_t ${j} = 1; ${j} < ${cnt}; ++${j}) { const ${S} ${v} = ${ex(at(j))}; if (${better}) { ${best} = ${v}; ${bi} = (int32_t)${j}; } }`);
+        ctx.line(`${o}[${l}] = ${bi};`);
+      });
+    },
+  });
+}
+
+// broadcastTo: the dims of 1 of x stretched
+def("tile.broadcastTo", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, dest.type.shape, (idx) => `${o}[${linear(idx, dest.type.shape)}] = ${ex(linear(idx.map((v, ax) => (x.shape[ax] === 1 ? "0" : v)), x.shape))};`);
+  },
+});
+
+// ------------------------------------------------------------------ transpose
+def("tile.transpose", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const x = tileOperand(call.args[0]);
+    const a1 = Number(call.attrs.axis1), a2 = Number(call.attrs.axis2);
+    const ex = ctx.elements(call.args[0]);
+    const o = destPtr(ctx, dest);
+    shapeLoops(ctx, x.shape, (idx) => {
+      const sw = [...idx];
+      [sw[a1], sw[a2]] = [sw[a2], sw[a1]];
+      return `${o}[${linear(sw, dest.type.shape)}] = ${ex(linear(idx, x.shape))};`;
+    });
+  },
+});
