@@ -7,6 +7,7 @@
       "target_name": "tspto_native",
       "sources": [
         "src/addon.cc",
+        "src/addon_args.cc",
         "src/arena.cc",
         "src/cuda_device.cc",
         "src/device.cc",
