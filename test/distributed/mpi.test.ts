@@ -85,12 +85,14 @@ describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
       const r = await mpirun(3, child("lost_rank_child.ts"), [mode], 90_000);
       expect(r.signal, `the job hung (killed by the test's timeout):\n${r.out}`).toBeNull();
       expect(r.status, r.out).not.toBe(0);
-      for (const survivor of [0, 2]) {
-        const line = mode === "idle"
-          ? new RegExp(`\\[E_RANK_LOST\\] MPI rank 1 \\(pid \\d+ on host .*\\) was lost during the run: its process exited; rank ${survivor} stops here`)
-          : new RegExp(`rank ${survivor}: caught E_RANK_LOST lostRank=1 MPI rank 1 \\(pid \\d+ on host .*\\) was lost during allReduce`);
-        expect(r.out, r.out).toMatch(line);
-      }
+      // The first survivor to name the lost rank exits failing and mpirun then ends the job:
+      // under load the other survivor may be ended before it reports. At least one names rank 1.
+      const named = [0, 2].filter((survivor) => (mode === "idle"
+        ? new RegExp(`\\[E_RANK_LOST\\] MPI rank 1 \\(pid \\d+ on host .*\\) was lost during the run: its process exited; rank ${survivor} stops here`)
+        // caught around the second allReduce, or (when rank 1 went while a survivor was still
+        // finishing the first one) thrown from the first: either way it names rank 1
+        : new RegExp(`rank ${survivor}: caught E_RANK_LOST lostRank=1 MPI rank 1 \\(pid \\d+ on host .*\\) was lost during allReduce|\\[E_RANK_LOST\\] MPI rank 1 \\(pid \\d+ on host .*\\) was lost during allReduce: its process exited; rank ${survivor} stops here`)).test(r.out));
+      expect(named.length, r.out).toBeGreaterThanOrEqual(1);
       expect(r.out).not.toContain("completed (unexpected)");
     });
   }
