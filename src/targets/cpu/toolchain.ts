@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } fro
 import { arch, cpus, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
+import { whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE } from "../../codegen/index.js";
 import { sha256, writeAtomic } from "../../artifact/index.js";
@@ -30,16 +31,7 @@ export function abiIncludeDir(): string {
 export interface Toolchain { command: string; argv: string[]; path: string | null; version: string }
 const toolchains = new Map<string, Toolchain>();
 
-/** The resolved path of a command on $PATH (or a path), or null. */
-export function whichSync(cmd: string): string | null {
-  if (cmd.includes("/")) return existsSync(cmd) ? resolve(cmd) : null;
-  for (const d of (process.env.PATH ?? "").split(delimiter)) {
-    if (!d) continue;
-    const p = join(d, cmd);
-    try { if (statSync(p).isFile()) return p; } catch { /* not here */ }
-  }
-  return null;
-}
+export { whichSync };
 
 let cpuFlagsMemo: string | undefined;
 /** The CPU's feature flags (Linux /proc/cpuinfo; "" elsewhere): -march=native code depends on them. */

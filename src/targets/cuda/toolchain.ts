@@ -5,6 +5,7 @@ import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TsptoCompileError } from "../../ir/index.js";
+import { whichSync } from "../which.js";
 
 export const CUDA_SOURCE_PATH = "kernels/program.cu";
 export const ENTRY_SOURCE_PATH = "kernels/entry.cpp";
@@ -18,15 +19,6 @@ export const ENTRY_CXX_FLAGS: readonly string[] = ["-std=c++17", "-O2", "-fPIC",
 
 const NVCC_HINT = "install the CUDA toolkit (nvcc), or set $CUDA_HOME to its directory (nvcc is looked up in $TSPTO_NVCC, $CUDA_HOME/bin, /usr/local/cuda/bin, then $PATH)";
 
-function which(cmd: string): string | null {
-  if (cmd.includes("/")) return existsSync(cmd) ? resolve(cmd) : null;
-  for (const d of (process.env.PATH ?? "").split(delimiter)) {
-    if (!d) continue;
-    const p = join(d, cmd);
-    try { if (statSync(p).isFile()) return p; } catch { /* not here */ }
-  }
-  return null;
-}
 
 export interface Nvcc { path: string; version: string }
 let nvccMemo: { env: string; nvcc: Nvcc | null } | undefined;
@@ -40,7 +32,7 @@ export function findNvcc(): Nvcc | null {
   if (nvccMemo && nvccMemo.env === env) return nvccMemo.nvcc;
   const forced = process.env.TSPTO_NVCC;
   const cands = forced ? (forced === "off" ? [] : [forced])
-    : [process.env.CUDA_HOME ? join(process.env.CUDA_HOME, "bin", "nvcc") : null, "/usr/local/cuda/bin/nvcc", which("nvcc")];
+    : [process.env.CUDA_HOME ? join(process.env.CUDA_HOME, "bin", "nvcc") : null, "/usr/local/cuda/bin/nvcc", whichSync("nvcc")];
   let nvcc: Nvcc | null = null;
   for (const c of cands) {
     if (!c || !existsSync(c)) continue;
@@ -84,7 +76,7 @@ export function nvccArgs(arch: string): string[] {
 export function hostCxx(): string[] {
   const env = (process.env.CXX ?? "").trim();
   if (env) return env.split(/\s+/);
-  for (const c of ["c++", "g++", "clang++"]) if (which(c)) return [c];
+  for (const c of ["c++", "g++", "clang++"]) if (whichSync(c)) return [c];
   throw new TsptoCompileError("E_CXX", "no C++ compiler found (tried c++, g++, clang++)", undefined,
     "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)");
 }
