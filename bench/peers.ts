@@ -86,11 +86,20 @@ export class NativeAdd {
 // A register-only loop of independent fused multiply-adds (24 vector accumulators, no memory
 // traffic) on `threads` threads at once: the arithmetic peak matmul is measured against.
 // Widest FMA the build flags allow: AVX-512 (16 lanes), else AVX2 FMA (8), else scalar fmaf.
-const FMA_PEAK = String.raw`
+// The flop count is lanes x 2 x 24 accumulators x iterations x threads, so the 24 chains must
+// really be 24 FMAs per iteration: their start values come from a volatile array (distinct and
+// unknown to the compiler: an earlier version started them at 1e-3*i, 2e-3*i, 3e-3*i, and the
+// compiler merged the chains with equal start values, 16 FMAs per iteration counted as 24, a
+// peak 1.5x too high), and an empty asm statement makes x and y opaque every iteration.
+// test/bench/fma_peak.test.ts compiles this source and counts the FMAs in the loop.
+// "clock" answers the core clock in GHz: a chain of dependent 64-bit imuls (3 cycles each on
+// x86-64 cores since Sandy Bridge / Zen) on one thread, for the analytic bound in the notes.
+export const FMA_PEAK = String.raw`
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -114,27 +123,50 @@ static inline V fma_(V a, V b, V c) { return std::fma(a, b, c); }
 static inline V set1(float x) { return x; }
 static inline float first(V v) { return v; }
 #endif
+static const int CHAINS = 24;
+static volatile float seeds[CHAINS + 2];
 #define R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 static float run(long iters) {
-  V x = set1(0.999f), y = set1(1e-4f);
-#define D(i) V a##i = set1(1e-3f * i), b##i = set1(2e-3f * i), c##i = set1(3e-3f * i);
+  V x = set1(seeds[CHAINS]), y = set1(seeds[CHAINS + 1]);
+#define D(i) V a##i = set1(seeds[3 * i]), b##i = set1(seeds[3 * i + 1]), c##i = set1(seeds[3 * i + 2]);
   R8(D)
   for (long it = 0; it < iters; ++it) {
 #define F(i) a##i = fma_(a##i, x, y); b##i = fma_(b##i, x, y); c##i = fma_(c##i, x, y);
     R8(F)
-    __asm__ volatile("" : "+x"(x));
+    __asm__ volatile("" : "+x"(x), "+x"(y));
   }
   float s = 0;
 #define S(i) s += first(a##i) + first(b##i) + first(c##i);
   R8(S)
   return s;
 }
+// thread CPU time, not wall time: time the thread spent preempted by other processes is not
+// counted; the best of 5 runs of 60M imuls
+static double thread_seconds() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+static double clock_ghz() {
+  const long n = 60000000L;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    long x = 3, y = 1;
+    const double t0 = thread_seconds();
+    for (long i = 0; i < n; i += 8) {
+      __asm__ volatile("imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0\n\t"
+                       "imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0" : "+r"(x) : "r"(y));
+    }
+    const double s = thread_seconds() - t0;
+    if (s < best) best = s;
+  }
+  return 3.0 * n / best / 1e9;
+}
 int main(int argc, char** argv) {
   const int threads = std::atoi(argv[1]);
   const long iters = std::atol(argv[2]);
+  for (int i = 0; i < CHAINS; ++i) seeds[i] = 1e-3f * (float)(i + 1);
+  seeds[CHAINS] = 0.999f; seeds[CHAINS + 1] = 1e-4f;
   std::string line;
   volatile float sink = 0;
   while (std::getline(std::cin, line)) {
+    if (line == "clock") { std::printf("%.3f\n", clock_ghz()); std::fflush(stdout); continue; }
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;
     std::vector<float> out(threads);
@@ -142,7 +174,7 @@ int main(int argc, char** argv) {
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (float v : out) sink = sink + v;
-    std::printf("%.3f %d\n", 2.0 * LANES * 24 * iters * threads / s / 1e9, LANES);
+    std::printf("%.3f %d\n", 2.0 * LANES * CHAINS * iters * threads / s / 1e9, LANES);
     std::fflush(stdout);
   }
   return 0;
@@ -159,8 +191,8 @@ class LineProcess {
     this.lines = createInterface({ input: this.child.stdout });
     this.lines.on("line", (l) => this.waiting.shift()?.(l));
   }
-  request(): Promise<string> {
-    return new Promise((resolve) => { this.waiting.push(resolve); this.child.stdin.write("go\n"); });
+  request(what = "go"): Promise<string> {
+    return new Promise((resolve) => { this.waiting.push(resolve); this.child.stdin.write(`${what}\n`); });
   }
   close(): void { this.child.stdin.end(); this.child.kill(); }
 }
@@ -178,6 +210,8 @@ export class FmaPeak {
     this.lanes = lanes;
     return g;
   }
+  /** The core clock in GHz (one thread, a dependent imul chain; ~0.3 s). */
+  async clockGHz(): Promise<number> { return Number(await this.p.request("clock")); }
   close(): void { this.p.close(); }
 }
 
