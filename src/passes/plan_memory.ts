@@ -3,6 +3,12 @@
 // (a value used inside a loop stays live for the whole loop); loop results share the
 // address of their iterArgs; offsets are 64-byte aligned and reused once a tile is dead.
 // A function whose live tiles exceed the capacity is a compile error naming the tiles.
+// Loop-carried tiles are coalesced so that a K loop `acc = matmulAcc(acc, a, b)` runs in
+// place, without a copy per iteration (see coalesceCarried):
+//   - an initial value whose last use is the loop shares its iterArg's address (no copy in);
+//   - a yielded value computed by an op that may write over its input (IN_PLACE) from the
+//     iterArg itself, which nothing reads after that op in the body, shares the iterArg's
+//     address too (no copy back at the end of each iteration).
 import {
   TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
@@ -18,6 +24,16 @@ export const memoryPlanPass: Pass = {
 
 interface Interval { v: Var; start: number; end: number; bytes: number; addr?: number }
 
+/**
+ * Ops whose emitters (cpu and cuda) may write their result over the tile argument at the given
+ * index: each output element is written only after the same element of that argument was read
+ * (and no other element of it is read later). matmulAcc: every output block loads its
+ * accumulator block, runs the k loop in registers and stores the block back.
+ */
+export const IN_PLACE: ReadonlyMap<string, number> = new Map([["tile.matmulAcc", 0]]);
+
+interface LoopInfo { at: number; iterArgs: readonly Var[]; inits: readonly Expr[]; body: readonly Stmt[] }
+
 function stmtExprs(s: Stmt): Expr[] {
   switch (s.kind) {
     case "assign": return [s.value];
@@ -32,8 +48,9 @@ function stmtExprs(s: Stmt): Expr[] {
 
 function planFunc(f: Func, ctx: PassContext): Func {
   const iv = new Map<number, Interval>();
-  const alias = new Map<number, number>(); // result var id -> iterArg var id
-  const rep = (id: number) => alias.get(id) ?? id;
+  const alias = new Map<number, number>(); // result (or coalesced) var id -> iterArg var id
+  const rep = (id: number) => { let r = id; while (alias.has(r)) r = alias.get(r)!; return r; };
+  const loopInfos: LoopInfo[] = [];
   let pos = 0;
   const loops: { start: number }[] = [];
   const pendingUses: { id: number; pos: number; loopStarts: number[] }[] = [];
@@ -54,6 +71,7 @@ function planFunc(f: Func, ctx: PassContext): Func {
         case "for": case "while":
           if (s.kind === "while") s.inits.forEach((e) => use(e, at));
           s.iterArgs.forEach((a, i) => { def(a, at); alias.set(s.results[i].id, a.id); });
+          loopInfos.push({ at, iterArgs: s.iterArgs, inits: s.inits, body: s.body });
           loops.push({ start: at });
           if (s.kind === "while") use(s.cond, at);
           walk(s.body);
@@ -82,6 +100,7 @@ function planFunc(f: Func, ctx: PassContext): Func {
     r.end = Math.max(r.end, end);
   }
   for (const r of iv.values()) if (loopEnds.has(r.start)) r.end = Math.max(r.end, loopEnds.get(r.start)!);
+  coalesceCarried(loopInfos, iv, alias, rep, pendingUses, loopEnds);
 
   // Linear-scan allocation, first fit over a sorted list of live blocks.
   const order = [...iv.values()].sort((a, b) => a.start - b.start || b.bytes - a.bytes);
@@ -109,6 +128,51 @@ function planFunc(f: Func, ctx: PassContext): Func {
     return mkVar(v.name, { ...(v.type as TileType), addr: a }, v.span);
   });
   return Object.freeze({ ...f, body: Object.freeze(body), attrs: Object.freeze({ ...f.attrs, scratchBytes: high }) });
+}
+
+/**
+ * Give loop-carried tiles one address with their initial and yielded values where that is
+ * safe (see the header): merges the intervals and records the alias.
+ */
+function coalesceCarried(loopInfos: readonly LoopInfo[], iv: Map<number, Interval>, alias: Map<number, number>, rep: (id: number) => number,
+  uses: readonly { id: number; pos: number }[], loopEnds: ReadonlyMap<number, number>): void {
+  const merge = (from: number, into: number) => {
+    const f = iv.get(from), t = iv.get(into);
+    if (!f || !t || from === into || f.bytes !== t.bytes) return false;
+    t.start = Math.min(t.start, f.start);
+    t.end = Math.max(t.end, f.end);
+    iv.delete(from);
+    alias.set(from, into);
+    return true;
+  };
+  for (const L of loopInfos) {
+    const end = loopEnds.get(L.at)!;
+    const last = L.body[L.body.length - 1];
+    L.iterArgs.forEach((a, i) => {
+      if (a.type.kind !== "tile" || !iv.has(a.id)) return;
+      // initial value: a tile whose live range ends at this loop, used by no other init of it
+      const x = L.inits[i];
+      if (x && x.kind === "var" && x.type.kind === "tile" && L.inits.filter((e) => e.kind === "var" && rep(e.id) === rep(x.id)).length === 1) {
+        const r = iv.get(rep(x.id));
+        if (r && r.end <= L.at && r.start < L.at) merge(rep(x.id), a.id);
+      }
+      // yielded value: y = op(..., a, ...) at the body's top level with a in an IN_PLACE slot
+      if (!last || last.kind !== "yield") return;
+      const y = last.values[i];
+      if (!y || y.kind !== "var" || y.type.kind !== "tile" || L.iterArgs.some((b) => b.id === y.id)) return;
+      if (last.values.filter((e) => e.kind === "var" && e.id === y.id).length !== 1) return;
+      const d = L.body.find((st) => st.kind === "assign" && st.targets.length === 1 && st.targets[0].id === y.id);
+      if (!d || d.kind !== "assign" || d.value.kind !== "call") return;
+      const slot = IN_PLACE.get(d.value.op);
+      const arg = slot === undefined ? undefined : d.value.args[slot];
+      if (!arg || arg.kind !== "var" || arg.id !== a.id) return;
+      const ry = iv.get(y.id);
+      if (!ry) return;
+      // nothing reads the old value of a after y is computed (the op itself reads it at ry.start)
+      if (uses.some((u) => u.id === a.id && u.pos > ry.start && u.pos <= end)) return;
+      merge(y.id, a.id);
+    });
+  }
 }
 
 const fmtBytes = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB` : `${n} B`);

@@ -26,8 +26,13 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     };
     const da = direct(call.args[base]), db = direct(call.args[base + 1]);
     const ea = da ? null : ctx.elements(call.args[base]), eb = db ? null : ctx.elements(call.args[base + 1]);
-    const ec = accArg ? ctx.elements(accArg) : null;
+    // In place (PlanMemory gave the accumulator and the result one address: a K loop
+    // `acc = matmulAcc(acc, a, b)`): the accumulator is read through the output pointer. Every
+    // output element is written only after its own accumulator value was read (block by block).
+    const accType = accArg && accArg.kind === "var" && accArg.type.kind === "tile" ? accArg.type : null;
+    const inPlace = accType !== null && accType.addr !== null && accType.addr === dest.type.addr;
     const o = destPtr(ctx, dest);
+    const ec = accArg ? (inPlace ? (idx: string) => `${o}[${idx}]` : ctx.elements(accArg)) : null;
     // the operands' element expressions as plain arrays (name[index]): vector loads of b rows
     const arr = (f: ((i: string) => string) | null): string | null => {
       if (!f) return null;
@@ -39,15 +44,16 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     /** Element (r, c) of a / b (C++ index expressions). */
     const aE = (r: string, c: string) => (da ? `${da.ptr}[(${r}) * ${lda} + ${c}]` : ea!(`(${r}) * ${k} + ${c}`));
     const bE = (r: string, c: string) => (db ? `${db.ptr}[(${r}) * ${ldb} + ${c}]` : eb!(`(${r}) * ${n} + ${c}`));
-    // Register blocking: an [MR, NR] block of the output is held in registers (tspto_v16f
-    // values, 16 floats each) across the whole k loop; each k step loads NR contiguous elements
-    // of a row of b and multiplies them with MR broadcast elements of a. Every output element
-    // accumulates in fp32 in k order (acc + a*b, or fma(a, b, acc) with fpContract "fast"),
-    // exactly as src/ir/ops/matmul.ts says. Remainder rows use a smaller block, remainder
-    // columns a 16-wide block and then scalar code; operands that are not plain arrays (fused
-    // element expressions) use the scalar block code throughout.
-    const MR = 6, NR = 32;
-    const mFull = m - (m % MR), nFull = n - (n % NR);
+    // Register blocking: an [MR, 16 nv] block of the output is held in registers (tspto_v16f
+    // values, 16 floats each) across the k loop; each k step loads nv vectors of a row of b and
+    // multiplies them with MR broadcast elements of a. Every output element accumulates in
+    // fp32 in k order (acc + a*b, or fma(a, b, acc) with fpContract "fast"), exactly as
+    // src/ir/ops/matmul.ts says. Column panels are 64 wide (6 x 64: 24 accumulators, 4 b
+    // vectors, 1 broadcast: 30 of the 32 AVX-512 registers), then one of 32 and one of 16,
+    // then scalar code; remainder rows use a shorter block. Operands that are not plain arrays
+    // (fused element expressions) use the scalar block code throughout.
+    const MR = 6;
+    const mFull = m - (m % MR);
     const block = (rows: number, cols: number, i0: string, j0: string): void => {
       const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), r = ctx.fresh("r"), c = ctx.fresh("c"), aik = ctx.fresh("aik");
       ctx.open("{");
@@ -64,34 +70,8 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       ctx.close();
     };
     const vec = A !== null && Bp !== null && (ec === null || C !== null);
-    // rows x (16 nv) block in tspto_v16f accumulators (vector registers); b from `bsrc` with
-    // row stride `bld` starting at column `bcol`
-    const vblock = (rows: number, nv: number, i0: string, j0: string, bsrc: string, bld: number, bcol: string): void => {
-      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), bv = ctx.fresh("b"), av = ctx.fresh("a");
-      const name = (r: number, v: number) => `${acc}_${r}_${v}`;
-      ctx.open("{");
-      for (let r = 0; r < rows; r++) {
-        for (let v = 0; v < nv; v++) {
-          ctx.line(`tspto_v16f ${name(r, v)} = ${C ? `tspto_ld16(&${C}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}])` : "tspto_v16f{}"};`);
-        }
-      }
-      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
-      for (let v = 0; v < nv; v++) ctx.line(`const tspto_v16f ${bv}${v} = tspto_ld16(&${bsrc}[${kk} * ${bld} + ${bcol} + ${16 * v}]);`);
-      for (let r = 0; r < rows; r++) {
-        const aik = `${A}[(${i0} + ${r}) * ${lda} + ${kk}]`;
-        if (fused) {
-          ctx.line(`{ const tspto_v16f ${av} = tspto_splat16(${aik}); ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = tspto_fma16(${av}, ${bv}${v}, ${name(r, v)});`).join(" ")} }`);
-        } else {
-          ctx.line(`{ const float ${av} = ${aik}; ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = ${name(r, v)} + ${av} * ${bv}${v};`).join(" ")} }`);
-        }
-      }
-      ctx.close();
-      for (let r = 0; r < rows; r++) {
-        for (let v = 0; v < nv; v++) ctx.line(`tspto_st16(&${o}[(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}], ${name(r, v)});`);
-      }
-      ctx.close();
-    };
     if (!vec) {
+      const NR = 32, nFull = n - (n % NR);
       const i0 = ctx.fresh("i"), j0 = ctx.fresh("j");
       if (mFull > 0 && nFull > 0) {
         ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
@@ -108,27 +88,42 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       }
       return;
     }
-    // Panels: for each NR-column panel of b, its k x NR block is packed into a contiguous
-    // buffer once (it stays in L1 while every row block of a streams past it), then the
-    // row blocks run over it. Packing only reorders loads: the arithmetic is unchanged.
-    const pack = nFull > 0 && k * NR * 4 <= 64 * 1024 && m > MR;
-    const pb = ctx.fresh("pb");
-    if (nFull > 0) {
-      const j0 = ctx.fresh("j"), kk = ctx.fresh("k");
-      if (pack) ctx.line(`alignas(64) float ${pb}[${k * NR}];`);
-      ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}; ${j0} += ${NR}) {`);
-      if (pack) ctx.line(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) std::memcpy(&${pb}[${kk} * ${NR}], &${Bp}[${kk} * ${ldb} + ${j0}], ${NR * 4});`);
-      const [bsrc, bld, bcol] = pack ? [pb, NR, "0"] : [Bp!, ldb, j0];
-      if (mFull > 0) {
-        const i0 = ctx.fresh("i");
-        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
-        vblock(MR, NR / 16, i0, j0, bsrc, bld, bcol);
-        ctx.close();
+    /**
+     * rows x (16 nv) block at (i0, j0) over k in [kc, kc + kl): b from `bsrc` with row stride
+     * `bld` starting at column `bcol` (row kk - kc of a packed panel, or row kk of b); the
+     * accumulators start from C (or zero) in the first k chunk and from the output after it.
+     */
+    const vblock = (rows: number, nv: number, i0: string, j0: string, bsrc: string, bld: number, bcol: string, kc: string, kl: string, packed: boolean): void => {
+      const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), bv = ctx.fresh("b"), av = ctx.fresh("a");
+      const name = (r: number, v: number) => `${acc}_${r}_${v}`;
+      const at = (r: number, v: number) => `(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}`;
+      ctx.open("{");
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) {
+          const first = C ? `tspto_ld16(&${C}[${at(r, v)}])` : "tspto_v16f{}";
+          const init = kc === "0" ? first : C === o ? `tspto_ld16(&${o}[${at(r, v)}])` : `${kc} == 0 ? ${first} : tspto_ld16(&${o}[${at(r, v)}])`;
+          ctx.line(`tspto_v16f ${name(r, v)} = ${init};`);
+        }
       }
-      if (m % MR) vblock(m % MR, NR / 16, String(mFull), j0, bsrc, bld, bcol);
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) {`);
+      const brow = packed ? kk : kc === "0" ? kk : `(${kc} + ${kk})`;
+      for (let v = 0; v < nv; v++) ctx.line(`const tspto_v16f ${bv}${v} = tspto_ld16(&${bsrc}[${brow} * ${bld} + ${bcol} + ${16 * v}]);`);
+      const acol = kc === "0" ? kk : `${kc} + ${kk}`;
+      for (let r = 0; r < rows; r++) {
+        const aik = `${A}[(${i0} + ${r}) * ${lda} + ${acol}]`;
+        if (fused) {
+          ctx.line(`{ const tspto_v16f ${av} = tspto_splat16(${aik}); ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = tspto_fma16(${av}, ${bv}${v}, ${name(r, v)});`).join(" ")} }`);
+        } else {
+          ctx.line(`{ const float ${av} = ${aik}; ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = ${name(r, v)} + ${av} * ${bv}${v};`).join(" ")} }`);
+        }
+      }
       ctx.close();
-    }
-    // remainder columns: a 16-wide block, then scalar code
+      for (let r = 0; r < rows; r++) {
+        for (let v = 0; v < nv; v++) ctx.line(`tspto_st16(&${o}[${at(r, v)}], ${name(r, v)});`);
+      }
+      ctx.close();
+    };
+    /** Every row block (MR rows, then the remainder) of one column panel / k chunk. */
     const rowsDo = (f: (rows: number, i0: string) => void) => {
       if (mFull > 0) {
         const i0 = ctx.fresh("i");
@@ -138,8 +133,40 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       }
       if (m % MR) f(m % MR, String(mFull));
     };
-    let j1 = nFull;
-    if (n - j1 >= 16) { const jj = j1; rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj))); j1 += 16; }
+    // Column panels of width W = 16 nv. A panel of b is packed into a contiguous buffer (its
+    // rows W floats apart) in chunks of KC rows of k that fit in L1 (32 KiB), once per chunk
+    // for all row blocks, which then stream a past it; the output block is kept in registers
+    // over one chunk and stored between chunks. Packing and chunking only reorder loads: each
+    // element's arithmetic (fp32, k order) is unchanged.
+    const PB = ctx.fresh("pb");
+    let pbDeclared = false;
+    const panel = (nv: number, j0: string): void => {
+      const W = 16 * nv, KC = Math.max(1, Math.floor(8192 / W));
+      const pack = m > MR;
+      if (!pack) { rowsDo((rows, i0) => vblock(rows, nv, i0, j0, Bp!, ldb, j0, "0", String(k), false)); return; }
+      if (!pbDeclared) { ctx.line(`alignas(64) float ${PB}[${Math.min(k, KC) * W}];`); pbDeclared = true; }  // the widest panel comes first
+      const chunked = k > KC;
+      const kc = chunked ? ctx.fresh("kc") : "0", kl = chunked ? ctx.fresh("kl") : String(k);
+      if (chunked) {
+        ctx.open(`for (int64_t ${kc} = 0; ${kc} < ${k}; ${kc} += ${KC}) {`);
+        ctx.line(`const int64_t ${kl} = ${k} - ${kc} < ${KC} ? ${k} - ${kc} : ${KC};`);
+      }
+      const kk = ctx.fresh("k");
+      ctx.line(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) std::memcpy(&${PB}[${kk} * ${W}], &${Bp}[(${chunked ? `${kc} + ` : ""}${kk}) * ${ldb} + ${j0}], ${W * 4});`);
+      rowsDo((rows, i0) => vblock(rows, nv, i0, j0, PB, W, "0", kc, kl, true));
+      if (chunked) ctx.close();
+    };
+    let j1 = 0;
+    const n64 = n - (n % 64);
+    if (n64 > 0) {
+      const j0 = ctx.fresh("j");
+      ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n64}; ${j0} += 64) {`);
+      panel(4, j0);
+      ctx.close();
+      j1 = n64;
+    }
+    if (n - j1 >= 32) { panel(2, String(j1)); j1 += 32; }
+    if (n - j1 >= 16) { const jj = j1; rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj), "0", String(k), false)); j1 += 16; }
     if (n > j1) { const jj = j1; rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj))); }
     return;
   }
