@@ -139,12 +139,14 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     // over one chunk and stored between chunks. Packing and chunking only reorder loads: each
     // element's arithmetic (fp32, k order) is unchanged.
     const PB = ctx.fresh("pb");
-    let pbDeclared = false;
+    const pack = m > MR;
+    const n64 = n - (n % 64);
+    const chunkOf = (W: number) => Math.floor(8192 / W);  // KC: rows of k per packed chunk (32 KiB)
+    const pbFloats = Math.max(n64 > 0 ? Math.min(k, chunkOf(64)) * 64 : 0, n - n64 >= 32 ? Math.min(k, chunkOf(32)) * 32 : 0);
+    if (pack && pbFloats > 0) ctx.line(`alignas(64) float ${PB}[${pbFloats}];`);
     const panel = (nv: number, j0: string): void => {
-      const W = 16 * nv, KC = Math.max(1, Math.floor(8192 / W));
-      const pack = m > MR;
+      const W = 16 * nv, KC = chunkOf(W);
       if (!pack) { rowsDo((rows, i0) => vblock(rows, nv, i0, j0, Bp!, ldb, j0, "0", String(k), false)); return; }
-      if (!pbDeclared) { ctx.line(`alignas(64) float ${PB}[${Math.min(k, KC) * W}];`); pbDeclared = true; }  // the widest panel comes first
       const chunked = k > KC;
       const kc = chunked ? ctx.fresh("kc") : "0", kl = chunked ? ctx.fresh("kl") : String(k);
       if (chunked) {
@@ -157,7 +159,6 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       if (chunked) ctx.close();
     };
     let j1 = 0;
-    const n64 = n - (n % 64);
     if (n64 > 0) {
       const j0 = ctx.fresh("j");
       ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n64}; ${j0} += 64) {`);
