@@ -14,7 +14,7 @@ export interface SpmdSubmit {
   /** C++ expressions of the slots, in callee parameter order. */
   readonly slots: readonly string[];
   /** Accesses of the unsplit call: argument, base pointer expression, bytes, mode macro. */
-  readonly accesses: readonly { arg: number; ptr: string; bytes: number; mode: string;
+  readonly accesses: readonly { arg: number; ptr: string; bytes: number | string; mode: string;
     /** The access's window initializer for a band's slots (DeriveDeps bounded it), else undefined. */
     init?: (slots: readonly string[]) => string }[];
 }

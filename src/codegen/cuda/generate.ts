@@ -217,7 +217,7 @@ class KernelGen implements CudaCtx {
         const name = this.newName(v);
         const T = storageCType(t.dtype);
         this.line(`${T}* const ${name} = (${T}*)(intptr_t)a.v[${i}];  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
       } else if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -327,7 +327,7 @@ class KernelGen implements CudaCtx {
         const src = this.tensor(inits[k]);
         const name = this.newName(v);
         this.line(`${storageCType(st.dtype)}* ${name} = ${src.ptr};`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
         return;
       }
       internal(`carried value '${v.name}' of type ${typeStr(t)}`, v.span);
@@ -393,7 +393,7 @@ class KernelGen implements CudaCtx {
       } else if (t.kind === "tensor") {
         const st = staticTensor(t, `'${r.name}'`, r.span);
         this.line(`${storageCType(st.dtype)}* ${name} = nullptr;`);
-        this.tensors.set(r.id, { ptr: name, type: st, label: r.name });
+        this.tensors.set(r.id, { ptr: name, type: st, label: r.name, dims: st.shape });
       } else {
         internal(`if result '${r.name}' of type ${typeStr(t)}`, r.span);
       }
