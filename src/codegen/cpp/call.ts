@@ -77,13 +77,13 @@ export function callStmt(g: CallHost, call: Call, targets: readonly Var[]): void
   if (g.submitHook) {
     g.submitHook(g, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
       const tr = tensorArgs.get(x.arg)!;
-      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode] };
+      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode], rows: cdim(tr.dims[0] ?? 1) };
     }) });
   } else if (call.attrs.spmd !== undefined) {
     // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
     emitSpmdSubmit(g, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
       const tr = tensorArgs.get(x.arg)!;
-      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode],
+      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode], rows: cdim(tr.dims[0] ?? 1),
         init: x.window ? (bandSlots: readonly string[]) => accessInit(x, tr, MODES[x.mode], bandSlots, call.span) : undefined };
     }) });
   } else {

@@ -144,7 +144,8 @@ function cudaSubmit(g: CppCtx, s: SpmdSubmit): void {
   let desc = ["-1", "-1", "0", "0", "1", "1"];
   if (s.call.attrs.spmd !== undefined) {
     const a = checkSpmdAttr(s.call);
-    const trips = Math.ceil((a.stop - a.start) / a.step);
+    if (a.stop === null) internal(`'${s.name}': a split loop with a run-time end on cuda (dynamic dimensions are rejected before this)`, s.call.span);
+    const trips = Math.ceil((a.stop! - a.start) / a.step);
     // one block per iteration of the split loop
     desc = [String(a.lo), String(a.hi), intLit(a.start), intLit(a.step), intLit(trips), intLit(Math.min(trips, 0x7fffffff))];
   }
