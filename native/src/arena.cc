@@ -30,13 +30,6 @@ Arena::Arena(uint64_t capacity) {
                       " bytes of device memory: " + std::strerror(errno), kCodeOutOfMemory);
   }
   base_ = static_cast<uint8_t*>(p);
-#ifdef MADV_HUGEPAGE
-  // Transparent huge pages where the system allows them (THP "madvise" mode): a kernel that
-  // walks a tile of a large tensor row by row (a matmul operand: one 4 KiB page per row of a
-  // [*, 1024] f32 tensor) then needs a TLB entry per 2 MiB instead of per row. Advice only:
-  // failure changes nothing, and freed ranges still go back to the OS (MADV_DONTNEED splits).
-  (void)madvise(p, map_bytes_, MADV_HUGEPAGE);
-#endif
   InsertFree(0, capacity_);
   const long page = sysconf(_SC_PAGESIZE);
   if (page > 0) page_ = static_cast<uint64_t>(page);
