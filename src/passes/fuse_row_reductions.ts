@@ -24,19 +24,18 @@
 // the row max reads the input tensor, no copy) softmax makes three passes over a row (max;
 // exp + sum; scale and store) and layer norm three (sum; sum of squares; normalize and store).
 import {
-  REDUCTIONS, ROW_KEEP, forEachExpr, getOp, inferCall, mapExpr, mkAssign, mkCall, mkFor, mkIf, mkScope, mkWhile,
+  ROW_KEEP, forEachExpr, getOp, inferCall, mapExpr, mkAssign, mkCall, mkFor, mkIf, mkScope, mkWhile,
   type Call, type Expr, type Func, type Stmt, type Var,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
 import { isFusable } from "./flatten_tiles.js";
+import { elementReads } from "./forward_loads.js";
 
 /** Most reads of a cheap elementwise tile that are recomputed rather than materialized. */
 export const MAX_RECOMPUTE = 4;
 /** Elementwise ops cheap enough to compute again at each read (one instruction per vector). */
 const CHEAP = new Set(["add", "sub", "mul", "neg", "abs", "maximum", "minimum", "relu"].map((n) => `tile.${n}`));
-const REDUCE_OPS = new Set(Object.keys(REDUCTIONS).map((n) => `tile.${n}`));
 const KEEP_OF = new Map(Object.keys(ROW_KEEP).map((k) => [`tile.${k.slice(0, -4)}`, `tile.${k}`]));
-const KEEP_OPS = new Set(KEEP_OF.values());
 
 export const fuseRowReductionsPass: Pass = {
   name: "FuseRowReductions",
@@ -79,20 +78,6 @@ function nested(s: Stmt, uses: Map<number, number>): Stmt {
   }
 }
 
-/** Occurrences of variable `id` in an expression: all of them, and those read as an element (see the header). */
-function occurrences(e: Expr, id: number): { all: number; elem: number } {
-  let all = 0, elem = 0;
-  const visit = (x: Expr, elemCtx: boolean): void => {
-    if (x.kind === "var") { if (x.id === id) { all++; if (elemCtx) elem++; } return; }
-    if (x.kind === "list") { x.items.forEach((i) => visit(i, false)); return; }
-    if (x.kind !== "call") return;
-    const ew = isFusable(x);
-    x.args.forEach((a, k) => visit(a, ew || (k === 0 && (REDUCE_OPS.has(x.op) || KEEP_OPS.has(x.op) || x.op === "tile.store"))));
-  };
-  visit(e, false);
-  return { all, elem };
-}
-
 const stmtExpr = (s: Stmt): Expr | null => (s.kind === "assign" ? s.value : s.kind === "eval" ? s.expr : null);
 
 /** Tile ops in an elementwise expression, and whether all are cheap (scalar subexpressions not counted). */
@@ -126,7 +111,7 @@ function inline(ss: Stmt[], uses: Map<number, number>): Stmt[] | null {
     for (let k = i + 1; k < out.length && ok; k++) {
       const x = stmtExpr(out[k]);
       if (!x) { let any = false; forEachExpr([out[k]], (y) => { if (y.kind === "var" && y.id === v.id) any = true; }); if (any) ok = false; continue; }
-      const o = occurrences(x, v.id);
+      const o = elementReads(x, v.id);
       if (o.all !== o.elem) ok = false;
       seen += o.all;
     }
