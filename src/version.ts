@@ -1,7 +1,7 @@
 // The package version (part of every cache key and artifact).
 import { readFileSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { createHash } from "node:crypto";
-import { dirname, join } from "node:path";
+import { dirname, join, sep } from "node:path";
 import { codeFile, packageRoot } from "./ir/package_root.js";
 
 export const PACKAGE_VERSION: string = (() => {
@@ -30,7 +30,9 @@ export const COMPILER_FINGERPRINT: string = (() => {
       else { const s = statSync(p); h.update(`${p.slice(root.length)}\0${s.size}\0${s.mtimeMs}\0`); }
     }
   };
-  const code = dirname(codeFile());
+  // the code directory: src/ or dist/ above the file that says where the code is (src/ir/package_root.ts)
+  const file = codeFile();
+  const code = [join(root, "src"), join(root, "dist")].find((d) => file.startsWith(d + sep)) ?? dirname(file);
   if (code === join(root, "src") || code === join(root, "dist")) walk(code);
   else { const s = statSync(codeFile()); h.update(`${codeFile()}\0${s.size}\0${s.mtimeMs}\0`); }
   walk(join(root, "native", "include"));

@@ -42,8 +42,21 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         ctx.line(`for (int q = 1; q < 16; ++q) { ${b}best = ${kx}[q] ${better} ${b}best ? ${kx}[q] : ${b}best; ${b}nan |= ${nn}[q]; }`);
         ctx.line(`${o}[${r}] = ${b}nan ? std::numeric_limits<float>::quiet_NaN() : tspto_u2f((uint32_t)(${b}best ^ ((${b}best >> 31) & 0x7fffffff)));`);
         ctx.close();
-      } else if (axis === "row") {
+      } else if (axis === "row" && kind === "sum") {
         rowSumLoops(ctx, d, m, n, elem, o, null);
+      } else if (axis === "row") {
+        // integer row max / min: 8 lanes seeded with the row's first element
+        const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
+        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+        ctx.line(`${A} ${l}[8];`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = (${A})${elem(`${r} * ${n}`)};`);
+        ctx.line(`int64_t ${j} = 0;`);
+        ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
+        ctx.close();
+        ctx.line(`for (; ${j} < ${n}; ++${j}) ${l}[${j} & 7] = ${op(`${l}[${j} & 7]`, `(${A})${elem(`${r} * ${n} + ${j}`)}`)};`);
+        ctx.line(`${o}[${r}] = ${fin(op(op(op(`${l}[0]`, `${l}[1]`), op(`${l}[2]`, `${l}[3]`)), op(op(`${l}[4]`, `${l}[5]`), op(`${l}[6]`, `${l}[7]`))))};`);
+        ctx.close();
       } else {
         const B = 256;
         const c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), a = ctx.fresh("a"), i = ctx.fresh("i"), c = ctx.fresh("c");
