@@ -2,7 +2,8 @@
 // every extent; the extent is passed at launch. Explicit loops over pl.dim, tensor-level ops
 // (run-time trip counts, tail rows, SPMD bands with a run-time end), the binder's checks and
 // their messages, on cpu and interp against independent formulas.
-import { describe, it, expect } from "vitest";
+import { describe, it, expect, vi } from "vitest";
+import { Binder } from "../src/runtime/binder.js";
 import { pl, ChipWorker, RunConfig, randn, zeros } from "tspto";
 import { TsptoError } from "../src/ir/index.js";
 
@@ -72,6 +73,21 @@ describe("dynamic dimensions", () => {
       expect([bias.cacheSize, rowSums.cacheSize, mm.cacheSize]).toEqual([1, 1, 1]);
     });
   }
+
+  it("after the first call, calls with other extents take the fast path (hashed by the dimension's name, packed by tryPack)", () => {
+    twice.clearCache();
+    twice(randn([16, 64]), zeros([16, 64]));
+    const pack = vi.spyOn(Binder.prototype, "pack"), tryPack = vi.spyOn(Binder.prototype, "tryPack");
+    try {
+      for (const m of [48, 320, 16]) {
+        const x = randn([m, 64], { seed: m }), out = zeros([m, 64]);
+        twice(x, out);
+        expect(maxDiff((out.data as Float32Array), Array.from((x.data as Float32Array), (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+      }
+      expect(pack).not.toHaveBeenCalled();
+      expect(tryPack).toHaveBeenCalledTimes(3);
+    } finally { pack.mockRestore(); tryPack.mockRestore(); }
+  });
 
   it("cpu: a tensor-level loop over a dynamic extent is split into row bands at run time (one task per core)", () => {
     const w = new ChipWorker(new RunConfig());
