@@ -6,7 +6,7 @@ import { allOps, TsptoCompileError, NO_SPAN } from "../../src/ir/index.js";
 import "../../src/ir/ops/index.js";
 import { CUDA_EMITTERS, cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
 import { seedProgram } from "../targets/cuda/corpus.js";
-import { pl, randn, zeros } from "tspto";
+import { pl, RunConfig, randn, zeros } from "tspto";
 
 /** Softmax over [64, 256]: FuseRowReductions makes exp(t - max) and its sum one rowSumKeep. */
 const softmaxK = pl.jit(function softmaxK(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
@@ -67,5 +67,17 @@ describe("cuda formulas", () => {
     expect(g.entry).toMatch(/const int64_t _slots\d+\[9\] = \{ a_\d+, b_\d+, out_\d+, -1, -1, 0, 0, 1, 1 \};/);
     expect(g.entry).toContain("rt->submit(rt->ctx, TSPTO_CUDA_KERNEL(0), \"addKernel_incore_0\"");
     expect(g.entry).toContain("tspto_cuda_kernel_names[1] = { \"k_addKernel_incore_0\" }");
+  });
+
+  it("dynamic dimensions are a compile error on cuda that says so (cpu and interp take them)", () => {
+    const dyn = pl.jit(function dyn(x: pl.Tensor<["M", 64], pl.FP32>, out: pl.Out<pl.Tensor<["M", 64], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.exp(x)); });
+    });
+    const lowered = dyn.lower(randn([8, 64]), zeros([8, 64]), new RunConfig({ platform: "cuda" }));
+    let err: unknown;
+    try { generateCuda(lowered); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoCompileError);
+    expect((err as TsptoCompileError).code).toBe("E_DYNAMIC");
+    expect((err as Error).message).toContain("dynamic dimensions are not supported on the cuda platform yet");
   });
 });
