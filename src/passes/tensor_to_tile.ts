@@ -324,14 +324,10 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const x = value.args[0];
   const xt = exprType(x) as TensorType;
   const ls = leaves(x);
-  // the reduced axis lies whole in each tile, so it must be static; the other one may be dynamic
   const whole = xt.shape[row ? 1 : 0];
-  if (typeof whole !== "number") {
-    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} reduces a dynamic axis (${JSON.stringify(whole)} of ${typeStr(xt)}); a tensor-level reduction holds the whole reduced axis in each tile`, span,
-      "make the reduced axis static, or loop over it with pl.range and combine the reductions of its tiles");
-  }
-  const other = extents([xt.shape[row ? 0 : 1]], ls.map((l) => l.tensor), `pl.${name}`, span)[0];
+  const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
   const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
@@ -344,6 +340,61 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     const tx = tileExpr(x, ls, xt.shape, tile, full, v, span, inner);
     const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
     inner.push(store(call(`tile.${name}`, [tx, ...scratch], {}, span), full));
+    return inner;
+  });
+}
+
+/** How the partial results of a reduction along a dynamic axis combine. */
+const COMBINE: Record<string, string> = { sum: "tile.add", max: "tile.maximum", min: "tile.minimum", prod: "tile.mul" };
+
+/**
+ * A tensor-level reduction along a dynamic axis (e.g. softmax over a run-time sequence length):
+ * per tile of the other axis, the reduction of the first element along the reduced axis, then
+ * of whole tiles of the reduced axis, then of single elements, each combined into the carried
+ * result (add / maximum / minimum / mul). max and min equal the one-pass reduction exactly; sums
+ * and products add the partial results in this order.
+ */
+function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, whole: Expr, other: number | Expr, budget: number, span: Span): Stmt[] {
+  const name = value.op.slice("tensor.".length);
+  const row = name.startsWith("row");
+  const kind = name in REDUCTIONS ? REDUCTIONS[name].kind : name in PROD_REDUCTIONS ? "prod" : null;
+  const x = value.args[0];
+  const xt = exprType(x) as TensorType;
+  if (!kind) {
+    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} along a dynamic axis (${typeStr(xt)}) is not supported: the position of an extreme is found in one tile`, span,
+      "make the reduced axis static, or reduce tiles of it yourself (pl.range over pl.dim) and keep the best index");
+  }
+  const ls = leaves(x);
+  const tc = dynTile(Math.min(512, budget));
+  return tileLoops([axisFor(other, budget / tc)], span, ([o], valid, [t]) => {
+    const inner: Stmt[] = [];
+    /** The reduction of the [t, w] (row) / [w, t] (column) tile at `off` along the reduced axis. */
+    const part = (off: Expr, w: number, body: Stmt[]): Var => {
+      const tile = row ? [t, w] : [w, t];
+      const v = valid ? (row ? [valid[0], w] : [w, valid[0]]) : null;
+      const tx = tileExpr(x, ls, xt.shape, tile, row ? [o, off] : [off, o], v, span, body);
+      const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
+      const r = call(`tile.${name}`, [tx, ...scratch], {}, span);
+      const rv = mkVar("part", r.type, span);
+      body.push(mkAssign([rv], r, span));
+      return rv;
+    };
+    let acc = part(zero(span), 1, inner); // the first element: every extent is >= 1
+    const one = c64(1, span);
+    const rest = scalarOp("scalar.sub", whole, one, span);
+    const wholeStop = scalarOp("scalar.add", one, scalarOp("scalar.sub", rest, scalarOp("scalar.mod", rest, c64(tc, span), span), span), span);
+    for (const [start, stop, w] of [[one, wholeStop, tc], [wholeStop, whole, 1]] as const) {
+      const kv = mkVar("k", INDEX, span);
+      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const body: Stmt[] = [];
+      const p = part(kv, w, body);
+      const next = call(COMBINE[kind], [accIn, p], {}, span);
+      const accNext = mkVar("acc", next.type, span);
+      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
+      inner.push(mkFor({ loopVar: kv, start, stop, step: c64(w, span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
+      acc = accOut;
+    }
+    inner.push(store(acc, row ? [o, zero(span)] : [zero(span), o]));
     return inner;
   });
 }
