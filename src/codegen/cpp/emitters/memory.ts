@@ -26,10 +26,12 @@ export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, s
  * dims: statically for constant offsets (a compile error), at run time for the others
  * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
  */
-export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly number[], span: Span): string[] {
+export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly (number | string)[], span: Span): string[] {
   const dims = t.type.shape;
   for (let ax = 0; ax < region.length; ax++) {
-    if (region[ax] > dims[ax] || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + region[ax] > dims[ax]))) {
+    const r = region[ax];
+    if (typeof r !== "number") continue; // a runtime extent: checked below, at run time
+    if (r > dims[ax] || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + r > dims[ax]))) {
       throw new TsptoCompileError("E_WINDOW",
         `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(dims)} (axis ${ax})`,
         span, "keep offset + shape within the tensor on every axis");
@@ -42,7 +44,11 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
     return n;
   });
   const conds: string[] = [];
-  offs.forEach((o, ax) => { if (typeof o !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${dims[ax] - region[ax]}`); });
+  offs.forEach((o, ax) => {
+    const r = region[ax];
+    if (typeof r !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} + ${r} > ${dims[ax]}`);
+    else if (typeof o !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${dims[ax] - r}`);
+  });
   if (conds.length) {
     ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
     ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
@@ -59,7 +65,7 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
  * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
  * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
  */
-function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: string[], tensorStrides: number[], tileStrides: number[],
+function regionLoops(ctx: KernelCtx, region: readonly (number | string)[], tensorBase: string[], tensorStrides: number[], tileStrides: number[],
   body: (ti: string, si: string) => string): void {
   const rank = region.length;
   const idx: string[] = [];
@@ -78,26 +84,22 @@ function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: stri
   for (let ax = 0; ax < rank - 1; ax++) ctx.close();
 }
 
-export const validRegion = (t: TileType, span: Span): number[] => {
-  if (!t.validShape) return [...t.shape];
-  return t.validShape.map((d) => {
-    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cpu platform yet (validShape ${shapeStr(t.validShape!)})`, span);
-    return d;
-  });
-};
+/** A region's element count when static, else null (a runtime extent). */
+const staticNumel = (region: readonly (number | string)[]): number | null => (region.every((d) => typeof d === "number") ? numel(region as number[]) : null);
 
 def("tile.load", {
   kind: "tile-stmt",
   emitInto(ctx, call, dest) {
     const t = ctx.tensor(call.args[0]);
     const type = call.type as TileType;
-    const region = validRegion(type, call.span);
+    const region = ctx.validOf(call);
     const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "load", call.span), region, call.span);
     const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
     const d = ctx.fresh("d"), s = ctx.fresh("s");
     ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
     ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
-    if (numel(region) < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    const n = staticNumel(region);
+    if (n === null || n < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
     regionLoops(ctx, region, offs, strides(t.type.shape), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
   },
 });
@@ -108,7 +110,7 @@ def("tile.store", {
   emit(ctx, call) {
     const tileType = exprTileType(call.args[0]);
     const t = ctx.tensor(call.args[2]);
-    const region = validRegion(tileType, call.span);
+    const region = ctx.validOf(call.args[0]);
     const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "store", call.span), region, call.span);
     const elem = ctx.elements(call.args[0]);
     const T = storageCType(t.type.dtype);
