@@ -88,6 +88,20 @@ const direct = pl.jit(function direct(x: pl.Tensor, k: pl.Scalar<pl.INT64>, out:
   return out;
 });
 
+// A row softmax over a runtime-partial tile (FuseRows leaves partial tiles to the unfused
+// path), a constant-offset edge tile, and broadcastTo with a runtime validShape.
+const softmaxEdge = pl.jit(function softmaxEdge(x: pl.Tensor, b: pl.Tensor, k: pl.Scalar<pl.INT32>, out: pl.InOut<pl.Tensor>, bo: pl.InOut<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const t = pl.load(x, [192, 0], [T, C], { validShape: [k, C] });
+    const tmp = pl.createTile([T, C], pl.FP32);
+    const e = pl.exp(pl.rowExpandSub(t, pl.rowMax(t, tmp)));
+    pl.store(pl.rowExpandDiv(e, pl.rowSum(e, tmp)), [192, 0], out);
+    const row = pl.load(b, [0, 0], [1, C]);
+    pl.store(pl.broadcastTo(row, [8, C], { validShape: [k, C] }), [0, 0], bo);
+  });
+  return out;
+});
+
 const rows = (h: { data: unknown }) => h.data as Float32Array;
 
 /** A [rows, cols] tile loaded from x at row r0 with `vr` x `vc` valid (the rest zero). */
@@ -166,6 +180,26 @@ describe("runtime validShape: numerics", () => {
           valid = v;
         }
         for (let a = 0; a < T; a++) for (let b = 0; b < C; b++) expect(rows(out)[a * C + b]).toBe(a < valid ? f(last[a * C + b]) : -4);
+      }
+    });
+
+    it(`softmax rows of a constant-offset edge tile; broadcastTo with a runtime validShape (${platform})`, () => {
+      const X = randn([R, C], { seed: 9 }), Bv = randn([1, C], { seed: 10 });
+      const xs = rows(X), bs = rows(Bv);
+      for (const k of [8, 3, 0]) {
+        const out = full([R, C], 2), bo = full([8, C], 4);
+        softmaxEdge(X, Bv, k, out, bo, cfg(platform));
+        for (let r = 0; r < R; r++) {
+          const inRows = r >= 192 && r < 192 + k;
+          const mx = inRows ? Math.max(...Array.from(xs.subarray(r * C, r * C + C))) : 0;
+          const ex = Array.from({ length: C }, (_, c) => Math.exp(xs[r * C + c] - mx));
+          const sum = ex.reduce((a, v) => a + v, 0);
+          for (let c = 0; c < C; c++) {
+            if (inRows) expect(rows(out)[r * C + c]).toBeCloseTo(ex[c] / sum, 5);
+            else expect(rows(out)[r * C + c]).toBe(2);
+          }
+        }
+        for (let r = 0; r < 8; r++) for (let c = 0; c < C; c++) expect(rows(bo)[r * C + c]).toBe(r < k ? bs[c] : 4);
       }
     });
 
