@@ -50,7 +50,7 @@ const CACHE_MAX = 256;
 
 /** One parameter of a specialization, as the key sees it. */
 type ArgSig =
-  | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly number[] }
+  | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly (number | string)[] }
   | { readonly t: "value"; readonly name: string; readonly value: number | boolean }
   | { readonly t: "dynamic"; readonly name: string; readonly dtype: DType };
 
@@ -98,7 +98,7 @@ function argsHash(args: readonly unknown[], n: number, dynamic: readonly boolean
   return h;
 }
 
-const shapeText = (s: readonly number[]) => `[${s.join(",")}]`;
+const shapeText = (s: readonly (number | string)[]) => `[${s.join(",")}]`;
 
 /** What changed from `prev` to `next` (for TSPTO_LOG=recompiles). */
 function explain(prev: Spec, next: Spec): string {
@@ -165,8 +165,11 @@ export function createJitFunction(def: KernelDef): JitFunction {
         throw new TsptoArgumentError("E_SHAPE", `argument '${p.name}' (#${i + 1}) of '${def.name}' has shape [${h.shape.join(", ")}]; kernels take tensors whose every dimension is >= 1`, callerSpan(),
           "zero-size tensors are not supported as kernel arguments: skip the call when there is no data, or pass a [1]-shaped tensor", { argument: p.name, position: i + 1 });
       }
-      key += `|${p.name}:${h.dtype}[${h.shape.join(",")}]`;
-      sig.push({ t: "tensor", name: p.name, dtype: h.dtype, shape: [...h.shape] });
+      // a dynamic dimension (a name in the annotation) is keyed by its name, not its extent
+      const ann = p.annotated?.kind === "tensor" && p.annotated.shape.length === h.shape.length ? p.annotated.shape : null;
+      const dims = ann ? h.shape.map((d, k) => (typeof ann[k] === "string" ? ann[k] : d)) : h.shape;
+      key += `|${p.name}:${h.dtype}[${dims.join(",")}]`;
+      sig.push({ t: "tensor", name: p.name, dtype: h.dtype, shape: dims });
       return { name: p.name, type: tensorT(h.shape, h.dtype) };
     });
     return { bindings, spec: { key, platform, sig } };

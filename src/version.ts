@@ -1,7 +1,7 @@
 // The package version (part of every cache key and artifact).
 import { readFileSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { createHash } from "node:crypto";
-import { dirname, join } from "node:path";
+import { join, sep } from "node:path";
 import { codeFile, packageRoot } from "./ir/package_root.js";
 
 export const PACKAGE_VERSION: string = (() => {
@@ -30,9 +30,11 @@ export const COMPILER_FINGERPRINT: string = (() => {
       else { const s = statSync(p); h.update(`${p.slice(root.length)}\0${s.size}\0${s.mtimeMs}\0`); }
     }
   };
-  const code = dirname(codeFile());
-  if (code === join(root, "src") || code === join(root, "dist")) walk(code);
-  else { const s = statSync(codeFile()); h.update(`${codeFile()}\0${s.size}\0${s.mtimeMs}\0`); }
+  // the code directory holding this module (it lives in src/ir or dist/ir), else a bundle file
+  const file = codeFile();
+  const code = [join(root, "src"), join(root, "dist")].find((d) => file.startsWith(d + sep));
+  if (code) walk(code);
+  else { const s = statSync(file); h.update(`${file}\0${s.size}\0${s.mtimeMs}\0`); }
   walk(join(root, "native", "include"));
   return h.digest("hex").slice(0, 16);
 })();

@@ -26,7 +26,8 @@ export function entrySignature(program: Program, opts: SignatureOptions): Pick<C
         }
         return -1;
       });
-      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, dtype: t.dtype };
+      const dynamic = t.shape.some((d) => typeof d === "string");
+      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, ...(dynamic ? { dimNames: t.shape.map((d) => (typeof d === "string" ? d : null)) } : {}), dtype: t.dtype };
     }
     if (t.kind === "scalar") {
       const spec = (entry.attrs.specialized as Record<string, number | boolean> | undefined)?.[p.var.name];

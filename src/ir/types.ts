@@ -73,6 +73,17 @@ export function typeEqual(a: Type, b: Type): boolean {
 }
 export const dimsEqual = (a: readonly Dim[], b: readonly Dim[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
+/**
+ * The dynamic dimensions (symbol names) of a list of shapes, in order of first appearance.
+ * A program passes them after its entry parameters at launch, and every InCore call after
+ * the callee's parameters, in this order (each the extent of the symbol's first occurrence).
+ */
+export function dimSymbolsOf(shapes: readonly (readonly Dim[] | null | undefined)[]): string[] {
+  const out: string[] = [];
+  for (const s of shapes) for (const d of s ?? []) if (typeof d === "string" && !out.includes(d)) out.push(d);
+  return out;
+}
+
 export function shapeStr(shape: readonly Dim[]): string {
   return `[${shape.map((d) => (typeof d === "number" ? String(d) : JSON.stringify(d))).join(", ")}]`;
 }

@@ -17,9 +17,9 @@
 // shape with a validShape of the remainder (loads read, and stores write, only that region),
 // emitted as a peeled copy of the loop body after the loop.
 import {
-  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
+  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkIf, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
   ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS,
-  tileElemBytes, type Attrs, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
+  tileElemBytes, typeStr, type Attrs, type Dim, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 
@@ -125,19 +125,31 @@ const isElementwiseTensorOp = (op: string) => {
 };
 const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_REDUCTIONS), ...Object.keys(ARG_REDUCTIONS)]);
 
-/** Per axis: `full` whole tiles of extent t, then a partial tile of `rem` when the extent is not a multiple. */
-interface Axis { d: number; t: number; full: number; rem: number }
-const axisOf = (d: number, t: number): Axis => ({ d, t, full: Math.floor(d / t), rem: d % t });
+/**
+ * Per axis: a static extent d as `full` whole tiles of extent t, then a partial tile of `rem`
+ * when d is not a multiple; or a dynamic extent (an int64 expression, `pl.dim` of a tensor).
+ */
+type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined };
+type Axis = StaticAxis | { dyn: Expr; t: number };
+const axisOf = (d: number, t: number): StaticAxis => ({ d, t, full: Math.floor(d / t), rem: d % t });
+
+type TileBody = (offsets: Expr[], valid: number[] | null, tile: number[]) => Stmt[];
+const c64 = (n: number, span: Span) => mkConst(n, "int64", span);
+const loop = (v: Var, start: Expr, stop: Expr, step: number, body: Stmt[], span: Span): Stmt =>
+  mkFor({ loopVar: v, start, stop, step: c64(step, span), iterArgs: [], inits: [], body, results: [], span });
 
 /**
- * The loop nests that cover `axes` with tiles: each axis runs its whole tiles (a loop, or the
- * constant 0 for one tile) and then, when the extent is not a multiple of the tile, one
- * partial tile at offset full * tile (a peeled copy). body gets the tile offsets and, for a
- * combination with a partial tile, the valid extents.
+ * The loop nests that cover `axes` with tiles. All static: each axis runs its whole tiles (a
+ * loop, or the constant 0 for one tile) and then, when the extent is not a multiple of the
+ * tile, one partial tile at offset full * tile (a peeled copy). body gets the tile offsets,
+ * for a combination with a partial tile the valid extents, and the tile shape.
+ * With a dynamic axis the nests are built axis by axis (tiledAxes).
  */
-function tileLoops(axes: readonly Axis[], span: Span, body: (offsets: Expr[], valid: number[] | null) => Stmt[], name = "i"): Stmt[] {
+function tileLoops(axes: readonly Axis[], span: Span, body: TileBody, name = "i"): Stmt[] {
+  if (axes.some((a) => a.dyn)) return tiledAxes(axes, 0, [], [], [], span, body, name);
+  const st = axes as readonly StaticAxis[];
   let combos: ("full" | "rem")[][] = [[]];
-  for (const a of axes) {
+  for (const a of st) {
     const opts: ("full" | "rem")[] = [];
     if (a.full > 0) opts.push("full");
     if (a.rem > 0) opts.push("rem");
@@ -146,23 +158,73 @@ function tileLoops(axes: readonly Axis[], span: Span, body: (offsets: Expr[], va
   const stmts: Stmt[] = [];
   for (const combo of combos) {
     const loops: { v: Var; stop: number; step: number }[] = [];
-    const offsets: Expr[] = axes.map((a, ax) => {
-      if (combo[ax] === "rem") return mkConst(a.full * a.t, "int64", span);
-      if (a.full === 1) return mkConst(0, "int64", span);
+    const offsets: Expr[] = st.map((a, ax) => {
+      if (combo[ax] === "rem") return c64(a.full * a.t, span);
+      if (a.full === 1) return c64(0, span);
       const v = mkVar(`${name}${ax}`, INDEX, span);
       loops.push({ v, stop: a.full * a.t, step: a.t });
       return v;
     });
-    const valid = combo.some((c) => c === "rem") ? axes.map((a, ax) => (combo[ax] === "rem" ? a.rem : a.t)) : null;
-    let inner = body(offsets, valid);
-    for (let k = loops.length - 1; k >= 0; k--) {
-      const { v, stop, step } = loops[k];
-      inner = [mkFor({ loopVar: v, start: mkConst(0, "int64", span), stop: mkConst(stop, "int64", span), step: mkConst(step, "int64", span), iterArgs: [], inits: [], body: inner, results: [], span })];
-    }
+    const valid = combo.some((c) => c === "rem") ? st.map((a, ax) => (combo[ax] === "rem" ? a.rem : a.t)) : null;
+    let inner = body(offsets, valid, st.map((a) => a.t));
+    for (let k = loops.length - 1; k >= 0; k--) inner = [loop(loops[k].v, c64(0, span), c64(loops[k].stop, span), loops[k].step, inner, span)];
     stmts.push(...inner);
   }
   return stmts;
 }
+
+/**
+ * Axis by axis from `ax`, inside the loops of the axes before it (offsets, tile, partial so
+ * far). A dynamic axis of extent d is ONE loop over tiles of t (a run-time trip count, so the
+ * loop stays splittable across cores): a tile that fits (v + t <= d) is a whole tile; the last
+ * one is covered row by row, `for j in [0, t): if (v + j < d)` with 1-wide tiles (no partial
+ * tile whose extent is only known at run time). A static axis runs its whole tiles and a peeled
+ * partial tile inside the enclosing loops.
+ */
+function tiledAxes(axes: readonly Axis[], ax: number, offs: Expr[], tile: number[], part: (number | null)[], span: Span, body: TileBody, name: string): Stmt[] {
+  if (ax === axes.length) {
+    const valid = part.some((p) => p !== null) ? part.map((p, k) => p ?? tile[k]) : null;
+    return body(offs, valid, tile);
+  }
+  const a = axes[ax];
+  const next = (o: Expr, t: number, p: number | null) => tiledAxes(axes, ax + 1, [...offs, o], [...tile, t], [...part, p], span, body, name);
+  if (a.dyn) {
+    const v = mkVar(`${name}${ax}`, INDEX, span), j = mkVar(`${name}${ax}_row`, INDEX, span);
+    const row = scalarOp("scalar.add", v, j, span);
+    const fits = scalarOp("scalar.le", scalarOp("scalar.add", v, c64(a.t, span), span), a.dyn, span);
+    const tail = loop(j, c64(0, span), c64(a.t, span), 1, [mkIf({ cond: scalarOp("scalar.lt", row, a.dyn, span), then: next(row, 1, null), else: [], results: [], span })], span);
+    return [loop(v, c64(0, span), a.dyn, a.t, [mkIf({ cond: fits, then: next(v, a.t, null), else: [tail], results: [], span })], span)];
+  }
+  const out: Stmt[] = [];
+  if (a.full === 1) out.push(...next(c64(0, span), a.t, null));
+  else if (a.full > 1) { const v = mkVar(`${name}${ax}`, INDEX, span); out.push(loop(v, c64(0, span), c64(a.full * a.t, span), a.t, next(v, a.t, null), span)); }
+  if (a.rem > 0) out.push(...next(c64(a.full * a.t, span), a.t, a.rem));
+  return out;
+}
+
+const scalarOp = (op: string, a: Expr, b: Expr, span: Span): Expr => {
+  const args = [a, b];
+  return mkCall(op, args, {}, inferCall(getOp(op), args, {}, span), span);
+};
+
+/**
+ * The extents of a tensor-level value's shape: numbers, or for a dynamic dimension its
+ * run-time extent, `pl.dim` of the first of `sources` (tensor variables) that has it.
+ */
+function extents(shape: readonly Dim[], sources: readonly Var[], what: string, span: Span): (number | Expr)[] {
+  return shape.map((d) => {
+    if (typeof d === "number") return d;
+    for (const v of sources) {
+      const t = v.type as TensorType;
+      const ax = t.shape.indexOf(d);
+      if (ax >= 0) return call("tensor.dim", [v], { axis: ax }, span);
+    }
+    throw new TsptoCompileError("E_DYNAMIC", `${what}: dynamic dimension ${JSON.stringify(d)} is not a dimension of any tensor it reads or writes`, span);
+  });
+}
+/** A tile extent for a dynamic axis: the limit, a multiple of 8 when it is at least 16. */
+const dynTile = (limit: number): number => { const lim = Math.max(1, Math.floor(limit)); return lim >= 16 ? lim - (lim % 8) : lim; };
+const axisFor = (e: number | Expr, limit: number): Axis => (typeof e === "number" ? axisOf(e, tileExtent(e, limit)) : { dyn: e, t: dynTile(limit) });
 
 const staticShape = (t: TensorType, what: string, span: Span): number[] => {
   if (!t.shape.every((d): d is number => typeof d === "number")) {
@@ -188,7 +250,7 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * the expression from tile ops. A leaf with a dimension of 1 where the space has more (NumPy
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
-function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
   const tileOf = new Map<Expr, Expr>();
   for (const l of ls) {
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
@@ -225,8 +287,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   const ot = out.type as TensorType;
   const vt = value.kind === "const" ? null : value.type;
   if (!vt || vt.kind !== "tensor") throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
-  const shape = staticShape(vt, `${what} on tensor '${out.name}'`, span);
-  staticShape(ot, `${what} on tensor '${out.name}'`, span);
+  const shape = vt.shape;
   const base = outOffsets ? (outOffsets.kind === "list" ? outOffsets.items : null) : shape.map(() => zero(span));
   if (!base) throw new TsptoCompileError("E_CODEGEN", "internal: assemble offsets must be a list", span);
   const store = (result: Expr, offsets: readonly Expr[]): Stmt => {
@@ -235,15 +296,17 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   };
   if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
   if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias")) return lowerMatmul(value, store, ctx, span, fname);
-  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, shape, store, ctx, span, fname);
-
   const ls = leaves(value);
+  // a dynamic extent is read (pl.dim) from the written tensor or a tensor read
+  const ext = extents(shape, [out, ...ls.map((l) => l.tensor)], `${what} on tensor '${out.name}'`, span);
+  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, ext, store, ctx, span, fname);
+
   const budget = tileBudget(ctx, ls.length, [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `over ${ls.length} tensors`, span, fname);
   const rank = shape.length;
-  const tile = shape.map(() => 1);
-  tile[rank - 1] = tileExtent(shape[rank - 1], budget);
-  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
-  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+  const axes = ext.map((e) => axisFor(e, 1));
+  axes[rank - 1] = axisFor(ext[rank - 1], budget);
+  if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
+  return tileLoops(axes, span, (offsets, valid, tile) => {
     const inner: Stmt[] = [];
     const result = tileExpr(value, ls, shape, tile, offsets, valid, span, inner);
     if (result.kind !== "var" && (result.kind !== "call" || result.type.kind !== "tile")) {
@@ -260,21 +323,25 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const row = name.startsWith("row");
   const x = value.args[0];
   const xt = exprType(x) as TensorType;
-  const [m, n] = staticShape(xt, `pl.${name}`, span);
   const ls = leaves(x);
+  // the reduced axis lies whole in each tile, so it must be static; the other one may be dynamic
+  const whole = xt.shape[row ? 1 : 0];
+  if (typeof whole !== "number") {
+    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} reduces a dynamic axis (${JSON.stringify(whole)} of ${typeStr(xt)}); a tensor-level reduction holds the whole reduced axis in each tile`, span,
+      "make the reduced axis static, or loop over it with pl.range and combine the reductions of its tiles");
+  }
+  const other = extents([xt.shape[row ? 0 : 1]], ls.map((l) => l.tensor), `pl.${name}`, span)[0];
   const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
-  const whole = row ? n : m;
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
   }
-  const t = tileExtent(row ? m : n, budget / whole);
-  const tile = row ? [t, n] : [m, t];
-  return tileLoops([axisOf(row ? m : n, t)], span, ([o], valid) => {
+  return tileLoops([axisFor(other, budget / whole)], span, ([o], valid, [t]) => {
     const inner: Stmt[] = [];
+    const tile = row ? [t, whole] : [whole, t];
     const full = row ? [o, zero(span)] : [zero(span), o];
-    const v = valid ? (row ? [valid[0], n] : [m, valid[0]]) : null;
-    const tx = tileExpr(x, ls, [m, n], tile, full, v, span, inner);
+    const v = valid ? (row ? [valid[0], whole] : [whole, valid[0]]) : null;
+    const tx = tileExpr(x, ls, xt.shape, tile, full, v, span, inner);
     const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
     inner.push(store(call(`tile.${name}`, [tx, ...scratch], {}, span), full));
     return inner;
@@ -294,16 +361,25 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   }
   const aT = value.attrs.aTrans === true, bT = value.attrs.bTrans === true;
   const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
-  const as = staticShape(at, "pl.matmul", span), bs = staticShape(bt, "pl.matmul", span);
+  // M and N may be dynamic (run-time trip counts, 1-wide tail tiles); K is tiled statically
+  const as = at.shape, bs = bt.shape;
   const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
+  if (typeof k !== "number") {
+    throw new TsptoCompileError("E_DYNAMIC", `pl.matmul over a dynamic inner dimension (${JSON.stringify(k)}) is not supported; its K tiles are accumulated in a static order`, span,
+      "make the contracted dimension static (dynamic M and N are supported)");
+  }
+  const srcs = [...la, ...lb].map((l) => l.tensor);
+  const [mE] = extents([m], srcs, "pl.matmul", span), [nE] = extents([n], srcs, "pl.matmul", span);
+  const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
   const budget = tileBudget(ctx, 3, [at.dtype, "float32"], "pl.matmul", span, fname);
-  let tm = tileExtent(m, 128), tn = tileExtent(n, 128), tk = tileExtent(k, 128);
+  let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = tileExtent(k, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
-    if (tk >= tm && tk >= tn) tk = tileExtent(k, Math.max(1, tk >> 1)); else if (tm >= tn) tm = tileExtent(m, Math.max(1, tm >> 1)); else tn = tileExtent(n, Math.max(1, tn >> 1));
+    if (tk >= tm && tk >= tn) tk = tileExtent(k, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }
   const ka = axisOf(k, tk);
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
-  return tileLoops([axisOf(m, tm), axisOf(n, tn)], span, ([oi, oj], valid) => {
+  const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
+  return tileLoops([axis(mE, tm), axis(nE, tn)], span, ([oi, oj], valid, [tm, tn]) => {
     const inner: Stmt[] = [];
     const vm = valid ? valid[0] : tm, vn = valid ? valid[1] : tn;
     /** Load the operand tiles for the k tile at offset ok (valid extent vk). */
@@ -362,7 +438,7 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
 }
 
 /** A tensor-level transpose of a tensor (or window): each output tile is the transposed tile of the swapped window. */
-function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+function lowerTranspose(value: Call, shape: readonly (number | Expr)[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
   const x = value.args[0];
   const ls = leaves(x);
   if (ls.length !== 1 || !(x.kind === "var" || (x.kind === "call" && x.op === "tensor.slice"))) {
@@ -374,12 +450,12 @@ function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, 
   const swap = <T>(xs: readonly T[]): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
   const budget = tileBudget(ctx, 2, [(l.tensor.type as TensorType).dtype], "pl.transpose", span, fname);
   const rank = shape.length;
-  const tile = shape.map(() => 1);
   const side = Math.max(1, Math.floor(Math.sqrt(budget)));
-  tile[rank - 1] = tileExtent(shape[rank - 1], side);
-  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
-  for (const ax of [a1, a2]) if (ax < rank - 2) tile[ax] = 1;
-  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+  const axes = shape.map((e) => axisFor(e, 1));
+  axes[rank - 1] = axisFor(shape[rank - 1], side);
+  if (rank >= 2) axes[rank - 2] = axisFor(shape[rank - 2], budget / axes[rank - 1].t);
+  for (const ax of [a1, a2]) if (ax < rank - 2) axes[ax] = axisFor(shape[ax], 1);
+  return tileLoops(axes, span, (offsets, valid, tile) => {
     const inner: Stmt[] = [];
     const offs = swap(offsets).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
     const attrs: Record<string, number[]> = valid ? { shape: swap(tile), validShape: swap(valid) } : { shape: swap(tile) };

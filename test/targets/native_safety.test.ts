@@ -372,7 +372,7 @@ describe("native errors carry codes", () => {
     const e5 = thrown(() => d.d2h(new Uint8Array(8), a, 16));
     expect(e5.code).toBe("TSPTO_HOST_VIEW");
     const e6 = thrown(() => d.loadModule(lib, [1, "x"] as never));
-    expect(e6.message).toBe("loadModule: argBytes[1] must be an integer >= -1, got a string");
+    expect(e6.message).toBe("loadModule: argBytes[1] must be an integer in [-1, 9007199254740991], got a string");
     const id = d.loadModule(lib, [NB, NB]);
     const e7 = thrown(() => d.launch(id, [new Float32Array(n), new Float32Array(n), n, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int)));
     expect(e7.message).toBe("launch: the program takes 2 arguments, got 4");

@@ -6,7 +6,7 @@
 // Also broadcastTo(x, shape, { validShape? }): a tile op that stretches the dims of 1 of a tile
 // (what tensor-to-tile uses for broadcast operands of elementwise expressions).
 import { registerOp, type InferCtx, type OpDef } from "../registry.js";
-import { tensorT, tileT, typeStr, type DType, type TensorType, type TileType } from "../types.js";
+import { tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import { ARG_REDUCTIONS, PROD_REDUCTIONS, REDUCTIONS } from "./reduce.js";
@@ -22,19 +22,21 @@ function toTensor(t: TileValue, dtype: DType): TensorValue {
   return out;
 }
 
-function expect2DTensor(ctx: InferCtx, i: number, what: string): TensorType & { shape: number[] } {
+function expect2DTensor(ctx: InferCtx, i: number, what: string): TensorType {
   const t = expectKind(ctx, i, ["tensor"], what);
   if (t.shape.length !== 2) ctx.fail(`${what} must be a 2-D tensor, got ${typeStr(t)}`);
-  if (!t.shape.every((d) => typeof d === "number")) ctx.fail(`${what} needs a static shape, got ${typeStr(t)}`, "dynamic dimensions are not supported by tensor-level reductions and matmul yet");
-  return t as TensorType & { shape: number[] };
+  return t;
 }
 
-/** Run a tile op's reference semantics on whole tensors. */
-function viaTile(tileName: string) {
+/**
+ * Run a tile op's reference semantics on whole tensors. `shapeOf` gives the result's shape
+ * from the arguments' run-time shapes (the type's shape may hold dynamic dimensions).
+ */
+function viaTile(tileName: string, shapeOf: (args: readonly TensorValue[], attrs: Parameters<OpDef["evaluate"]>[1]) => number[]) {
   return (args: readonly Value[], attrs: Parameters<OpDef["evaluate"]>[1], env: Parameters<OpDef["evaluate"]>[2], call: Parameters<OpDef["evaluate"]>[3]): Value => {
     const t = call.type as TensorType;
     const tiles = args.map((a) => (typeof a === "object" && a !== null && (a as TensorValue).kind === "tensor" ? toTile(a as TensorValue) : a));
-    const tileType = tileT(t.shape as number[], t.dtype, "Acc");
+    const tileType = tileT(shapeOf(args as TensorValue[], attrs), t.dtype, "Acc");
     const r = getOp(tileName).evaluate(tiles, attrs, env, { type: tileType, span: call.span }) as TileValue;
     return toTensor(r, t.dtype);
   };
@@ -62,13 +64,17 @@ for (const [name, axis] of [
     evaluate: (args, attrs, env, call) => {
       // the tile ops of row reductions take a scratch operand: pass the input again
       const extra = name in REDUCTIONS && axis === "row" ? [args[0]] : [];
-      return viaTile(`tile.${name}`)([...args, ...extra], attrs, env, call);
+      return viaTile(`tile.${name}`, ([x]) => (axis === "row" ? [x.shape[0], 1] : [1, x.shape[1]]))([...args, ...extra], attrs, env, call);
     },
   });
 }
 
+/** The run-time [M, N] of a @ b with the transpose flags. */
+const matmulShape = (a: TensorValue, b: TensorValue, attrs: Parameters<OpDef["evaluate"]>[1]): number[] =>
+  [attrs.aTrans === true ? a.shape[1] : a.shape[0], attrs.bTrans === true ? b.shape[0] : b.shape[1]];
+
 /** Shapes of a tensor matmul's operands a (at ai), b (at ai + 1) with the transpose flags: [M, N, dtype]. */
-function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: number; n: number; acc: DType } {
+function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: Dim; n: Dim; acc: DType } {
   const a0 = expect2DTensor(ctx, ai, `the left operand of ${name}`), b0 = expect2DTensor(ctx, ai + 1, `the right operand of ${name}`);
   const a = ctx.attrs.aTrans === true ? [a0.shape[1], a0.shape[0]] : a0.shape;
   const b = ctx.attrs.bTrans === true ? [b0.shape[1], b0.shape[0]] : b0.shape;
@@ -92,7 +98,7 @@ registerOp({
     return tensorT([m, n], d);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmulAcc"),
+  evaluate: viaTile("tile.matmulAcc", ([acc]) => [...acc.shape]),
 });
 
 registerOp({
@@ -106,7 +112,7 @@ registerOp({
     return tensorT([m, n], acc);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmulBias"),
+  evaluate: viaTile("tile.matmulBias", (args, attrs) => matmulShape(args[0], args[1], attrs)),
 });
 
 registerOp({
@@ -127,7 +133,7 @@ registerOp({
     return tensorT([a[0], b[1]], out);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmul"),
+  evaluate: viaTile("tile.matmul", (args, attrs) => matmulShape(args[0], args[1], attrs)),
 });
 
 registerOp({
@@ -171,5 +177,10 @@ registerOp({
     return tensorT(shape, x.dtype);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.transpose"),
+  evaluate: viaTile("tile.transpose", ([x], attrs) => {
+    const shape = [...x.shape];
+    const a1 = attrs.axis1 as number, a2 = attrs.axis2 as number;
+    [shape[a1], shape[a2]] = [shape[a2], shape[a1]];
+    return shape;
+  }),
 });

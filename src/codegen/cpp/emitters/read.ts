@@ -3,6 +3,7 @@ import { DTYPE_BYTES, type DType, type TensorType, TsptoCompileError, numel, sha
 import { type CExpr, intLit, loadConv, scalarCType, storageCType } from "./ctypes.js";
 import { def } from "./table.js";
 import { strides } from "./memory.js";
+import { cdim, cstrides } from "./dims.js";
 import { exprLabel, tileOperand, tileWindow } from "./tiles.js";
 
 // read: one element as a scalar (tiles in scratch; tensors in device memory, in kernels)
@@ -26,10 +27,11 @@ def("tensor.read", {
   kind: "scalar-stmt",
   emit(ctx, call) {
     const t = ctx.tensor(call.args[0]);
-    const shape = t.type.shape;
-    const idx = tileWindow(ctx, "read", t.label, call.args[1], shape.map(() => 1), shape, call.span, "tensor");
+    const dims = t.dims;
+    const idx = tileWindow(ctx, "read", t.label, call.args[1], dims.map(() => 1), dims, call.span, "tensor");
     const T = storageCType(t.type.dtype);
-    const at = idx.map((s, ax) => (strides(shape)[ax] === 1 ? s : `${s} * ${strides(shape)[ax]}`)).join(" + ");
+    const st = cstrides(dims);
+    const at = idx.map((s, ax) => (st[ax] === 1 ? s : `${s} * ${cdim(st[ax])}`)).join(" + ");
     const v = scalarOfElem(t.type.dtype, loadConv(t.type.dtype, `((const ${T}*)${t.ptr})[${at}]`));
     const name = ctx.fresh("rd");
     ctx.line(`const ${v.ctype} ${name} = ${v.code};`);
@@ -37,12 +39,13 @@ def("tensor.read", {
   },
 });
 
-// dim: the extent of a tensor's axis (static shapes: simplify folds it to a constant first)
+// dim: the extent of a tensor's axis (static shapes: simplify folds it to a constant first;
+// a dynamic one is the function's local holding the extent passed at launch)
 def("tensor.dim", {
   kind: "scalar-stmt",
   emit(ctx, call) {
-    const d = ctx.tensor(call.args[0]).type.shape[Number(call.attrs.axis)];
-    return { code: intLit(d), ctype: "int64_t" };
+    const d = ctx.tensor(call.args[0]).dims[Number(call.attrs.axis)];
+    return { code: typeof d === "number" ? intLit(d) : d, ctype: "int64_t" };
   },
 });
 
