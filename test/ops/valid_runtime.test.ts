@@ -102,6 +102,18 @@ const softmaxEdge = pl.jit(function softmaxEdge(x: pl.Tensor, b: pl.Tensor, k: p
   return out;
 });
 
+// A dynamic tensor dimension M: the edge tile of the loop to pl.dim(x, 0) holds min(64, M - i) rows.
+const dynRows = pl.jit(function dynRows(x: pl.Tensor<["M", 64], pl.FP32>, out: pl.Out<pl.Tensor<["M", 1], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const m = pl.dim(x, 0);
+    for (const i of pl.range(0, m, T)) {
+      const t = pl.load(x, [i, 0], [T, C], { validShape: [Math.min(T, m - i), C] });
+      pl.store(pl.rowMax(t, pl.createTile([T, C], pl.FP32)), [i, 0], out); // rows past M are pad: not stored
+    }
+  });
+  return out;
+});
+
 const rows = (h: { data: unknown }) => h.data as Float32Array;
 
 /** A [rows, cols] tile loaded from x at row r0 with `vr` x `vc` valid (the rest zero). */
@@ -214,6 +226,20 @@ describe("runtime validShape: numerics", () => {
           expect(rows(out)[a * 16 + b]).toBe(want);
         }
       }
+    });
+  }
+
+  for (const platform of PLATFORMS) {
+    it(`the edge tile of a dynamic dimension: validShape [min(64, M - i), 64], one compile for every M (${platform})`, () => {
+      dynRows.clearCache();
+      for (const m of [150, 64, 7]) {
+        const X = randn([m, C], { seed: m });
+        const out = zeros([m, 1]);
+        dynRows(X, out, cfg(platform));
+        const xs = rows(X);
+        for (let r = 0; r < m; r++) expect(rows(out)[r]).toBe(Math.max(...Array.from(xs.subarray(r * C, r * C + C))));
+      }
+      expect(dynRows.cacheSize).toBe(1);
     });
   }
 
