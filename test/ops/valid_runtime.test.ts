@@ -114,6 +114,14 @@ const dynRows = pl.jit(function dynRows(x: pl.Tensor<["M", 64], pl.FP32>, out: p
   return out;
 });
 
+// Math.max clamps an extent that would go negative.
+const clamped = pl.jit(function clamped(x: pl.Tensor, k: pl.Scalar<pl.INT32>, out: pl.InOut<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.load(x, [0, 0], [8, 16], { validShape: [Math.max(k - 5, 0), Math.min(k * 2, 16)] }), [0, 0], out);
+  });
+  return out;
+});
+
 const rows = (h: { data: unknown }) => h.data as Float32Array;
 
 /** A [rows, cols] tile loaded from x at row r0 with `vr` x `vc` valid (the rest zero). */
@@ -240,6 +248,18 @@ describe("runtime validShape: numerics", () => {
         for (let r = 0; r < m; r++) expect(rows(out)[r]).toBe(Math.max(...Array.from(xs.subarray(r * C, r * C + C))));
       }
       expect(dynRows.cacheSize).toBe(1);
+    });
+  }
+
+  for (const platform of PLATFORMS) {
+    it(`Math.max and Math.min of scalars as extents (${platform})`, () => {
+      const X = randn([8, 16], { seed: 4 });
+      for (const k of [2, 7, 12]) {
+        const out = full([8, 16], 6);
+        clamped(X, k, out, cfg(platform));
+        const vr = Math.max(k - 5, 0), vc = Math.min(k * 2, 16);
+        for (let a = 0; a < 8; a++) for (let b = 0; b < 16; b++) expect(rows(out)[a * 16 + b]).toBe(a < vr && b < vc ? rows(X)[a * 16 + b] : 6);
+      }
     });
   }
 
