@@ -2,7 +2,8 @@
 // every extent; the extent is passed at launch. Explicit loops over pl.dim, tensor-level ops
 // (run-time trip counts, tail rows, SPMD bands with a run-time end), the binder's checks and
 // their messages, on cpu and interp against independent formulas.
-import { describe, it, expect } from "vitest";
+import { describe, it, expect, vi } from "vitest";
+import { Binder } from "../src/runtime/binder.js";
 import { pl, ChipWorker, RunConfig, randn, zeros } from "tspto";
 import { TsptoError } from "../src/ir/index.js";
 
@@ -43,7 +44,7 @@ describe("dynamic dimensions", () => {
         const x = randn([m, 64], { seed: m }), out = zeros([m, 64]);
         expect(twice.compile(x, out, cfg)).toBe(compiled); // the key holds "M", not its value
         twice(x, out, cfg);
-        expect(maxDiff(out.data, Array.from(x.data, (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+        expect(maxDiff((out.data as Float32Array), Array.from((x.data as Float32Array), (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
       }
       expect(twice.cacheSize).toBe(1);
       expect(compiled.meta.params[0]).toMatchObject({ shape: [-1, 64], dimNames: ["M", null] });
@@ -55,23 +56,38 @@ describe("dynamic dimensions", () => {
       for (const m of [1, 7, 37, 1000]) {
         const a = randn([m, 300], { seed: m }), b = randn([1, 300], { seed: 3 }), out = zeros([m, 300]);
         bias(a, b, out, cfg);
-        expect(maxDiff(out.data, Array.from(a.data, (v, i) => Math.fround(Math.fround(v * 2) + b.data[i % 300])))).toBe(0);
+        expect(maxDiff((out.data as Float32Array), Array.from((a.data as Float32Array), (v, i) => Math.fround(Math.fround(v * 2) + (b.data as Float32Array)[i % 300])))).toBe(0);
 
         const x = randn([m, 100], { seed: m + 1 }), s = zeros([m, 1]);
         rowSums(x, s, cfg);
-        const ref = Array.from({ length: m }, (_, r) => { let t = 0; for (let j = 0; j < 100; j++) t += x.data[r * 100 + j]; return t; });
-        expect(maxDiff(s.data, ref)).toBeLessThan(1e-4);
+        const ref = Array.from({ length: m }, (_, r) => { let t = 0; for (let j = 0; j < 100; j++) t += (x.data as Float32Array)[r * 100 + j]; return t; });
+        expect(maxDiff((s.data as Float32Array), ref)).toBeLessThan(1e-4);
 
         const n = 1 + ((m * 13) % 150);
         const A = randn([m, 96], { seed: 5 }), B = randn([96, n], { seed: 6 }), C = zeros([m, n]);
         mm(A, B, C, cfg);
         const cref: number[] = [];
-        for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) { let t = 0; for (let k = 0; k < 96; k++) t += A.data[i * 96 + k] * B.data[k * n + j]; cref.push(t); }
-        expect(maxDiff(C.data, cref)).toBeLessThan(1e-3);
+        for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) { let t = 0; for (let k = 0; k < 96; k++) t += (A.data as Float32Array)[i * 96 + k] * (B.data as Float32Array)[k * n + j]; cref.push(t); }
+        expect(maxDiff((C.data as Float32Array), cref)).toBeLessThan(1e-3);
       }
       expect([bias.cacheSize, rowSums.cacheSize, mm.cacheSize]).toEqual([1, 1, 1]);
     });
   }
+
+  it("after the first call, calls with other extents take the fast path (hashed by the dimension's name, packed by tryPack)", () => {
+    twice.clearCache();
+    twice(randn([16, 64]), zeros([16, 64]));
+    const pack = vi.spyOn(Binder.prototype, "pack"), tryPack = vi.spyOn(Binder.prototype, "tryPack");
+    try {
+      for (const m of [48, 320, 16]) {
+        const x = randn([m, 64], { seed: m }), out = zeros([m, 64]);
+        twice(x, out);
+        expect(maxDiff((out.data as Float32Array), Array.from((x.data as Float32Array), (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+      }
+      expect(pack).not.toHaveBeenCalled();
+      expect(tryPack).toHaveBeenCalledTimes(3);
+    } finally { pack.mockRestore(); tryPack.mockRestore(); }
+  });
 
   it("cpu: a tensor-level loop over a dynamic extent is split into row bands at run time (one task per core)", () => {
     const w = new ChipWorker(new RunConfig());
@@ -81,7 +97,7 @@ describe("dynamic dimensions", () => {
       const before = w.deviceStats?.tasksRun ?? 0;
       w.run(compiled, a, b, out);
       expect((w.deviceStats?.tasksRun ?? 0) - before).toBeGreaterThanOrEqual(2);
-      expect(maxDiff(out.data, Array.from(a.data, (v, i) => Math.fround(Math.fround(v * 2) + b.data[i % 300])))).toBe(0);
+      expect(maxDiff((out.data as Float32Array), Array.from((a.data as Float32Array), (v, i) => Math.fround(Math.fround(v * 2) + (b.data as Float32Array)[i % 300])))).toBe(0);
       const small = zeros([3, 300]);
       const t0 = w.deviceStats?.tasksRun ?? 0;
       w.run(compiled, randn([3, 300]), b, small); // 3 rows: not worth a second task
@@ -99,7 +115,7 @@ describe("dynamic dimensions", () => {
         w.run(compiled, dx, dout);
         const host = zeros([m, 64]);
         w.copyFrom(host, dout, m * 64 * 4);
-        expect(maxDiff(host.data, Array.from(x.data, (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+        expect(maxDiff((host.data as Float32Array), Array.from((x.data as Float32Array), (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
       }
     } finally { w.close(); }
   });
