@@ -10,6 +10,7 @@ import {
   cstr, doubleLit, emitterFor, intLit, scalarCType, spanWhere, storageCType,
 } from "./emitters/index.js";
 import { materialize, elementsOf } from "./fused.js";
+import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
 import { comment, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
 
@@ -37,6 +38,8 @@ export class FnGen implements KernelCtx {
   private readonly unread: Set<number>;
   /** Matmul operands read straight from their tensor window (./forward.ts). */
   private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
+  /** Companion locals of tiles with runtime valid extents (./valid.ts). */
+  private readonly valid = new ValidExtents(this);
 
   constructor(
     readonly program: Program,
@@ -51,6 +54,8 @@ export class FnGen implements KernelCtx {
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
   }
+
+  validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
 
   matmulOperand(e: Expr): Call | null {
     return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
@@ -202,6 +207,7 @@ export class FnGen implements KernelCtx {
       }
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
+        this.valid.define(t, value);
         if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
         if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
@@ -257,7 +263,7 @@ export class FnGen implements KernelCtx {
     const tileVars: Var[] = [], tileInits: Expr[] = [];
     vars.forEach((v, k) => {
       const t = v.type;
-      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); return; }
+      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); this.valid.declareCarried(v, null); return; }
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -283,6 +289,7 @@ export class FnGen implements KernelCtx {
     results.forEach((r, k) => {
       const a = iterArgs[k];
       if (r.type.kind === "tile") {
+        this.valid.alias(r, a);
         const ra = this.tileAddr(r), aa = this.tileAddr(a);
         if (ra !== aa) this.line(`std::memmove(scratch + ${ra}, scratch + ${aa}, ${tileDataBytes(r.type)});  // ${comment(r.name)} = ${comment(a.name)}`);
       } else if (r.type.kind === "scalar") {
@@ -324,7 +331,7 @@ export class FnGen implements KernelCtx {
   private ifStmt(s: Extract<Stmt, { kind: "if" }>, b: Block): void {
     for (const r of s.results) {
       const t = r.type;
-      if (t.kind === "tile") { this.tileAddr(r); continue; }
+      if (t.kind === "tile") { this.tileAddr(r); this.valid.declareCarried(r, null); continue; }
       const name = this.newName(r);
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
@@ -355,6 +362,7 @@ export class FnGen implements KernelCtx {
 
   /** dests[k] = values[k] for all k at once (values are read before any dest is written). */
   private parallelAssign(dests: readonly Var[], values: readonly Expr[], span: Span): void {
+    this.valid.assignCarried(dests, values);
     const tiles: { dest: Var; value: Expr }[] = [];
     const others: { dest: Var; code: string }[] = [];
     dests.forEach((d, k) => {
