@@ -471,7 +471,7 @@ export function batchMatmul(...args: any[]): any {
   return notRunnable("batchMatmul");
 }
 /** broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape */
-export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly number[] }): AnyTile<D>;
+export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>;
 export function broadcastTo(...args: any[]): any {
   return notRunnable("broadcastTo");
 }

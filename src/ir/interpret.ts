@@ -6,7 +6,9 @@ import { getOp } from "./registry.js";
 import { TsptoRuntimeError, formatSpan } from "./errors.js";
 import type { Expr, Func, Span, Stmt } from "./nodes.js";
 import type { Program } from "./program.js";
-import type { EvalEnv, Value } from "./values.js";
+import type { EvalEnv, TileValue, Value } from "./values.js";
+import type { TileType } from "./types.js";
+import { validRangeMessage, validSources } from "./valid.js";
 
 type Signal =
   | { kind: "normal" }
@@ -50,7 +52,20 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
           const r = callFunc(p, callee, a, stats);
           return r.length === 0 ? undefined : r.length === 1 ? r[0] : r;
         }
-        return getOp(e.op).evaluate(a, e.attrs, env, e);
+        // a runtime validShape: the op's semantics see this launch's extents (src/ir/valid.ts)
+        const sources = validSources(e);
+        if (!sources) return getOp(e.op).evaluate(a, e.attrs, env, e);
+        const type = e.type as TileType;
+        const extents = sources.map((src, ax) => {
+          if (src.kind === "static") return src.n;
+          if (src.kind === "operand") return (a[src.arg] as TileValue).validShape?.[src.axis] ?? (a[src.arg] as TileValue).shape[src.axis];
+          return Number(ev(src.expr));
+        });
+        sources.forEach((src, ax) => {
+          const v = extents[ax];
+          if (src.kind === "own" && !(Number.isInteger(v) && v >= 0 && v <= type.shape[ax])) env.fail(validRangeMessage(e, extents, type.shape, ax), e.span);
+        });
+        return getOp(e.op).evaluate(a, e.attrs, env, { type: { ...type, validShape: extents }, span: e.span });
       }
     }
   };

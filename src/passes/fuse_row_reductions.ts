@@ -25,7 +25,7 @@
 // exp + sum; scale and store) and layer norm three (sum; sum of squares; normalize and store).
 import {
   ROW_KEEP, forEachExpr, getOp, inferCall, mapExpr, mkAssign, mkCall, mkFor, mkIf, mkScope, mkWhile,
-  type Call, type Expr, type Func, type Stmt, type Var,
+  type Call, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
 import { isFusable } from "./flatten_tiles.js";
@@ -78,6 +78,9 @@ function nested(s: Stmt, uses: Map<number, number>): Stmt {
   }
 }
 
+/** Tiles with a validShape (static or run time) are left as they are (their extents travel with the variable). */
+const hasValid = (v: Var): boolean => v.type.kind === "tile" && !!(v.type as TileType).validShape;
+
 const stmtExpr = (s: Stmt): Expr | null => (s.kind === "assign" ? s.value : s.kind === "eval" ? s.expr : null);
 
 /** Tile ops in an elementwise expression, and whether all are cheap (scalar subexpressions not counted). */
@@ -103,7 +106,7 @@ function inline(ss: Stmt[], uses: Map<number, number>): Stmt[] | null {
   let out = ss, changed = false;
   for (let i = 0; i < out.length; i++) {
     const s = out[i];
-    if (s.kind !== "assign" || s.targets.length !== 1 || !isFusable(s.value)) continue;
+    if (s.kind !== "assign" || s.targets.length !== 1 || !isFusable(s.value) || hasValid(s.targets[0])) continue;
     const v = s.targets[0], E = s.value;
     const total = uses.get(v.id) ?? 0;
     if (total === 0) continue;
@@ -150,7 +153,7 @@ function keep(ss: Stmt[], uses: Map<number, number>): Stmt[] | null {
     }
     if (i < 0) continue;
     const def = out[i];
-    if (def.kind !== "assign" || def.targets.length !== 1 || !isFusable(def.value)) continue;
+    if (def.kind !== "assign" || def.targets.length !== 1 || !isFusable(def.value) || hasValid(def.targets[0])) continue;
     let between = false;
     forEachExpr(out.slice(i + 1, j), (y) => { if (y.kind === "var" && y.id === v.id) between = true; });
     if (between) continue;

@@ -10,9 +10,10 @@ import {
   cstr, doubleLit, emitterFor, intLit, scalarCType, spanWhere, storageCType,
 } from "./emitters/index.js";
 import { materialize, elementsOf } from "./fused.js";
+import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
 import { comment, describe, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
-import { offsetsOf, validRegion, windowCheck } from "./emitters/memory.js";
+import { offsetsOf, windowCheck } from "./emitters/memory.js";
 
 interface Block {
   /** Where a Yield at the end of this block writes (If results, or loop iterArgs). */
@@ -38,6 +39,8 @@ export class FnGen implements KernelCtx {
   private readonly unread: Set<number>;
   /** Matmul operands read straight from their tensor window (./forward.ts). */
   private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
+  /** Companion locals of tiles with runtime valid extents (./valid.ts). */
+  private readonly valid = new ValidExtents(this);
 
   constructor(
     readonly program: Program,
@@ -53,6 +56,8 @@ export class FnGen implements KernelCtx {
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
   }
+
+  validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
 
   matmulOperand(e: Expr): Call | null {
     return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
@@ -213,13 +218,14 @@ export class FnGen implements KernelCtx {
       }
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
+        this.valid.define(t, value);
         if (this.forwarded.has(t.id)) {
           const fw = this.forwarded.get(t.id)!;
           if (!fw.check) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
           // read in place by the statements that follow (forwardableReads): only the window check
           this.open(`{  // ${comment(t.name)}: load read in place by its readers; window check (${comment(spanWhere(fw.check.span))})`);
           const ten = this.tensor(fw.check.args[0]);
-          windowCheck(this, "load", ten, offsetsOf(this, fw.check.args[1], ten.dims.length, "load", fw.check.span), validRegion(fw.check.type as TileType, fw.check.span), fw.check.span);
+          windowCheck(this, "load", ten, offsetsOf(this, fw.check.args[1], ten.dims.length, "load", fw.check.span), this.validOf(fw.check), fw.check.span);
           this.close();
           return;
         }
@@ -277,7 +283,7 @@ export class FnGen implements KernelCtx {
     const tileVars: Var[] = [], tileInits: Expr[] = [];
     vars.forEach((v, k) => {
       const t = v.type;
-      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); return; }
+      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); this.valid.declareCarried(v, null); return; }
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -303,6 +309,7 @@ export class FnGen implements KernelCtx {
     results.forEach((r, k) => {
       const a = iterArgs[k];
       if (r.type.kind === "tile") {
+        this.valid.alias(r, a);
         const ra = this.tileAddr(r), aa = this.tileAddr(a);
         if (ra !== aa) this.line(`std::memmove(scratch + ${ra}, scratch + ${aa}, ${tileDataBytes(r.type)});  // ${comment(r.name)} = ${comment(a.name)}`);
       } else if (r.type.kind === "scalar") {
@@ -344,7 +351,7 @@ export class FnGen implements KernelCtx {
   private ifStmt(s: Extract<Stmt, { kind: "if" }>, b: Block): void {
     for (const r of s.results) {
       const t = r.type;
-      if (t.kind === "tile") { this.tileAddr(r); continue; }
+      if (t.kind === "tile") { this.tileAddr(r); this.valid.declareCarried(r, null); continue; }
       const name = this.newName(r);
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
@@ -375,6 +382,7 @@ export class FnGen implements KernelCtx {
 
   /** dests[k] = values[k] for all k at once (values are read before any dest is written). */
   private parallelAssign(dests: readonly Var[], values: readonly Expr[], span: Span): void {
+    this.valid.assignCarried(dests, values);
     const tiles: { dest: Var; value: Expr }[] = [];
     const others: { dest: Var; code: string }[] = [];
     dests.forEach((d, k) => {

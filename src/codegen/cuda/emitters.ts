@@ -154,7 +154,10 @@ function windowOffsets(ctx: CudaCtx, what: string, kind: "tensor" | "tile", name
 const validRegion = (t: TileType, span: Span): number[] => {
   if (!t.validShape) return [...t.shape];
   return t.validShape.map((d) => {
-    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cuda platform yet (validShape ${shapeStr(t.validShape!)})`, span);
+    if (typeof d !== "number") {
+      throw new TsptoCompileError("E_DYNAMIC", `a runtime validShape (${shapeStr(t.validShape!)}) is not supported on the cuda platform yet`, span,
+        "give the validShape constant extents on cuda (a kernel specialized per value: plain number parameters), or run on the cpu / interp platform");
+    }
     return d;
   });
 };

@@ -39,6 +39,12 @@ export interface KernelCtx {
    * current block and returns the element at a linear tile index (scratch type).
    */
   elements(e: Expr): (idx: string) => string;
+  /**
+   * The valid extents of a tile-valued expression per axis: numbers where static, C++ int64
+   * expressions where the validShape is a runtime extent (../valid.ts); the tile's shape when
+   * it has no validShape.
+   */
+  validOf(e: Expr): (number | string)[];
   /** The tile.load a matmul operand reads straight from its tensor (not materialized), or null. */
   matmulOperand?(e: Expr): Call | null;
   /** The statement that leaves the kernel after a run-time failure. */
