@@ -206,6 +206,32 @@ describe("dynamic dimensions", () => {
     }
   });
 
+  it("createTensor with a dimension name: a launch buffer of the entry's extent; an unknown name is E_DYNAMIC", () => {
+    const viaBuffer = pl.jit(function viaBuffer(x: pl.Tensor<["M", 16], pl.FP32>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor(["M", 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, pl.exp(x)); });
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(tmp, 1.0)); });
+    });
+    for (const platform of PLATFORMS) {
+      for (const m of [3, 70]) {
+        const x = randn([m, 16], { seed: m }), out = zeros([m, 16]);
+        viaBuffer(x, out, cfgOf(platform));
+        expect(maxDiff(out.data as Float32Array, Array.from(x.data as Float32Array, (v) => Math.exp(v) + 1))).toBeLessThan(1e-5);
+      }
+    }
+    const unknown = pl.jit(function unknown(x: pl.Tensor<["M", 16], pl.FP32>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor(["N", 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, pl.exp(x)); pl.assign(out, x); });
+    });
+    for (const platform of PLATFORMS) {
+      let err: unknown;
+      try { unknown(randn([4, 16]), zeros([4, 16]), cfgOf(platform)); } catch (e) { err = e; }
+      expect((err as TsptoError).code).toBe("E_DYNAMIC");
+      expect((err as Error).message).toContain(`createTensor(["N", 16]): "N" is not a dynamic dimension of the entry's parameters`);
+      expect((err as Error).message).toMatch(/jit_dynamic\.test\.ts:\d+:\d+/);
+    }
+  });
+
   it("what a dynamic dimension cannot do is a compile error that says so", () => {
     const argmax = pl.jit(function argmax(a: pl.Tensor<[8, "S"], pl.FP32>, out: pl.Out<pl.Tensor<[8, 1], pl.INT32>>) {
       pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.rowArgmax(a)); });

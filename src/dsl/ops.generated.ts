@@ -432,8 +432,8 @@ export function read(x: AnyTile | Tensor, indices: readonly number[]): number;
 export function read(...args: any[]): any {
   return notRunnable("read");
 }
-/** createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes) */
-export function createTensor<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D>;
+/** createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes); a string in shape names a dynamic dimension of the entry's parameters */
+export function createTensor<D extends DType>(shape: readonly (number | string)[], dtype: D): Tensor<any, D>;
 export function createTensor(...args: any[]): any {
   return notRunnable("createTensor");
 }

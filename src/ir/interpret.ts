@@ -15,7 +15,7 @@ type Signal =
   | { kind: "yield" | "break" | "continue" | "return"; values: Value[] };
 const NORMAL: Signal = { kind: "normal" };
 
-const env: EvalEnv = {
+const baseEnv: EvalEnv = {
   fail(message: string, span: Span): never {
     throw new TsptoRuntimeError("E_KERNEL", `kernel failure: ${message}`, span.line ? span : undefined);
   },
@@ -33,6 +33,17 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
     throw new TsptoRuntimeError("E_ARITY", `'${f.name}' takes ${f.params.length} arguments, got ${args.length}`, f.span.line ? f.span : undefined);
   }
   if (f.fnKind === "incore" && stats) stats.tasks++;
+  // the extents of the parameters' dynamic dimensions (createTensor(["S", ...]) reads them)
+  let env = baseEnv;
+  f.params.forEach((prm, i) => {
+    const t = prm.var.type, v = args[i] as { shape?: readonly number[] } | undefined;
+    if (t.kind !== "tensor" || !v?.shape) return;
+    t.shape.forEach((d, k) => {
+      if (typeof d !== "string") return;
+      if (env === baseEnv) env = { fail: baseEnv.fail, dims: new Map() };
+      (env.dims as Map<string, number>).set(d, v.shape![k]);
+    });
+  });
   const vars = new Map<number, Value>();
   f.params.forEach((prm, i) => vars.set(prm.var.id, args[i]));
 

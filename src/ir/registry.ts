@@ -14,6 +14,8 @@ export type ParamKind =
   | "value"   // an expression operand (tile, tensor or scalar) -> args
   | "values"  // an array literal of scalar expressions (offsets)  -> args (as a ListExpr)
   | "ints"    // an array literal of constant integers (shapes)     -> attrs[name]
+  | "shape"   // an array literal of constant integers and dynamic dimension names ("S": a name of
+              // the entry's shape annotations), a tensor shape           -> attrs[name]
   | "dtype"   // a dtype ("float32" / pl.FP32)                       -> attrs[name]
   | "mem"     // a memory space (pl.Mem.Vec)                         -> attrs[name]
   | "number"  // a constant number                                  -> attrs[name]

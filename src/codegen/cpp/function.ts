@@ -242,7 +242,7 @@ export class FnGen implements KernelCtx {
             if (this.mode !== "entry") internal(`op '${value.op}' in InCore function '${this.fn.name}'`, span);
             const name = this.newName(t);
             em.emit(this, value, name);
-            this.tensors.set(t.id, { ptr: name, type: st, label: t.name, dims: staticTensor(st, `'${t.name}'`, t.span).shape });
+            this.tensors.set(t.id, { ptr: name, type: st, label: t.name, dims: this.dimsOf(st, t.span) });
             return;
           }
           if (em.kind === "tensor-stmt") {
@@ -473,6 +473,8 @@ export class FnGen implements KernelCtx {
         return internal("a list used as a scalar", e.span);
     }
   }
+
+  dimLocal(name: string): string | undefined { return this.dimLocals.get(name); }
 
   /** A tensor type's extents as C++ (./emitters/dims.ts): its dynamic dimensions must be the function's. */
   dimsOf(t: TensorType, span: Span): CDim[] {

@@ -145,6 +145,10 @@ export abstract class PlOpBuilder extends ExprBuilder {
         if (c?.k === "arr" && c.v.every((x) => x.k === "num" && Number.isInteger(x.v))) return c.v.map((x) => (x as { v: number }).v);
         return this.typeErr(`pl.${op}: '${param}' must be a list of constant integers`, a,
           "use numbers or module-level consts, e.g. [ROWS, COLS]; a dynamic shape is not supported");
+      case "shape":
+        if (c?.k === "arr" && c.v.every((x) => (x.k === "num" && Number.isInteger(x.v)) || x.k === "str")) return c.v.map((x) => (x as { v: number | string }).v);
+        return this.typeErr(`pl.${op}: '${param}' must be a list of constant integers and dynamic dimension names`, a,
+          `use numbers, module-level consts, or the name of a dynamic dimension of the entry's parameters, e.g. ["S", 64]`);
       case "dtype":
         if (c?.k === "str") return c.v;
         return this.typeErr(`pl.${op}: '${param}' must be a dtype like pl.FP32 or "float32"`, a);
