@@ -82,8 +82,8 @@ static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_od
 // the scale; one rounding into the subnormals). Where the machine has fused multiply-add the
 // steps a * b + c are single FMAs (TSPTO_EXP_FMA: 8 fewer instructions per vector, one rounding
 // fewer each); without it they are a multiply and an add. Within 1 ulp of the correctly rounded
-// exp over all floats either way (test/codegen/exp_accuracy.test.ts checks the form this machine
-// builds); inf -> inf, -inf -> 0, NaN -> NaN.
+// exp over all floats either way (test/codegen/exp_accuracy.test.ts builds it with AVX-512 + FMA,
+// AVX2 + FMA and without FMA); inf -> inf, -inf -> 0, NaN -> NaN.
 #if defined(__FMA__) || defined(__AVX512F__)
 #define TSPTO_EXP_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
 #else
