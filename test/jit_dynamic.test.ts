@@ -2,7 +2,8 @@
 // every extent; the extent is passed at launch. Explicit loops over pl.dim, tensor-level ops
 // (run-time trip counts, tail rows, SPMD bands with a run-time end), the binder's checks and
 // their messages, on cpu and interp against independent formulas.
-import { describe, it, expect } from "vitest";
+import { describe, it, expect, vi } from "vitest";
+import { Binder } from "../src/runtime/binder.js";
 import { pl, ChipWorker, RunConfig, randn, zeros } from "tspto";
 import { TsptoError } from "../src/ir/index.js";
 
@@ -73,6 +74,79 @@ describe("dynamic dimensions", () => {
     });
   }
 
+  it("after the first call, calls with other extents take the fast path (hashed by the dimension's name, packed by tryPack)", () => {
+    twice.clearCache();
+    twice(randn([16, 64]), zeros([16, 64]));
+    const pack = vi.spyOn(Binder.prototype, "pack"), tryPack = vi.spyOn(Binder.prototype, "tryPack");
+    try {
+      for (const m of [48, 320, 16]) {
+        const x = randn([m, 64], { seed: m }), out = zeros([m, 64]);
+        twice(x, out);
+        expect(maxDiff((out.data as Float32Array), Array.from((x.data as Float32Array), (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+      }
+      expect(pack).not.toHaveBeenCalled();
+      expect(tryPack).toHaveBeenCalledTimes(3);
+    } finally { pack.mockRestore(); tryPack.mockRestore(); }
+  });
+
+  for (const platform of PLATFORMS) {
+    it(`${platform}: a matmul over a dynamic K (attention's P @ V over a run-time sequence length) equals the one over the static K`, () => {
+      const pv = pl.jit(function pv(p: pl.Tensor<[40, "S"], pl.FP32>, v: pl.Tensor<["S", 24], pl.FP32>, acc: pl.Tensor<[40, 24], pl.FP32>, out: pl.Out<pl.Tensor<[40, 24], pl.FP32>>, out2: pl.Out<pl.Tensor<[40, 24], pl.FP32>>) {
+        pl.at(pl.Level.CORE_GROUP, () => {
+          pl.assign(out, pl.matmul(p, v));
+          pl.assign(out2, pl.matmulAcc(acc, p, v));
+        });
+      });
+      const pvStatic = pl.jit(function pvStatic(p: pl.Tensor, v: pl.Tensor, out: pl.Out<pl.Tensor>) {
+        pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.matmul(p, v)); });
+      });
+      const cfg = cfgOf(platform);
+      for (const s of [1, 5, 130, 300]) {
+        const p = randn([40, s], { seed: s }), v = randn([s, 24], { seed: s + 1 }), acc = randn([40, 24], { seed: 9 });
+        const out = zeros([40, 24]), out2 = zeros([40, 24]), ref = zeros([40, 24]);
+        pv(p, v, acc, out, out2, cfg);
+        pvStatic(p, v, ref, cfg);
+        // the same k order and the same fused multiply-adds: bit-identical to the static program
+        expect(Array.from(out.data as Float32Array)).toEqual(Array.from(ref.data as Float32Array));
+        const want: number[] = [];
+        for (let i = 0; i < 40; i++) for (let j = 0; j < 24; j++) {
+          let t = (acc.data as Float32Array)[i * 24 + j];
+          for (let k = 0; k < s; k++) t += (p.data as Float32Array)[i * s + k] * (v.data as Float32Array)[k * 24 + j];
+          want.push(t);
+        }
+        expect(maxDiff(out2.data as Float32Array, want)).toBeLessThan(1e-3);
+      }
+      expect(pv.cacheSize).toBe(1);
+    });
+  }
+
+  for (const platform of PLATFORMS) {
+    it(`${platform}: reductions along a dynamic axis (softmax over a run-time sequence length)`, () => {
+      const smx = pl.jit(function smx(s: pl.Tensor<[24, "S"], pl.FP32>, mx: pl.Out<pl.Tensor<[24, 1], pl.FP32>>, sm: pl.Out<pl.Tensor<[24, 1], pl.FP32>>,
+        cm: pl.Out<pl.Tensor<[1, "S"], pl.FP32>>, cs: pl.Out<pl.Tensor<[1, "S"], pl.FP32>>) {
+        pl.at(pl.Level.CORE_GROUP, () => {
+          pl.assign(mx, pl.rowMax(s));
+          pl.assign(sm, pl.rowSum(pl.exp(s)));
+          pl.assign(cm, pl.colMin(s));
+          pl.assign(cs, pl.colSum(s));
+        });
+      });
+      const cfg = cfgOf(platform);
+      for (const n of [1, 3, 513, 1300]) {
+        const s = randn([24, n], { seed: n }), d = s.data as Float32Array;
+        const mx = zeros([24, 1]), sm = zeros([24, 1]), cm = zeros([1, n]), cs = zeros([1, n]);
+        smx(s, mx, sm, cm, cs, cfg);
+        const rows = Array.from({ length: 24 }, (_, r) => Array.from(d.subarray(r * n, (r + 1) * n)));
+        expect(Array.from(mx.data as Float32Array)).toEqual(rows.map((r) => Math.max(...r))); // max is exact
+        expect(maxDiff(sm.data as Float32Array, rows.map((r) => r.reduce((a, v) => a + Math.exp(v), 0)))).toBeLessThan(1e-6 * n * 8);
+        const cols = Array.from({ length: n }, (_, c) => rows.map((r) => r[c]));
+        expect(Array.from(cm.data as Float32Array)).toEqual(cols.map((c) => Math.min(...c)));
+        expect(maxDiff(cs.data as Float32Array, cols.map((c) => c.reduce((a, v) => a + v, 0)))).toBeLessThan(1e-4);
+      }
+      expect(smx.cacheSize).toBe(1);
+    });
+  }
+
   it("cpu: a tensor-level loop over a dynamic extent is split into row bands at run time (one task per core)", () => {
     const w = new ChipWorker(new RunConfig());
     try {
@@ -132,14 +206,36 @@ describe("dynamic dimensions", () => {
     }
   });
 
+  it("createTensor with a dimension name: a launch buffer of the entry's extent; an unknown name is E_DYNAMIC", () => {
+    const viaBuffer = pl.jit(function viaBuffer(x: pl.Tensor<["M", 16], pl.FP32>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor(["M", 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, pl.exp(x)); });
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(tmp, 1.0)); });
+    });
+    for (const platform of PLATFORMS) {
+      for (const m of [3, 70]) {
+        const x = randn([m, 16], { seed: m }), out = zeros([m, 16]);
+        viaBuffer(x, out, cfgOf(platform));
+        expect(maxDiff(out.data as Float32Array, Array.from(x.data as Float32Array, (v) => Math.exp(v) + 1))).toBeLessThan(1e-5);
+      }
+    }
+    const unknown = pl.jit(function unknown(x: pl.Tensor<["M", 16], pl.FP32>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor(["N", 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, pl.exp(x)); pl.assign(out, x); });
+    });
+    for (const platform of PLATFORMS) {
+      let err: unknown;
+      try { unknown(randn([4, 16]), zeros([4, 16]), cfgOf(platform)); } catch (e) { err = e; }
+      expect((err as TsptoError).code).toBe("E_DYNAMIC");
+      expect((err as Error).message).toContain(`createTensor(["N", 16]): "N" is not a dynamic dimension of the entry's parameters`);
+      expect((err as Error).message).toMatch(/jit_dynamic\.test\.ts:\d+:\d+/);
+    }
+  });
+
   it("what a dynamic dimension cannot do is a compile error that says so", () => {
-    const colSums = pl.jit(function colSums(a: pl.Tensor<["M", 8], pl.FP32>, out: pl.Out<pl.Tensor<[1, 8], pl.FP32>>) {
-      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.colSum(a)); });
+    const argmax = pl.jit(function argmax(a: pl.Tensor<[8, "S"], pl.FP32>, out: pl.Out<pl.Tensor<[8, 1], pl.INT32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.rowArgmax(a)); });
     });
-    expect(() => colSums(randn([4, 8]), zeros([1, 8]))).toThrow(/pl\.colSum reduces a dynamic axis \("M" of Tensor<\["M", 8\], float32>\)/);
-    const mmK = pl.jit(function mmK(a: pl.Tensor<[8, "K"], pl.FP32>, b: pl.Tensor<["K", 8], pl.FP32>, out: pl.Out<pl.Tensor<[8, 8], pl.FP32>>) {
-      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.matmul(a, b)); });
-    });
-    expect(() => mmK(randn([8, 4]), randn([4, 8]), zeros([8, 8]))).toThrow(/pl\.matmul over a dynamic inner dimension \("K"\)/);
+    expect(() => argmax(randn([8, 4]), zeros([8, 1], "int32"))).toThrow(/pl\.rowArgmax along a dynamic axis \(Tensor<\[8, "S"\], float32>\) is not supported/);
   });
 });

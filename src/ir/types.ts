@@ -15,6 +15,15 @@ export const MEMS: readonly Mem[] = ["Vec", "Mat", "Left", "Right", "Acc", "Bias
 
 /** A dimension: a static extent, or a symbolic (dynamic) dimension's name. */
 export type Dim = number | string;
+/**
+ * A tile's valid extent known only at run time (`pl.load(x, offs, shape, { validShape: [n - i, 64] })`
+ * has validShape ["?", 64]). The value travels as an operand of the op that introduces it; the
+ * type only says "runtime" (so tiles with runtime extents keep one type across loop iterations).
+ */
+export const RUNTIME_DIM = "?";
+/** Does a tile type have an extent known only at run time? */
+export const hasRuntimeValid = (t: { readonly validShape: readonly Dim[] | null }): boolean =>
+  t.validShape !== null && t.validShape.some((d) => typeof d !== "number");
 
 export interface ScalarType { readonly kind: "scalar"; readonly dtype: DType }
 export interface TensorType { readonly kind: "tensor"; readonly shape: readonly Dim[]; readonly dtype: DType }

@@ -18,7 +18,7 @@
 // emitted as a peeled copy of the loop body after the loop.
 import {
   TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkIf, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
-  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS,
+  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, matmulAccDType,
   tileElemBytes, typeStr, type Attrs, type Dim, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
@@ -324,14 +324,10 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const x = value.args[0];
   const xt = exprType(x) as TensorType;
   const ls = leaves(x);
-  // the reduced axis lies whole in each tile, so it must be static; the other one may be dynamic
   const whole = xt.shape[row ? 1 : 0];
-  if (typeof whole !== "number") {
-    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} reduces a dynamic axis (${JSON.stringify(whole)} of ${typeStr(xt)}); a tensor-level reduction holds the whole reduced axis in each tile`, span,
-      "make the reduced axis static, or loop over it with pl.range and combine the reductions of its tiles");
-  }
-  const other = extents([xt.shape[row ? 0 : 1]], ls.map((l) => l.tensor), `pl.${name}`, span)[0];
+  const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
   const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
@@ -344,6 +340,61 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     const tx = tileExpr(x, ls, xt.shape, tile, full, v, span, inner);
     const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
     inner.push(store(call(`tile.${name}`, [tx, ...scratch], {}, span), full));
+    return inner;
+  });
+}
+
+/** How the partial results of a reduction along a dynamic axis combine. */
+const COMBINE: Record<string, string> = { sum: "tile.add", max: "tile.maximum", min: "tile.minimum", prod: "tile.mul" };
+
+/**
+ * A tensor-level reduction along a dynamic axis (e.g. softmax over a run-time sequence length):
+ * per tile of the other axis, the reduction of the first element along the reduced axis, then
+ * of whole tiles of the reduced axis, then of single elements, each combined into the carried
+ * result (add / maximum / minimum / mul). max and min equal the one-pass reduction exactly; sums
+ * and products add the partial results in this order.
+ */
+function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, whole: Expr, other: number | Expr, budget: number, span: Span): Stmt[] {
+  const name = value.op.slice("tensor.".length);
+  const row = name.startsWith("row");
+  const kind = name in REDUCTIONS ? REDUCTIONS[name].kind : name in PROD_REDUCTIONS ? "prod" : null;
+  const x = value.args[0];
+  const xt = exprType(x) as TensorType;
+  if (!kind) {
+    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} along a dynamic axis (${typeStr(xt)}) is not supported: the position of an extreme is found in one tile`, span,
+      "make the reduced axis static, or reduce tiles of it yourself (pl.range over pl.dim) and keep the best index");
+  }
+  const ls = leaves(x);
+  const tc = dynTile(Math.min(512, budget));
+  return tileLoops([axisFor(other, budget / tc)], span, ([o], valid, [t]) => {
+    const inner: Stmt[] = [];
+    /** The reduction of the [t, w] (row) / [w, t] (column) tile at `off` along the reduced axis. */
+    const part = (off: Expr, w: number, body: Stmt[]): Var => {
+      const tile = row ? [t, w] : [w, t];
+      const v = valid ? (row ? [valid[0], w] : [w, valid[0]]) : null;
+      const tx = tileExpr(x, ls, xt.shape, tile, row ? [o, off] : [off, o], v, span, body);
+      const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
+      const r = call(`tile.${name}`, [tx, ...scratch], {}, span);
+      const rv = mkVar("part", r.type, span);
+      body.push(mkAssign([rv], r, span));
+      return rv;
+    };
+    let acc = part(zero(span), 1, inner); // the first element: every extent is >= 1
+    const one = c64(1, span);
+    const rest = scalarOp("scalar.sub", whole, one, span);
+    const wholeStop = scalarOp("scalar.add", one, scalarOp("scalar.sub", rest, scalarOp("scalar.mod", rest, c64(tc, span), span), span), span);
+    for (const [start, stop, w] of [[one, wholeStop, tc], [wholeStop, whole, 1]] as const) {
+      const kv = mkVar("k", INDEX, span);
+      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const body: Stmt[] = [];
+      const p = part(kv, w, body);
+      const next = call(COMBINE[kind], [accIn, p], {}, span);
+      const accNext = mkVar("acc", next.type, span);
+      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
+      inner.push(mkFor({ loopVar: kv, start, stop, step: c64(w, span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
+      acc = accOut;
+    }
+    inner.push(store(acc, row ? [o, zero(span)] : [zero(span), o]));
     return inner;
   });
 }
@@ -361,29 +412,27 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   }
   const aT = value.attrs.aTrans === true, bT = value.attrs.bTrans === true;
   const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
-  // M and N may be dynamic (run-time trip counts, 1-wide tail tiles); K is tiled statically
+  // M and N may be dynamic (run-time trip counts, 1-wide tail tiles), and K (whole k tiles
+  // then single columns, accumulated in k order onto a zero Acc tile)
   const as = at.shape, bs = bt.shape;
   const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
-  if (typeof k !== "number") {
-    throw new TsptoCompileError("E_DYNAMIC", `pl.matmul over a dynamic inner dimension (${JSON.stringify(k)}) is not supported; its K tiles are accumulated in a static order`, span,
-      "make the contracted dimension static (dynamic M and N are supported)");
-  }
   const srcs = [...la, ...lb].map((l) => l.tensor);
-  const [mE] = extents([m], srcs, "pl.matmul", span), [nE] = extents([n], srcs, "pl.matmul", span);
+  const [mE, nE, kE] = extents([m, n, k], srcs, "pl.matmul", span);
   const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
   const budget = tileBudget(ctx, 3, [at.dtype, "float32"], "pl.matmul", span, fname);
-  let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = tileExtent(k, 128);
+  let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
-    if (tk >= tm && tk >= tn) tk = tileExtent(k, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
+    if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }
-  const ka = axisOf(k, tk);
+  const ka = typeof k === "number" ? axisOf(k, tk) : null;
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
   const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
   return tileLoops([axis(mE, tm), axis(nE, tn)], span, ([oi, oj], valid, [tm, tn]) => {
     const inner: Stmt[] = [];
     const vm = valid ? valid[0] : tm, vn = valid ? valid[1] : tn;
-    /** Load the operand tiles for the k tile at offset ok (valid extent vk). */
-    const operands = (ok: Expr, vk: number, body: Stmt[]): [Var, Var] => {
+    /** Load the operand tiles for the k tile at offset ok (valid extent vk, extent kt). */
+    const operands = (ok: Expr, vk: number, body: Stmt[], tk0 = tk): [Var, Var] => {
+      const tk = tk0;
       const win = (l: Leaf, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
         const offs = [r, c].map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
         const full = v[0] === shape[0] && v[1] === shape[1];
@@ -396,8 +445,6 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       const tb = bT ? win(lb[0], oj, ok, [tn, tk], [vn, vk]) : win(lb[0], ok, oj, [tk, tn], [vk, vn]);
       return [ta, tb];
     };
-    const firstValid = ka.full > 0 ? tk : ka.rem;
-    const [a0, b0] = operands(zero(span), firstValid, inner);
     /** The [rows, cols] window of a leaf tensor at (r, c), valid (vr, vc). */
     const window = (e: Expr, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
       const l = leaves(e)[0];
@@ -408,27 +455,46 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       inner.push(mkAssign([tv], ld, span));
       return tv;
     };
-    const first = withAcc
-      ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
-      : call("tile.matmul", [a0, b0], opts, span);
-    let acc = mkVar("acc", first.type, span);
-    inner.push(mkAssign([acc], first, span));
-    if (ka.full > 1) {
+    /** acc = matmulAcc(acc, a, b) over k tiles of extent kt from start to stop (a loop carrying acc). */
+    const accumulate = (acc0: Var, start: Expr, stop: Expr, kt: number): Var => {
       const kv = mkVar("k", INDEX, span);
-      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const accIn = mkVar("acc", acc0.type, span), accOut = mkVar("acc", acc0.type, span);
       const body: Stmt[] = [];
-      const [ak, bk] = operands(kv, tk, body);
+      const [ak, bk] = operands(kv, kt, body, kt);
       const next = call("tile.matmulAcc", [accIn, ak, bk], opts, span);
       const accNext = mkVar("acc", next.type, span);
       body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
-      inner.push(mkFor({ loopVar: kv, start: mkConst(tk, "int64", span), stop: mkConst(ka.full * tk, "int64", span), step: mkConst(tk, "int64", span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
-      acc = accOut;
-    }
-    if (ka.full > 0 && ka.rem > 0) {
-      const [ar, br] = operands(mkConst(ka.full * tk, "int64", span), ka.rem, inner);
-      const last = call("tile.matmulAcc", [acc, ar, br], opts, span);
-      acc = mkVar("acc", last.type, span);
-      inner.push(mkAssign([acc], last, span));
+      inner.push(mkFor({ loopVar: kv, start, stop, step: mkConst(kt, "int64", span), iterArgs: [accIn], inits: [acc0], body, results: [accOut], span }));
+      return accOut;
+    };
+    let acc: Var;
+    if (!ka) {
+      // a dynamic K: whole k tiles up to K - K % tk, then one column at a time
+      if (withAcc) acc = window(extra!, oi, oj, [tm, tn], [vm, vn]);
+      else {
+        const z = call("tile.create", [], { shape: [tm, tn], dtype: matmulAccDType(at.dtype), mem: "Acc" }, span);
+        acc = mkVar("acc", z.type, span);
+        inner.push(mkAssign([acc], z, span));
+      }
+      const kDyn = kE as Expr;
+      const wholeStop = scalarOp("scalar.sub", kDyn, scalarOp("scalar.mod", kDyn, mkConst(tk, "int64", span), span), span);
+      acc = accumulate(acc, zero(span), wholeStop, tk);
+      acc = accumulate(acc, wholeStop, kDyn, 1);
+    } else {
+      const firstValid = ka.full > 0 ? tk : ka.rem;
+      const [a0, b0] = operands(zero(span), firstValid, inner);
+      const first = withAcc
+        ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
+        : call("tile.matmul", [a0, b0], opts, span);
+      acc = mkVar("acc", first.type, span);
+      inner.push(mkAssign([acc], first, span));
+      if (ka.full > 1) acc = accumulate(acc, mkConst(tk, "int64", span), mkConst(ka.full * tk, "int64", span), tk);
+      if (ka.full > 0 && ka.rem > 0) {
+        const [ar, br] = operands(mkConst(ka.full * tk, "int64", span), ka.rem, inner);
+        const last = call("tile.matmulAcc", [acc, ar, br], opts, span);
+        acc = mkVar("acc", last.type, span);
+        inner.push(mkAssign([acc], last, span));
+      }
     }
     const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
     const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);

@@ -4,14 +4,16 @@
 // scratch arena (./fused.ts); orchestration calls become submits (./call.ts).
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { dimSymbolsOf, forEachStmt, isFloat, typeStr } from "../../ir/index.js";
-import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
+import { forwardableLoads, forwardableReads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
 import {
   type CDim, type CExpr, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, spanWhere, storageCType,
 } from "./emitters/index.js";
 import { materialize, elementsOf } from "./fused.js";
+import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
-import { comment, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
+import { comment, describe, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
+import { offsetsOf, windowCheck } from "./emitters/memory.js";
 
 interface Block {
   /** Where a Yield at the end of this block writes (If results, or loop iterArgs). */
@@ -37,6 +39,8 @@ export class FnGen implements KernelCtx {
   private readonly unread: Set<number>;
   /** Matmul operands read straight from their tensor window (./forward.ts). */
   private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
+  /** Companion locals of tiles with runtime valid extents (./valid.ts). */
+  private readonly valid = new ValidExtents(this);
 
   constructor(
     readonly program: Program,
@@ -48,9 +52,12 @@ export class FnGen implements KernelCtx {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
+    if (mode === "kernel") for (const [id, fw] of forwardableReads(fn, this.forwarded)) this.forwarded.set(id, fw);
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
   }
+
+  validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
 
   matmulOperand(e: Expr): Call | null {
     return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
@@ -188,6 +195,15 @@ export class FnGen implements KernelCtx {
   private assign(targets: readonly Var[], value: Expr, span: Span): void {
     if (targets.length !== 1) {
       if (value.kind === "call" && value.op === "call" && this.mode === "entry") return this.callStmt(value, targets);
+      if (value.kind === "call" && this.mode === "kernel" && targets.every((t) => t.type.kind === "tile")) {
+        const em = emitterFor(value.op, value.span);
+        if (em.kind === "tile-multi") {
+          this.open(`{  // [${targets.map((t) => comment(t.name)).join(", ")}] = ${comment(value.op)}(${comment(describe(value.args[0]))}) (${comment(spanWhere(value.span))})`);
+          em.emitIntoAll(this, value, targets.map((t) => ({ ptr: `scratch + ${this.tileAddr(t)}`, type: t.type as TileType })));
+          this.close();
+          return;
+        }
+      }
       return internal(`assignment of ${targets.length} targets from ${value.kind === "call" ? value.op : value.kind}`, span);
     }
     const t = targets[0];
@@ -202,7 +218,17 @@ export class FnGen implements KernelCtx {
       }
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
-        if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+        this.valid.define(t, value);
+        if (this.forwarded.has(t.id)) {
+          const fw = this.forwarded.get(t.id)!;
+          if (!fw.check) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+          // read in place by the statements that follow (forwardableReads): only the window check
+          this.open(`{  // ${comment(t.name)}: load read in place by its readers; window check (${comment(spanWhere(fw.check.span))})`);
+          const ten = this.tensor(fw.check.args[0]);
+          windowCheck(this, "load", ten, offsetsOf(this, fw.check.args[1], ten.dims.length, "load", fw.check.span), this.validOf(fw.check), fw.check.span);
+          this.close();
+          return;
+        }
         if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
@@ -216,7 +242,7 @@ export class FnGen implements KernelCtx {
             if (this.mode !== "entry") internal(`op '${value.op}' in InCore function '${this.fn.name}'`, span);
             const name = this.newName(t);
             em.emit(this, value, name);
-            this.tensors.set(t.id, { ptr: name, type: st, label: t.name, dims: staticTensor(st, `'${t.name}'`, t.span).shape });
+            this.tensors.set(t.id, { ptr: name, type: st, label: t.name, dims: this.dimsOf(st, t.span) });
             return;
           }
           if (em.kind === "tensor-stmt") {
@@ -257,7 +283,7 @@ export class FnGen implements KernelCtx {
     const tileVars: Var[] = [], tileInits: Expr[] = [];
     vars.forEach((v, k) => {
       const t = v.type;
-      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); return; }
+      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); this.valid.declareCarried(v, null); return; }
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -283,6 +309,7 @@ export class FnGen implements KernelCtx {
     results.forEach((r, k) => {
       const a = iterArgs[k];
       if (r.type.kind === "tile") {
+        this.valid.alias(r, a);
         const ra = this.tileAddr(r), aa = this.tileAddr(a);
         if (ra !== aa) this.line(`std::memmove(scratch + ${ra}, scratch + ${aa}, ${tileDataBytes(r.type)});  // ${comment(r.name)} = ${comment(a.name)}`);
       } else if (r.type.kind === "scalar") {
@@ -324,7 +351,7 @@ export class FnGen implements KernelCtx {
   private ifStmt(s: Extract<Stmt, { kind: "if" }>, b: Block): void {
     for (const r of s.results) {
       const t = r.type;
-      if (t.kind === "tile") { this.tileAddr(r); continue; }
+      if (t.kind === "tile") { this.tileAddr(r); this.valid.declareCarried(r, null); continue; }
       const name = this.newName(r);
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
@@ -355,6 +382,7 @@ export class FnGen implements KernelCtx {
 
   /** dests[k] = values[k] for all k at once (values are read before any dest is written). */
   private parallelAssign(dests: readonly Var[], values: readonly Expr[], span: Span): void {
+    this.valid.assignCarried(dests, values);
     const tiles: { dest: Var; value: Expr }[] = [];
     const others: { dest: Var; code: string }[] = [];
     dests.forEach((d, k) => {
@@ -445,6 +473,8 @@ export class FnGen implements KernelCtx {
         return internal("a list used as a scalar", e.span);
     }
   }
+
+  dimLocal(name: string): string | undefined { return this.dimLocals.get(name); }
 
   /** A tensor type's extents as C++ (./emitters/dims.ts): its dynamic dimensions must be the function's. */
   dimsOf(t: TensorType, span: Span): CDim[] {

@@ -11,7 +11,7 @@ import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Val
 import { newTensor } from "./elementwise.js";
 import { ARG_REDUCTIONS, PROD_REDUCTIONS, REDUCTIONS } from "./reduce.js";
 import { matmulAccDType } from "./matmul.js";
-import { argName, expectDType, expectKind, expectShape, ints, stridesOf, forWindow, dot } from "./common.js";
+import { argName, expectDType, expectKind, expectShape, stridesOf, forWindow, dot, staticDims, validShapeOption } from "./common.js";
 import { getOp } from "../registry.js";
 
 const toTile = (t: TensorValue): TileValue =>
@@ -138,23 +138,22 @@ registerOp({
 
 registerOp({
   name: "tile.broadcastTo", pl: "broadcastTo", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly number[] }): AnyTile<D>"],
+  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>"],
   row: { key: "broadcastTo", call: "broadcastTo(x, shape, { validShape? })", does: "x's dims of 1 stretched to `shape` (NumPy broadcasting; what tensor-level elementwise ops do with `[1,N]`, `[M,1]` operands)" },
   doc: "broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape",
-  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "ints" } }],
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "dims" } }],
   infer(ctx) {
     const x = expectKind(ctx, 0, ["tile"], "the operand of broadcastTo");
     const shape = expectShape(ctx, "shape", ctx.attrs.shape);
     if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
       ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
     }
-    const valid = ctx.attrs.validShape == null ? null : ints(ctx.attrs.validShape);
-    if (valid && (valid.length !== shape.length || valid.some((v, i) => v < 0 || v > shape[i]))) ctx.fail(`validShape [${valid.join(", ")}] must fit in [${shape.join(", ")}]`);
+    const valid = validShapeOption(ctx, shape, (v) => `validShape ${v} must fit in [${shape.join(", ")}]`);
     return tileT(shape, x.dtype, x.mem, valid);
   },
   evaluate([xv], _attrs, _env, call) {
     const x = xv as TileValue, t = call.type as TileType;
-    const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+    const out = mkTile(t.shape, t.dtype, t.mem, staticDims(t.validShape));
     const xs = stridesOf(x.shape), os = stridesOf(t.shape);
     forWindow(t.shape, (k) => { out.data[dot(k, os)] = x.data[dot(k.map((v, ax) => (x.shape[ax] === 1 ? 0 : v)), xs)]; });
     return out;

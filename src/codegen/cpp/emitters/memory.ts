@@ -27,12 +27,13 @@ export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, s
  * dims: statically for constant offsets (a compile error), at run time for the others
  * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
  */
-export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly number[], span: Span): string[] {
+export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
   const dims = t.dims;
   for (let ax = 0; ax < region.length; ax++) {
-    const d = dims[ax];
-    if (typeof d !== "number") continue; // a dynamic dimension: checked at run time below
-    if (region[ax] > d || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + region[ax] > d))) {
+    const d = dims[ax], r = region[ax];
+    // a dynamic dimension or a runtime valid extent: checked at run time below
+    if (typeof d !== "number" || typeof r !== "number") continue;
+    if (r > d || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + r > d))) {
       throw new TsptoCompileError("E_WINDOW",
         `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(t.type.shape)} (axis ${ax})`,
         span, "keep offset + shape within the tensor on every axis");
@@ -46,7 +47,7 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
   });
   const conds: string[] = [];
   offs.forEach((o, ax) => {
-    if (typeof o !== "number" || typeof dims[ax] !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${cdim(csub(dims[ax], region[ax]))}`);
+    if (typeof o !== "number" || typeof dims[ax] !== "number" || typeof region[ax] !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${cdim(csub(dims[ax], region[ax]))}`);
   });
   if (conds.length) {
     ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
@@ -64,7 +65,7 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
  * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
  * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
  */
-function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
+function regionLoops(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
   body: (ti: string, si: string) => string): void {
   const rank = region.length;
   const idx: string[] = [];
@@ -83,26 +84,22 @@ function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: stri
   for (let ax = 0; ax < rank - 1; ax++) ctx.close();
 }
 
-export const validRegion = (t: TileType, span: Span): number[] => {
-  if (!t.validShape) return [...t.shape];
-  return t.validShape.map((d) => {
-    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cpu platform yet (validShape ${shapeStr(t.validShape!)})`, span);
-    return d;
-  });
-};
+/** A region's element count when static, else null (a runtime valid extent). */
+const staticNumel = (region: readonly CDim[]): number | null => (region.every((d) => typeof d === "number") ? numel(region as number[]) : null);
 
 def("tile.load", {
   kind: "tile-stmt",
   emitInto(ctx, call, dest) {
     const t = ctx.tensor(call.args[0]);
     const type = call.type as TileType;
-    const region = validRegion(type, call.span);
+    const region = ctx.validOf(call);
     const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.dims.length, "load", call.span), region, call.span);
     const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
     const d = ctx.fresh("d"), s = ctx.fresh("s");
     ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
     ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
-    if (numel(region) < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    const n = staticNumel(region);
+    if (n === null || n < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
     regionLoops(ctx, region, offs, cstrides(t.dims), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
   },
 });
@@ -113,7 +110,7 @@ def("tile.store", {
   emit(ctx, call) {
     const tileType = exprTileType(call.args[0]);
     const t = ctx.tensor(call.args[2]);
-    const region = validRegion(tileType, call.span);
+    const region = ctx.validOf(call.args[0]);
     const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.dims.length, "store", call.span), region, call.span);
     const elem = ctx.elements(call.args[0]);
     const T = storageCType(t.type.dtype);

@@ -3,7 +3,7 @@ import { DTYPE_BYTES, type DType, type TensorType, TsptoCompileError, numel, sha
 import { type CExpr, intLit, loadConv, scalarCType, storageCType } from "./ctypes.js";
 import { def } from "./table.js";
 import { strides } from "./memory.js";
-import { cdim, cstrides } from "./dims.js";
+import { cdim, cmul, cnumel, cstrides } from "./dims.js";
 import { exprLabel, tileOperand, tileWindow } from "./tiles.js";
 
 // read: one element as a scalar (tiles in scratch; tensors in device memory, in kernels)
@@ -54,11 +54,17 @@ def("tensor.create", {
   kind: "tensor-alloc",
   emit(ctx, call, name) {
     const t = call.type as TensorType;
-    const shape = t.shape.map((d) => {
-      if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `createTensor needs a static shape, got ${shapeStr(t.shape)}`, call.span);
-      return d;
+    // a named dimension is one of the entry's dynamic dimensions: its extent is known at launch
+    const dims = t.shape.map((d) => {
+      if (typeof d === "number") return d;
+      const local = ctx.dimLocal?.(d);
+      if (local === undefined) {
+        throw new TsptoCompileError("E_DYNAMIC", `createTensor(${shapeStr(t.shape)}): ${JSON.stringify(d)} is not a dynamic dimension of the entry's parameters`, call.span,
+          `name a dimension of a parameter's shape annotation (e.g. x: pl.Tensor<[${JSON.stringify(d)}, 64], pl.FP32>), or use a number`);
+      }
+      return local;
     });
-    ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${numel(shape) * DTYPE_BYTES[t.dtype]});  // createTensor(${shapeStr(shape)}, ${t.dtype})`);
+    ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${cdim(cmul(cnumel(dims), DTYPE_BYTES[t.dtype]))});  // createTensor(${shapeStr(t.shape)}, ${t.dtype})`);
     ctx.line(`if (${name} == 0) ${ctx.failExit}`);
   },
 });

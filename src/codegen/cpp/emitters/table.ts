@@ -39,8 +39,16 @@ export interface KernelCtx {
    * current block and returns the element at a linear tile index (scratch type).
    */
   elements(e: Expr): (idx: string) => string;
+  /**
+   * The valid extents of a tile-valued expression per axis: numbers where static, C++ int64
+   * expressions where the validShape is a runtime extent (../valid.ts); the tile's shape when
+   * it has no validShape.
+   */
+  validOf(e: Expr): (number | string)[];
   /** The tile.load a matmul operand reads straight from its tensor (not materialized), or null. */
   matmulOperand?(e: Expr): Call | null;
+  /** The C++ local holding a dynamic dimension's extent (a name in the function's parameters' shapes), or undefined. */
+  dimLocal?(name: string): string | undefined;
   /** The statement that leaves the kernel after a run-time failure. */
   readonly failExit: string;
 }
@@ -59,6 +67,11 @@ export interface TileStmtEmitter {
   readonly kind: "tile-stmt";
   emitInto(ctx: KernelCtx, call: Call, dest: TileDest): void;
 }
+/** An op with several tile results (tile.rowSumKeep: the tile and its row sums), each into its planned tile. */
+export interface TileMultiEmitter {
+  readonly kind: "tile-multi";
+  emitIntoAll(ctx: KernelCtx, call: Call, dests: readonly TileDest[]): void;
+}
 /** An op with a side effect on a tensor (tile.store); its value is that tensor. */
 export interface TensorStmtEmitter {
   readonly kind: "tensor-stmt";
@@ -76,7 +89,7 @@ export interface TensorAllocEmitter {
   readonly kind: "tensor-alloc";
   emit(ctx: KernelCtx, call: Call, name: string): void;
 }
-export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TensorStmtEmitter | ScalarStmtEmitter | TensorAllocEmitter;
+export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TileMultiEmitter | TensorStmtEmitter | ScalarStmtEmitter | TensorAllocEmitter;
 
 export const EMITTERS = new Map<string, Emitter>();
 export const def = (name: string, e: Emitter) => {
