@@ -4,7 +4,7 @@
 import { ts } from "../typescript.js";
 import { TsptoCompileError, TsptoSyntaxError, TsptoTypeError } from "../../ir/errors.js";
 import { exprType, mkCall, mkConst, mkList, type AttrValue, type Const, type Expr } from "../../ir/nodes.js";
-import { effectsOf, inferCall, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
+import { atLevel, effectsOf, inferCall, levelFromUse, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
 import { constToValue } from "../resolve.js";
 import { ExprBuilder } from "./expressions.js";
 import { closest, PL_STATEMENTS } from "./types.js";
@@ -67,15 +67,17 @@ export abstract class PlOpBuilder extends ExprBuilder {
     }
     const firstIdx = params.findIndex((p) => p.kind === "value");
     const first = firstIdx >= 0 && firstIdx < args.length ? this.expr(args[firstIdx]) : undefined;
-    // a number first (pl.sub(1.0, x)): the other value operands decide between the tile and tensor op
+    // a number first (pl.sub(1.0, x)), or a pl.full (its level comes from this use): the other
+    // value operands decide between the tile and tensor op
     const others = new Map<number, Expr>();
-    if (first && exprType(first).kind === "scalar") {
+    if (first && (exprType(first).kind === "scalar" || levelFromUse(first))) {
       params.forEach((p, i) => {
         const a = args[i];
         if (i !== firstIdx && p.kind === "value" && a && !(ts.isIdentifier(a) && a.text === "undefined")) others.set(i, this.expr(a));
       });
     }
-    const def = resolvePlOp(name, first && exprType(first), [...others.values()].map(exprType))!;
+    const def = resolvePlOp(name, first && !levelFromUse(first) ? exprType(first) : undefined,
+      [...others.values()].filter((x) => !levelFromUse(x)).map(exprType))!;
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
     def.params.forEach((p, i) => {
@@ -85,7 +87,12 @@ export abstract class PlOpBuilder extends ExprBuilder {
         return;
       }
       switch (p.kind) {
-        case "value": irArgs.push(i === firstIdx ? first! : others.get(i) ?? this.expr(a)); break;
+        case "value": {
+          const x = i === firstIdx ? first! : others.get(i) ?? this.expr(a);
+          // pl.full written as an operand of a tensor-level op is a tensor
+          irArgs.push(def.level === "tensor" ? atLevel(x, "tensor") : x);
+          break;
+        }
         case "values": irArgs.push(this.listArg(a, name, p.name)); break;
         case "options": this.optionsArg(a, name, p.options ?? {}, attrs); break;
         default: attrs[p.name] = this.attrArg(a, p.kind, name, p.name);
