@@ -189,6 +189,7 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
 function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+  checkElementwise(value);
   const tileOf = new Map<Expr, Expr>();
   for (const l of ls) {
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
@@ -208,18 +209,24 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], ti
   const toTile = (e: Expr): Expr => {
     for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
     if (e.kind !== "call" || !isTensorOp(e)) return e;
-    if (!isElementwiseTensorOp(e.op)) {
-      const pl = getOp(e.op).pl ?? e.op;
-      const kind = /^(matmul|matmulAcc|matmulBias|batchMatmul)$/.test(pl) ? "matmul" : REDUCE_NAMES.has(pl) ? "reduction" : pl;
-      throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
-        "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
-    }
     const args = e.args.map(toTile);
     const def = getOp(e.op);
     if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span), { shape: tile, validShape: valid });
     return call(tileOpOf(def), args, e.attrs, e.span);
   };
   return toTile(value);
+}
+
+/** Every tensor-level op of an elementwise expression must be elementwise (checked before its leaves are loaded). */
+function checkElementwise(e: Expr): void {
+  if (e.kind !== "call" || !isTensorOp(e) || (e.op === "tensor.slice" && e.args[0].kind === "var")) return;
+  if (!isElementwiseTensorOp(e.op)) {
+    const pl = getOp(e.op).pl ?? e.op;
+    const kind = /^(matmul|matmulAcc|matmulBias|batchMatmul)$/.test(pl) ? "matmul" : REDUCE_NAMES.has(pl) ? "reduction" : pl;
+    throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
+      "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
+  }
+  e.args.forEach(checkElementwise);
 }
 
 function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string, what = `pl.${outOffsets ? "assemble" : "assign"}`): Stmt[] {

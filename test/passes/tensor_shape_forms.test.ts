@@ -1,9 +1,12 @@
 // Tensor-level reshape, concat, fillpad, full, broadcastTo and batchMatmul inside pl.at, lowered
 // to tiles (partial edge tiles, no scratch argument), on cpu and interp, against independent
 // JavaScript formulas on seeded random data, for float32, float16, bfloat16 and int32.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { pl, RunConfig, randn, zeros, tensor, type HostTensor, TsptoCompileError, TsptoTypeError } from "tspto";
-import { forEachStmt, type Program } from "../../src/ir/index.js";
+import { forEachStmt } from "../../src/ir/index.js";
+import { BK, BM, BN, BS, M, N, NA, NB, R1, R2, R3, R4, bcastK, bmm, concatK, fillK, fullF32, fullTyped, reshape3, reshapeBig, reshapeExpr, squeeze } from "./fixtures/tensor_shapes.js";
 
 const PLATFORMS = ["cpu", "interp"] as const;
 const DTYPES = ["float32", "float16", "bfloat16", "int32"] as const;
@@ -28,19 +31,6 @@ function same(got: readonly number[], want: readonly number[], what = "values"):
 /** A value as stored in the dtype (what the host reads back). */
 const asDType = (v: number[], shape: number[], dtype: DT) => tensor(dtype === "int32" ? Int32Array.from(v) : v, { shape, dtype }).toArray();
 
-const R1 = [517, 300], R2 = [1034, 150]; // 155100 elements: several whole chunks and a shorter last one
-const reshapeBig = pl.jit(function reshapeBig(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.reshape(x, R2)); });
-  return out;
-});
-const reshapeExpr = pl.jit(function reshapeExpr(x: pl.Tensor, w: pl.Tensor, o3: pl.Out<pl.Tensor>, o2: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(o3, pl.reshape(pl.add(x, w), [4, 3, 5]));        // an expression with a broadcast [1, 15] operand, to rank 3
-    pl.assign(o2, pl.reshape(pl.slice(x, [2, 15], [1, 0]), [5, 6])); // a window
-  });
-  return o3;
-});
-
 describe.each(PLATFORMS)("tensor-level reshape on %s", (platform) => {
   it.each(DTYPES)("reshapes [517, 300] to [1034, 150] (%s): whole chunks and a shorter last chunk", (dtype) => {
     const X = data(R1, dtype, 1);
@@ -56,12 +46,6 @@ describe.each(PLATFORMS)("tensor-level reshape on %s", (platform) => {
     same(o3.toArray(), x.map((v, i) => f(v + w[i % 15])));
     same(o2.toArray(), x.slice(15, 45));
   });
-});
-
-const R3 = [2, 1500, 40], R4 = [3000, 40]; // a [1500, 40] slab does not fit a tile: chunks of [1, 750, 40] at offsets from div/mod
-const reshape3 = pl.jit(function reshape3(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.reshape(x, R4)); });
-  return out;
 });
 
 describe("tensor-level reshape: chunks", () => {
@@ -84,15 +68,6 @@ describe("tensor-level reshape: chunks", () => {
   });
 });
 
-const NA = 37, NB = 50, M = 1009; // prime rows: partial row tiles
-const concatK = pl.jit(function concatK(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>, big: pl.InOut<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(out, pl.concat(a, b));
-    pl.assemble(big, pl.concat(pl.mul(a, 2), pl.concat(b, a)), [3, 1]); // expressions, nested, at an offset
-  });
-  return out;
-});
-
 describe.each(PLATFORMS)("tensor-level concat on %s", (platform) => {
   it.each(DTYPES)("concat along the last axis, of expressions, nested, at an offset (%s)", (dtype) => {
     const A = data([M, NA], dtype, 5), B = data([M, NB], dtype, 6);
@@ -112,31 +87,6 @@ describe.each(PLATFORMS)("tensor-level concat on %s", (platform) => {
     }
     same(big.toArray(), want);
   });
-});
-
-const N = 37;
-const fillK = pl.jit(function fillK(x: pl.Tensor, out: pl.Out<pl.Tensor>, o2: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(out, pl.fillpad(x, "max"));
-    pl.assign(o2, pl.sub(pl.fillpad(x), 1));
-  });
-  return out;
-});
-const fullF32 = pl.jit(function fullF32(x: pl.Tensor, o1: pl.Out<pl.Tensor>, o2: pl.Out<pl.Tensor>, o3: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(o1, pl.full([M, N], pl.FP32, 0.5));
-    pl.assign(o2, pl.mul(x, pl.full([M, N], pl.FP32, 3)));
-    pl.assign(o3, pl.sub(pl.full([1, N], pl.FP32, 2), x)); // first operand, broadcast [1, N]
-  });
-  return o1;
-});
-const fullTyped = pl.jit(function fullTyped(xi: pl.Tensor, xh: pl.Tensor, xb: pl.Tensor, oi: pl.Out<pl.Tensor>, oh: pl.Out<pl.Tensor>, ob: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(oi, pl.add(xi, pl.full([M, N], pl.INT32, -7)));
-    pl.assign(oh, pl.maximum(xh, pl.full([M, 1], pl.FP16, 0.25)));
-    pl.assign(ob, pl.mul(pl.full([M, N], pl.BF16, 1.5), xb));
-  });
-  return oi;
 });
 
 describe.each(PLATFORMS)("tensor-level fillpad and full on %s", (platform) => {
@@ -166,14 +116,6 @@ describe.each(PLATFORMS)("tensor-level fillpad and full on %s", (platform) => {
   });
 });
 
-const bcastK = pl.jit(function bcastK(r: pl.Tensor, c: pl.Tensor, x: pl.Tensor, o1: pl.Out<pl.Tensor>, o2: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => {
-    pl.assign(o1, pl.broadcastTo(r, [M, N]));
-    pl.assign(o2, pl.mul(x, pl.broadcastTo(pl.add(c, 1), [M, N])));
-  });
-  return o1;
-});
-
 describe.each(PLATFORMS)("tensor-level broadcastTo on %s", (platform) => {
   it.each(DTYPES)("stretches [1, N] and [M, 1] tensors and expressions (%s)", (dtype) => {
     const Rw = data([1, N], dtype, 13), C = data([M, 1], dtype, 14), X = data([M, N], dtype, 15);
@@ -184,12 +126,6 @@ describe.each(PLATFORMS)("tensor-level broadcastTo on %s", (platform) => {
     same(o2.toArray(), asDType(x.map((v, i) => v * c[Math.floor(i / N)]), [M, N], dtype));
   });
 });
-
-const bmm = pl.jit(function bmm(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
-  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.batchMatmul(a, b)); });
-  return out;
-});
-const BS = 3, BM = 131, BK = 257, BN = 139; // primes: partial tiles on M, N and K
 
 /** a[i] @ b[i] summed in k order: fp32 products and sums rounded separately (floats), exact (small integers). */
 function bmmRef(a: number[], b: number[], int: boolean): number[] {
@@ -216,5 +152,141 @@ describe.each(PLATFORMS)("tensor-level batchMatmul on %s", (platform) => {
     const out = zeros([BS, BM, BN], acc);
     bmm(A, B, out, cfg(platform));
     same(out.toArray(), bmmRef(A.toArray(), B.toArray(), dtype === "int32"));
+  });
+});
+
+describe.each(PLATFORMS)("tile-level reshape of a partial tile on %s", (platform) => {
+  it("adding or dropping dims of 1 keeps the validShape (the store writes only the valid region)", () => {
+    const X = randn([2, 8, 16], { seed: 18 }), init = randn([8, 16], { seed: 19 });
+    const out = tensor(init.toArray(), { shape: [8, 16] });
+    squeeze(X, out, cfg(platform));
+    const x = X.toArray(), want = init.toArray();
+    for (let r = 0; r < 5; r++) for (let c = 0; c < 11; c++) want[r * 16 + c] = f(2 * x[128 + r * 16 + c]);
+    same(out.toArray(), want);
+  });
+});
+
+// ------------------------------------------------------------------ bad input
+// Each bad kernel marks its offending line with `// BAD:<name>`; the error must point there.
+const SOURCE = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n");
+const lineOf = (mark: string) => SOURCE.findIndex((l) => l.includes(`// BAD:${mark}`)) + 1;
+
+const badReshape = pl.jit(function badReshape(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.reshape(x, [5, 5])); // BAD:reshape
+  });
+  return out;
+});
+const badConcat = pl.jit(function badConcat(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.concat(a, b)); // BAD:concat
+  });
+  return out;
+});
+const badBmm = pl.jit(function badBmm(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.batchMatmul(a, b)); // BAD:bmm
+  });
+  return out;
+});
+const nestedReshape = pl.jit(function nestedReshape(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.add(pl.reshape(x, [8, 4]), 1)); // BAD:nestedReshape
+  });
+  return out;
+});
+const nestedConcat = pl.jit(function nestedConcat(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.exp(pl.concat(a, a))); // BAD:nestedConcat
+  });
+  return out;
+});
+const nestedBmm = pl.jit(function nestedBmm(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.mul(pl.batchMatmul(a, b), 2)); // BAD:nestedBmm
+  });
+  return out;
+});
+const badBroadcast = pl.jit(function badBroadcast(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    // @ts-expect-error the tensor form takes no validShape
+    pl.assign(out, pl.broadcastTo(x, [4, 8], { validShape: [2, 8] })); // BAD:broadcastValid
+  });
+  return out;
+});
+const badBroadcastShape = pl.jit(function badBroadcastShape(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.broadcastTo(x, [4, 8])); // BAD:broadcastShape
+  });
+  return out;
+});
+const badFillpad = pl.jit(function badFillpad(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.fillpad(x, "middle" as pl.PadValue)); // BAD:fillpad
+  });
+  return out;
+});
+const namedFull = pl.jit(function namedFull(out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const z = pl.full([4, 8], pl.FP32, 1);
+    pl.assign(out, z); // BAD:namedFull
+  });
+  return out;
+});
+const badTileReshape = pl.jit(function badTileReshape(x: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const t = pl.load(x, [0, 0], [4, 8], { validShape: [3, 8] });
+    pl.store(pl.reshape(t, [8, 4]), [0, 0], out); // BAD:tileReshape
+  });
+  return out;
+});
+
+function errorOf(run: () => unknown): Error {
+  try { run(); } catch (e) { return e as Error; }
+  throw new Error("expected an error");
+}
+
+describe("tensor-level shape forms: bad input", () => {
+  const x48 = () => randn([4, 8], { seed: 1 });
+  const cases: { mark: string; run: () => unknown; cls: typeof TsptoTypeError | typeof TsptoCompileError; code: string; message: string }[] = [
+    { mark: "reshape", run: () => badReshape.lower(x48(), zeros([5, 5])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.reshape: cannot reshape Tensor<[4, 8], float32> (32 elements) to [5, 5] (25 elements)" },
+    { mark: "concat", run: () => badConcat.lower(x48(), randn([3, 8], { seed: 2 }), zeros([4, 16])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.concat: shapes do not concatenate: 'a' is Tensor<[4, 8], float32> but 'b' is Tensor<[3, 8], float32>" },
+    { mark: "concat", run: () => badConcat.lower(x48(), zeros([4, 8], "int32"), zeros([4, 16])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.concat: dtypes differ: float32 and int32" },
+    { mark: "bmm", run: () => badBmm.lower(x48(), randn([8, 4], { seed: 2 }), zeros([4, 4])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.batchMatmul: needs rank-3 tensors [B, M, K] and [B, K, N], got Tensor<[4, 8], float32> and Tensor<[8, 4], float32>" },
+    { mark: "bmm", run: () => badBmm.lower(randn([2, 4, 8], { seed: 1 }), randn([3, 8, 4], { seed: 2 }), zeros([2, 4, 4])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.batchMatmul: batch sizes differ: 'a' is Tensor<[2, 4, 8], float32> but 'b' is Tensor<[3, 8, 4], float32>" },
+    { mark: "bmm", run: () => badBmm.lower(randn([2, 4, 8], { seed: 1 }), randn([2, 6, 4], { seed: 2 }), zeros([2, 4, 4])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.batchMatmul: inner dimensions differ: 'a' is Tensor<[2, 4, 8], float32> (K = 8) but 'b' is Tensor<[2, 6, 4], float32> (K = 6)" },
+    { mark: "nestedReshape", run: () => nestedReshape.lower(x48(), zeros([8, 4])), cls: TsptoCompileError, code: "E_TENSOR_FORM",
+      message: "pl.reshape: a tensor-level reshape must be the whole value of pl.assign / pl.assemble" },
+    { mark: "nestedConcat", run: () => nestedConcat.lower(x48(), zeros([4, 16])), cls: TsptoCompileError, code: "E_TENSOR_FORM",
+      message: "pl.concat: a tensor-level concat must be the whole value of pl.assign / pl.assemble" },
+    { mark: "nestedBmm", run: () => nestedBmm.lower(randn([2, 4, 8], { seed: 1 }), randn([2, 8, 4], { seed: 2 }), zeros([2, 4, 4])), cls: TsptoCompileError, code: "E_TENSOR_FORM",
+      message: "pl.batchMatmul: a tensor-level matmul must be the whole value of pl.assign / pl.assemble" },
+    { mark: "broadcastValid", run: () => badBroadcast.lower(randn([1, 8], { seed: 1 }), zeros([4, 8])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.broadcastTo: validShape is for tiles: a tensor has no pad region" },
+    { mark: "broadcastShape", run: () => badBroadcastShape.lower(randn([2, 8], { seed: 1 }), zeros([4, 8])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.broadcastTo: cannot broadcast Tensor<[2, 8], float32> to [4, 8]" },
+    { mark: "fillpad", run: () => badFillpad.lower(x48(), zeros([4, 8])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.fillpad: unknown pad value \"middle\"" },
+    { mark: "namedFull", run: () => namedFull.lower(zeros([4, 8])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.assign: the value must be a tensor, got Tile<[4, 8], float32" },
+    { mark: "tileReshape", run: () => badTileReshape.lower(x48(), zeros([8, 4])), cls: TsptoTypeError, code: "E_TYPE",
+      message: "pl.reshape: cannot reshape a tile with a validShape ([3, 8]) to [8, 4]" },
+  ];
+  it.each(cases)("$mark: $message", ({ mark, run, cls, code, message }) => {
+    const err = errorOf(run);
+    expect(err).toBeInstanceOf(cls);
+    expect((err as TsptoTypeError).code).toBe(code);
+    expect(err.message).toContain(message);
+    expect(err.message).toContain(`tensor_shape_forms.test.ts:${lineOf(mark)}:`);
+  });
+  it("the hints say what to do", () => {
+    expect((errorOf(() => namedFull.lower(zeros([4, 8]))) as TsptoTypeError).message).toContain("a pl.full is a tensor only where it is written in place");
+    expect((errorOf(() => nestedReshape.lower(x48(), zeros([8, 4]))) as TsptoCompileError).message).toContain("assign it to a tensor of its own first");
   });
 });

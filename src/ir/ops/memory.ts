@@ -156,6 +156,10 @@ registerOp({
   params: [{ name: "out", kind: "value" }, { name: "value", kind: "value" }],
   infer(ctx) {
     const out = expectKind(ctx, 0, ["tensor"], "the target of assign");
+    if (ctx.argTypes[1]?.kind === "tile") {
+      ctx.fail(`the value must be a tensor, got ${typeStr(ctx.argTypes[1])}`,
+        `write a tile with pl.store(tile, offsets, ${argName(ctx.args[0])}); a pl.full is a tensor only where it is written in place (pl.assign(out, pl.full(shape, dtype, value))), bound to a name it is a tile`);
+    }
     const v = expectKind(ctx, 1, ["tensor"], "the value of assign");
     if (v.dtype !== out.dtype || v.shape.length !== out.shape.length || v.shape.some((d, i) => typeof d === "number" && typeof out.shape[i] === "number" && d !== out.shape[i])) {
       ctx.fail(`value ${typeStr(v)} does not match target '${argName(ctx.args[0])}' ${typeStr(out)}`);
