@@ -8,6 +8,12 @@ export const ewAdd = pl.jit(function ewAdd(a: pl.Tensor, b: pl.Tensor, out: pl.O
   return out;
 });
 
+/** 1d. The same add with a dynamic first dimension (one program for every row count, issue 11). */
+export const ewAddDyn = pl.jit(function ewAddDyn(a: pl.Tensor<["M", 4096], pl.FP32>, b: pl.Tensor<["M", 4096], pl.FP32>, out: pl.Out<pl.Tensor<["M", 4096], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(a, b)); });
+  return out;
+});
+
 export const SM_ROWS = 4096, SM_COLS = 1024, SM_TILE = 32;
 /** 2. Softmax over rows: one task per band of SM_TILE rows. */
 export const softmaxRows = pl.jit(function softmaxRows(a: pl.Tensor, out: pl.Out<pl.Tensor>) {

@@ -18,7 +18,7 @@ if (process.argv.includes("--verify-prebuilt")) {
 async function verifyPrebuilt(): Promise<void> {
   process.env.TSPTO_NVCC = "off";
   const { ir, zeros } = await import("tspto");
-  const { corpusPrograms, exampleFiles, runExample } = await import("../test/targets/cuda/corpus.js");
+  const { corpusPrograms, cudaExampleFiles, runExample } = await import("../test/targets/cuda/corpus.js");
   const k = await import("../bench/gpu_kernels.js");
   let found = 0;
   const missing: string[] = [];
@@ -32,7 +32,7 @@ async function verifyPrebuilt(): Promise<void> {
   tryBuild("gpuSoftmax", () => { const a = zeros([k.SMX_ROWS, k.SMX_COLS]); k.gpuSoftmax.compile(a, a, cfg); });
   tryBuild("gpuMatmul", () => { const a = zeros([k.GMM, k.GMM], "bfloat16"); k.gpuMatmul.compile(a, a, zeros([k.GMM, k.GMM]), cfg); });
   tryBuild("tinyAdd", () => { k.tinyAdd.compile(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]), cfg); });
-  for (const f of exampleFiles()) {
+  for (const f of cudaExampleFiles()) {
     try { await runExample(f, "cuda"); found++; } catch (e) {
       const code = (e as { code?: string }).code;
       if (code === "E_NO_GPU") found++; else missing.push(`example ${f}: ${(e as Error).message.split("\n")[0]}`);

@@ -50,7 +50,7 @@ const CACHE_MAX = 256;
 
 /** One parameter of a specialization, as the key sees it. */
 type ArgSig =
-  | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly number[] }
+  | { readonly t: "tensor"; readonly name: string; readonly dtype: string; readonly shape: readonly (number | string)[] }
   | { readonly t: "value"; readonly name: string; readonly value: number | boolean }
   | { readonly t: "dynamic"; readonly name: string; readonly dtype: DType };
 
@@ -77,15 +77,19 @@ const mix = (h: number, x: number): number => Math.imul(h ^ x, 0x01000193) >>> 0
 const numHash = (x: number): number => (Number.isInteger(x) ? x | 0 : Math.imul((x * 1048576) | 0, 0x9e3779b1)) ^ (x < 0 ? 0x5bd1e995 : 0);
 const strHash = (s: string): number => { let h = 0x811c9dc5; for (let i = 0; i < s.length; i++) h = mix(h, s.charCodeAt(i)); return h; };
 
-/** Hash of a call's arguments (first n), or -1 when an argument is not fast-path material. */
-function argsHash(args: readonly unknown[], n: number, dynamic: readonly boolean[], seed: number): number {
+/**
+ * Hash of a call's arguments (first n), or -1 when an argument is not fast-path material.
+ * Dynamic scalars and dynamic dimensions (`dynDims[i][k]`) hash by position, not value, so one
+ * entry serves every extent.
+ */
+function argsHash(args: readonly unknown[], n: number, dynamic: readonly boolean[], dynDims: readonly (readonly boolean[] | null)[], seed: number): number {
   let h = seed;
   for (let i = 0; i < n; i++) {
     const a = args[i];
     if (a instanceof HostTensor) {
-      const s = a.shape;
+      const s = a.shape, dd = dynDims[i];
       h = mix(h, DTYPE_CODES[a.dtype] ?? 15);
-      for (let k = 0; k < s.length; k++) h = mix(h, s[k]);
+      for (let k = 0; k < s.length; k++) h = mix(h, dd && dd[k] ? 0x4d : s[k]);
       h = mix(h, 100 + s.length);
     } else if (typeof a === "number") {
       h = mix(h, dynamic[i] ? 0x51 : numHash(a));
@@ -98,7 +102,7 @@ function argsHash(args: readonly unknown[], n: number, dynamic: readonly boolean
   return h;
 }
 
-const shapeText = (s: readonly number[]) => `[${s.join(",")}]`;
+const shapeText = (s: readonly (number | string)[]) => `[${s.join(",")}]`;
 
 /** What changed from `prev` to `next` (for TSPTO_LOG=recompiles). */
 function explain(prev: Spec, next: Spec): string {
@@ -124,6 +128,8 @@ export function createJitFunction(def: KernelDef): JitFunction {
   let fastCount = 0;
   /** Per parameter: a dynamic scalar (pl.Scalar<...>), known after the first bind. */
   let dynamic: boolean[] | null = null;
+  /** Per parameter: which axes of its annotation are dynamic dimensions (null: none). */
+  let dynDims: (boolean[] | null)[] = [];
   let lastSpec: Spec | null = null;
   let srcHash: string | null = null;
 
@@ -139,7 +145,10 @@ export function createJitFunction(def: KernelDef): JitFunction {
       throw new TsptoRuntimeError("E_ARITY", `'${def.name}' takes ${params.length} arguments (${params.map((p) => p.name).join(", ")}), got ${args.length}`,
         callerSpan(), "pass one argument per kernel parameter, optionally followed by a RunConfig");
     }
-    dynamic ??= params.map((p) => p.kind === "scalar" && p.annotated?.kind === "scalar");
+    if (!dynamic) {
+      dynDims = params.map((p) => (p.annotated?.kind === "tensor" && p.annotated.shape.some((d) => typeof d === "string") ? p.annotated.shape.map((d) => typeof d === "string") : null));
+      dynamic = params.map((p) => p.kind === "scalar" && p.annotated?.kind === "scalar");
+    }
     let key = fp === "fast" ? platform : `${platform}|fpContract=${fp}`;  // issue 12: the contraction mode changes the program
     const sig: ArgSig[] = [];
     const bindings: ParamBinding[] = params.map((p, i) => {
@@ -165,8 +174,11 @@ export function createJitFunction(def: KernelDef): JitFunction {
         throw new TsptoArgumentError("E_SHAPE", `argument '${p.name}' (#${i + 1}) of '${def.name}' has shape [${h.shape.join(", ")}]; kernels take tensors whose every dimension is >= 1`, callerSpan(),
           "zero-size tensors are not supported as kernel arguments: skip the call when there is no data, or pass a [1]-shaped tensor", { argument: p.name, position: i + 1 });
       }
-      key += `|${p.name}:${h.dtype}[${h.shape.join(",")}]`;
-      sig.push({ t: "tensor", name: p.name, dtype: h.dtype, shape: [...h.shape] });
+      // a dynamic dimension (a name in the annotation) is keyed by its name, not its extent
+      const ann = p.annotated?.kind === "tensor" && p.annotated.shape.length === h.shape.length ? p.annotated.shape : null;
+      const dims = ann ? h.shape.map((d, k) => (typeof ann[k] === "string" ? ann[k] : d)) : h.shape;
+      key += `|${p.name}:${h.dtype}[${dims.join(",")}]`;
+      sig.push({ t: "tensor", name: p.name, dtype: h.dtype, shape: dims });
       return { name: p.name, type: tensorT(h.shape, h.dtype) };
     });
     return { bindings, spec: { key, platform, sig } };
@@ -253,7 +265,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
 
   const remember = (args: unknown[], cfg: RunConfig, spec: Spec, compiled: CompiledProgram): void => {
     if (!dynamic) return;
-    const hash = argsHash(args, args.length, dynamic, seedOf(cfg));
+    const hash = argsHash(args, args.length, dynamic, dynDims, seedOf(cfg));
     if (hash < 0) return;
     const list = fast.get(hash) ?? [];
     if (list.some((e) => e.compiled === compiled && e.platform === cfg.platform && e.deviceId === cfg.deviceId && e.fpContract === cfg.fpContract)) return;
@@ -271,7 +283,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const last = all[n - 1];
     if (last instanceof RunConfig) { cfg = last; n--; if (cfg.saveKernelsDir) return null; }
     if (n !== dynamic.length) return null;
-    const hash = argsHash(all, n, dynamic, seedOf(cfg));
+    const hash = argsHash(all, n, dynamic, dynDims, seedOf(cfg));
     if (hash < 0) return null;
     const list = fast.get(hash);
     if (!list) return null;

@@ -1,7 +1,7 @@
 // The package version (part of every cache key and artifact).
 import { readFileSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { createHash } from "node:crypto";
-import { basename, dirname, join } from "node:path";
+import { join, sep } from "node:path";
 import { codeFile, packageRoot } from "./ir/package_root.js";
 
 export const PACKAGE_VERSION: string = (() => {
@@ -18,12 +18,6 @@ export const PACKAGE_VERSION: string = (() => {
  * tspto is inlined into an application's bundle): part of every artifact and cache key, so
  * that changing tspto's code (not only its version) never reuses an artifact built by the old code.
  */
-/** The directory tspto's code runs from: src/ or dist/ (codeFile() is <code>/ir/package_root), or the bundle's directory. */
-export function compilerCodeDir(): string {
-  const here = dirname(codeFile());
-  return basename(here) === "ir" ? dirname(here) : here;
-}
-
 export const COMPILER_FINGERPRINT: string = (() => {
   const root = packageRoot();
   const h = createHash("sha256").update(PACKAGE_VERSION);
@@ -36,9 +30,11 @@ export const COMPILER_FINGERPRINT: string = (() => {
       else { const s = statSync(p); h.update(`${p.slice(root.length)}\0${s.size}\0${s.mtimeMs}\0`); }
     }
   };
-  const code = compilerCodeDir();
-  if (code === join(root, "src") || code === join(root, "dist")) walk(code);
-  else { const s = statSync(codeFile()); h.update(`${codeFile()}\0${s.size}\0${s.mtimeMs}\0`); }
+  // the code directory holding this module (it lives in src/ir or dist/ir), else a bundle file
+  const file = codeFile();
+  const code = [join(root, "src"), join(root, "dist")].find((d) => file.startsWith(d + sep));
+  if (code) walk(code);
+  else { const s = statSync(file); h.update(`${file}\0${s.size}\0${s.mtimeMs}\0`); }
   walk(join(root, "native", "include"));
   return h.digest("hex").slice(0, 16);
 })();

@@ -1,13 +1,30 @@
-// The compiler fingerprint (part of every artifact and cache key) covers the compiler's code:
-// under the tests that is every file of src/, so that an edit of any pass or op never reuses an
-// artifact the old code built.
-import { join } from "node:path";
+// The compiler fingerprint is part of every artifact and cache key: changing any file of the
+// compiler's code (not only the package version) must change it, or a disk-cache hit would
+// reuse an artifact built by the old code.
 import { describe, expect, it } from "vitest";
-import { compilerCodeDir } from "../src/version.js";
-import { packageRoot } from "../src/ir/package_root.js";
+import { execFileSync } from "node:child_process";
+import { statSync, utimesSync } from "node:fs";
+import { join } from "node:path";
 
-describe("compiler fingerprint", () => {
-  it("walks the whole code directory (src/), not the directory of the file that finds it", () => {
-    expect(compilerCodeDir()).toBe(join(packageRoot(), "src"));
-  });
+const root = join(import.meta.dirname, "..");
+const fingerprint = (): string => execFileSync(process.execPath, ["--import", "tsx", "-e",
+  `import("./src/version.ts").then((m) => process.stdout.write(m.COMPILER_FINGERPRINT))`], { cwd: root, encoding: "utf8" });
+
+describe("COMPILER_FINGERPRINT", () => {
+  it("changes when a file deep in the compiler changes (a pass, not only the module that computes it)", () => {
+    const file = join(root, "src", "passes", "tensor_to_tile.ts");
+    const st = statSync(file);
+    const t0 = new Date(Math.floor(st.mtimeMs)); // whole milliseconds, so that setting it again is exact
+    try {
+      utimesSync(file, st.atime, t0);
+      const before = fingerprint();
+      expect(before).toMatch(/^[0-9a-f]{16}$/);
+      utimesSync(file, st.atime, new Date(t0.getTime() + 5000));
+      expect(fingerprint()).not.toBe(before);
+      utimesSync(file, st.atime, t0);
+      expect(fingerprint()).toBe(before);
+    } finally {
+      utimesSync(file, st.atime, st.mtime);
+    }
+  }, 60_000);
 });

@@ -9,10 +9,13 @@
 //
 // `args` of tspto_entry: one int64 slot per entry parameter, in parameter order. A tensor
 // parameter's slot holds its device address; an integer/bool scalar its value; a float
-// scalar the bit pattern of a double (memcpy).
+// scalar the bit pattern of a double (memcpy). Then one slot per dynamic dimension (a name
+// in a shape annotation, like "M") of the parameters' shapes, in order of first appearance,
+// holding its extent (>= 1; the host checks every tensor that shares a name agrees).
 //
-// A kernel's `args`: the slots the orchestration passed to rt->submit (tensor pointers
-// first, then scalars), followed by TWO extra slots appended by the runtime:
+// A kernel's `args`: the slots the orchestration passed to rt->submit (its parameters in
+// order, then the extents of its own parameters' dynamic dimensions, in order of first
+// appearance), followed by TWO extra slots appended by the runtime:
 //   args[nargs]     the address of the executing core's scratch arena (tiles live at
 //                   planned offsets inside it, 64-byte aligned, rt->scratch_bytes long);
 //   args[nargs + 1] the address of the launch's TsptoRuntimeApi (for rt->fail).

@@ -161,8 +161,8 @@ struct CudaDeviceCore::Module {
   std::vector<int64_t> shared, gscratch;
   int block_threads = 256;
   std::string path;
-  // Bytes of each entry parameter's tensor (-1: not a tensor), given at load; empty: unknown.
-  std::vector<int64_t> arg_bytes;
+  // Bytes of each launch slot's tensor (ArgLayout), given at load.
+  ArgLayout arg_bytes;
   ~Module() {
     if (cumod != nullptr && context) {
       std::lock_guard<std::mutex> l(context->mu);
@@ -446,7 +446,7 @@ void CudaDeviceCore::D2D(uint64_t dst, uint64_t src, uint64_t nbytes) {
 }
 
 // ------------------------------------------------------------------ modules
-uint32_t CudaDeviceCore::LoadModule(const std::string& path, std::vector<int64_t> arg_bytes) {
+uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes) {
   CheckOpen();
   auto m = std::make_shared<Module>();
   m->context = context_;
@@ -605,7 +605,7 @@ void CudaDeviceCore::Prepare(Plan* plan, const char* method, bool stage_now) {
     }
     plan->module = it->second;
   }
-  const std::vector<int64_t>& expect = plan->module->arg_bytes;
+  const ArgLayout& expect = plan->module->arg_bytes;
   CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far
   try {
@@ -613,7 +613,7 @@ void CudaDeviceCore::Prepare(Plan* plan, const char* method, bool stage_now) {
     for (size_t i = 0; i < plan->args.size(); ++i) {
       LaunchArg& a = plan->args[i];
       if (a.kind <= kArgHostInOut) {
-        CheckHostArg(&a, i, expect, method);
+        CheckHostArg(&a, i, expect, plan->args, method);
       } else if (a.kind == kArgDevice) {
         std::string why;
         a.generation = PinLocked(static_cast<uint64_t>(a.value), &why);

@@ -60,7 +60,7 @@ class CudaDeviceCore {
 
   // `path`: the artifact's build/libentry.so; build/program.fatbin is next to it.
   // `arg_bytes`: bytes of each entry parameter's tensor (-1 for scalars); empty = unknown.
-  uint32_t LoadModule(const std::string& path, std::vector<int64_t> arg_bytes = {});
+  uint32_t LoadModule(const std::string& path, ArgLayout arg_bytes = {});
   // Removes the module from the table; launches already holding it still run (the module is
   // unloaded when the last of them lets go).
   void UnloadModule(uint32_t id);

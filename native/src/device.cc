@@ -118,7 +118,7 @@ Module::~Module() {
   if (handle != nullptr) dlclose(handle);
 }
 
-uint32_t DeviceCore::LoadModule(const std::string& path, std::vector<int64_t> arg_bytes) {
+uint32_t DeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes) {
   CheckOpen();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -169,7 +169,26 @@ void DeviceCore::UnloadModule(uint32_t id) {
 // ---------------------------------------------------------------------------------------
 // Launch
 
-void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+int64_t ArgLayout::Need(size_t i, const std::vector<LaunchArg>& args, const char* method) const {
+  if (i >= bytes.size() || bytes[i] < 0) return -1;
+  int64_t n = bytes[i];
+  if (i < dims.size()) {
+    for (uint32_t slot : dims[i]) {
+      const int64_t d = slot < args.size() ? args[slot].value : 0;
+      if (slot >= args.size() || args[slot].kind != kArgInt || d < 1 || (n > 0 && d > (INT64_C(1) << 62) / n)) {
+        throw DeviceError(std::string(method) + ": argument " + std::to_string(slot) +
+                              " (a dynamic dimension of argument " + std::to_string(i) +
+                              ") must be an integer >= 1 whose tensor fits in memory, got " +
+                              (slot < args.size() ? std::to_string(d) : std::string("nothing")),
+                          kCodeBadArgument, static_cast<int64_t>(slot));
+      }
+      n *= d;
+    }
+  }
+  return n;
+}
+
+void CheckArgCount(const std::vector<LaunchArg>& args, const ArgLayout& expect,
                    const char* method) {
   if (!expect.empty() && expect.size() != args.size()) {
     throw DeviceError(std::string(method) + ": the program takes " + std::to_string(expect.size()) +
@@ -178,10 +197,12 @@ void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t
   }
 }
 
-void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method) {
+void CheckHostArg(LaunchArg* a, size_t i, const ArgLayout& expect, const std::vector<LaunchArg>& args,
+                  const char* method) {
   // The bytes the program reads/writes; the view's LIVE length must cover them.
   uint64_t need = a->host_bytes;
-  if (!expect.empty() && expect[i] >= 0) need = static_cast<uint64_t>(expect[i]);
+  const int64_t e = expect.Need(i, args, method);
+  if (e >= 0) need = static_cast<uint64_t>(e);
   if (a->host_bytes < need) {
     throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (" +
                           ArgKindName(a->kind) + ") is a host view of " +
@@ -241,7 +262,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
     }
     plan->module = it->second;
   }
-  const std::vector<int64_t>& expect = plan->module->arg_bytes;
+  const ArgLayout& expect = plan->module->arg_bytes;
   const size_t n = plan->args.size();
   CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far
@@ -252,7 +273,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
         case kArgHostIn:
         case kArgHostOut:
         case kArgHostInOut:
-          CheckHostArg(&a, i, expect, method);
+          CheckHostArg(&a, i, expect, plan->args, method);
           break;
         case kArgDevice: {
           std::string why;

@@ -69,6 +69,19 @@ struct LaunchArg {
   uint64_t generation = 0;    // device kind: the pinned allocation's generation
 };
 
+// What a program uses of each launch slot (parameters, then dynamic dimensions), given at
+// load (loadModule's argBytes). Empty: unknown (launches then stage each host view whole).
+struct ArgLayout {
+  std::vector<int64_t> bytes;               // per slot: tensor bytes (the static part), -1: a scalar
+  std::vector<std::vector<uint32_t>> dims;  // per slot: the slots holding its dynamic extents
+  bool empty() const { return bytes.empty(); }
+  size_t size() const { return bytes.size(); }
+  // The bytes slot i's tensor spans in this launch (bytes[i] times its dynamic extents), or
+  // -1 (a scalar, or unknown). A dynamic extent below 1, or a product past 2^62, is a
+  // TSPTO_BAD_ARGUMENT naming the slot.
+  int64_t Need(size_t i, const std::vector<struct LaunchArg>& args, const char* method) const;
+};
+
 // A program library loaded on a device. Shared by the module table and every launch that
 // is queued or running with it, so unloading (or closing) never pulls code from under a
 // launch: dlclose happens when the last holder lets go.
@@ -76,9 +89,8 @@ struct Module {
   void* handle = nullptr;
   int (*entry)(const TsptoRuntimeApi*, const int64_t*) = nullptr;
   std::string path;
-  // Bytes of each entry parameter's tensor (-1: not a tensor, or unknown), given at load;
-  // empty: unknown (launches then stage each host view's whole length).
-  std::vector<int64_t> arg_bytes;
+  // Bytes of each launch slot's tensor (ArgLayout), given at load.
+  ArgLayout arg_bytes;
   ~Module();
 };
 
@@ -102,11 +114,12 @@ struct LaunchPlan {
 // Launch argument checks shared by the cpu (DeviceCore) and cuda (CudaDeviceCore) cores, so
 // both give the same errors. `expect`: the module's arg_bytes (empty = unknown).
 // The argument count against the program's parameters (TSPTO_BAD_ARGUMENT).
-void CheckArgCount(const std::vector<LaunchArg>& args, const std::vector<int64_t>& expect,
+void CheckArgCount(const std::vector<LaunchArg>& args, const ArgLayout& expect,
                    const char* method);
 // A host-kind argument: its view's LIVE length must cover the bytes the program uses
 // (TSPTO_HOST_VIEW naming argument i); sets a->stage_bytes to exactly those bytes.
-void CheckHostArg(LaunchArg* a, size_t i, const std::vector<int64_t>& expect, const char* method);
+void CheckHostArg(LaunchArg* a, size_t i, const ArgLayout& expect, const std::vector<LaunchArg>& args,
+                  const char* method);
 // Before the results of a prestaged launch are copied back: each Out/InOut view
 // (`hosts[i]`: current pointer and live length) still holds its stage_bytes (TSPTO_HOST_VIEW).
 void CheckResultViews(const std::vector<LaunchArg>& args,
@@ -147,7 +160,7 @@ class DeviceCore {
   }
 
   // `arg_bytes`: bytes of each entry parameter's tensor (-1 for scalars); empty = unknown.
-  uint32_t LoadModule(const std::string& path, std::vector<int64_t> arg_bytes = {});
+  uint32_t LoadModule(const std::string& path, ArgLayout arg_bytes = {});
   // Removes the module from the table; launches already holding it still run.
   void UnloadModule(uint32_t id);
 

@@ -201,22 +201,39 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
       throw BadArg(env, "loadModule: path must be a string, got " + Describe(info[0]));
     }
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    // Optional argBytes: per entry parameter, the bytes of its tensor (-1 for scalars).
+    // Optional argBytes: per launch slot, the bytes of its tensor (-1 for scalars), or for a
+    // tensor with dynamic dimensions [staticBytes, slot, ...] (times those slots' values).
     // Every launch then checks each host view's live length against them.
-    std::vector<int64_t> arg_bytes;
+    ArgLayout arg_bytes;
     if (!info[1].IsUndefined()) {
       if (!info[1].IsArray()) {
-        throw BadArg(env, "loadModule: argBytes must be an array of integers, got " + Describe(info[1]));
+        throw BadArg(env, "loadModule: argBytes must be an array, got " + Describe(info[1]));
       }
       Napi::Array a = info[1].As<Napi::Array>();
-      for (uint32_t i = 0; i < a.Length(); ++i) {
-        Napi::Value v = a.Get(i);
+      const uint32_t n = a.Length();
+      auto integer = [&](Napi::Value v, double lo, double hi, const std::string& what) -> int64_t {
         const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-        if (!(d == std::trunc(d) && d >= -1 && d <= kMaxSafeInteger)) {
-          throw BadArg(env, "loadModule: argBytes[" + std::to_string(i) +
-                                "] must be an integer >= -1, got " + Describe(v), true);
+        if (!(d == std::trunc(d) && d >= lo && d <= hi)) {
+          throw BadArg(env, "loadModule: " + what + " must be an integer in [" + std::to_string(static_cast<int64_t>(lo)) +
+                                ", " + std::to_string(static_cast<int64_t>(hi)) + "], got " + Describe(v), true);
         }
-        arg_bytes.push_back(static_cast<int64_t>(d));
+        return static_cast<int64_t>(d);
+      };
+      for (uint32_t i = 0; i < n; ++i) {
+        Napi::Value v = a.Get(i);
+        const std::string at = "argBytes[" + std::to_string(i) + "]";
+        std::vector<uint32_t> dims;
+        if (v.IsArray()) {
+          Napi::Array x = v.As<Napi::Array>();
+          if (x.Length() < 2) throw BadArg(env, "loadModule: " + at + " must be [staticBytes, slot, ...], got " + Describe(v), true);
+          arg_bytes.bytes.push_back(integer(x.Get(0u), 0, kMaxSafeInteger, at + "[0]"));
+          for (uint32_t k = 1; k < x.Length(); ++k) {
+            dims.push_back(static_cast<uint32_t>(integer(x.Get(k), 0, n - 1.0, at + "[" + std::to_string(k) + "]")));
+          }
+        } else {
+          arg_bytes.bytes.push_back(integer(v, -1, kMaxSafeInteger, at));
+        }
+        arg_bytes.dims.push_back(std::move(dims));
       }
     }
     return Napi::Number::New(env, Guard(env, [&] { return core.LoadModule(path, std::move(arg_bytes)); }));

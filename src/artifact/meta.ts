@@ -15,6 +15,12 @@ export interface CompiledParam {
   direction: "in" | "out" | "inout";
   /** Tensors only. Static extents; -1 marks a dynamic dimension (targets that support them). */
   shape?: number[];
+  /**
+   * Tensors with dynamic dimensions only: per axis the dimension's name where shape holds -1
+   * (null elsewhere). The launch passes each name's extent after the parameters, in order of
+   * first appearance (dimSymbolsOf).
+   */
+  dimNames?: (string | null)[];
   dtype: DType;
   /** Scalars specialized at compile time: the value the program was compiled for. */
   value?: number | boolean;
@@ -133,7 +139,7 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
   const params: CompiledParam[] = arr("params", o.params).map((p, i) => {
     const f = `params[${i}]`;
     if (!isObj(p)) return fail(f, "must be an object", p);
-    for (const k of Object.keys(p)) if (!["name", "kind", "direction", "shape", "dtype", "value"].includes(k)) throw new MetaError(file, `unknown field '${f}.${k}'`);
+    for (const k of Object.keys(p)) if (!["name", "kind", "direction", "shape", "dimNames", "dtype", "value"].includes(k)) throw new MetaError(file, `unknown field '${f}.${k}'`);
     for (const k of ["name", "kind", "direction", "dtype"]) if (!(k in p)) throw new MetaError(file, `missing field '${f}.${k}'`);
     const kind = oneOf(`${f}.kind`, p.kind, ["tensor", "scalar"] as const);
     const out: CompiledParam = {
@@ -148,8 +154,23 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
         if (d === -1) return -1;
         return int(`${f}.shape[${k}]`, d, 1);
       });
+      const dynamic = out.shape.some((d) => d === -1);
+      if ("dimNames" in p || dynamic) {
+        if (!dynamic) fail(`${f}.dimNames`, "must be absent for a tensor without dynamic dimensions", p.dimNames);
+        const names = arr(`${f}.dimNames`, p.dimNames);
+        if (names.length !== out.shape.length) fail(`${f}.dimNames`, `must have one entry per axis (${out.shape.length})`, p.dimNames);
+        out.dimNames = names.map((n, k) => {
+          if (out.shape![k] === -1) {
+            if (typeof n !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) fail(`${f}.dimNames[${k}]`, "must name the dynamic dimension (an identifier)", n);
+            return n as string;
+          }
+          if (n !== null) fail(`${f}.dimNames[${k}]`, "must be null for a static dimension", n);
+          return null;
+        });
+      }
     } else {
       if ("shape" in p) fail(`${f}.shape`, "must be absent for a scalar parameter", p.shape);
+      if ("dimNames" in p) fail(`${f}.dimNames`, "must be absent for a scalar parameter", p.dimNames);
       if ("value" in p) {
         if (typeof p.value !== "number" && typeof p.value !== "boolean") fail(`${f}.value`, "must be a number or a boolean", p.value);
         out.value = p.value as number | boolean;

@@ -1,7 +1,7 @@
 // What the artifact metadata says about a lowered program's entry: parameters (with their
 // directions, shapes, dtypes and specialized scalar values), outputs and returns.
 import type { Program, Return, Stmt } from "../ir/index.js";
-import { TsptoCompileError, returnedParams } from "../ir/index.js";
+import { TsptoCompileError, dimSymbolsOf, forEachExpr, returnedParams, shapeStr } from "../ir/index.js";
 import type { CompiledMeta, CompiledParam } from "../artifact/index.js";
 
 export interface SignatureOptions {
@@ -26,13 +26,26 @@ export function entrySignature(program: Program, opts: SignatureOptions): Pick<C
         }
         return -1;
       });
-      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, dtype: t.dtype };
+      const dynamic = t.shape.some((d) => typeof d === "string");
+      return { name: p.var.name, kind: "tensor", direction: p.dir, shape, ...(dynamic ? { dimNames: t.shape.map((d) => (typeof d === "string" ? d : null)) } : {}), dtype: t.dtype };
     }
     if (t.kind === "scalar") {
       const spec = (entry.attrs.specialized as Record<string, number | boolean> | undefined)?.[p.var.name];
       return { name: p.var.name, kind: "scalar", direction: p.dir, dtype: t.dtype, ...(spec !== undefined ? { value: spec } : {}) };
     }
     throw new TsptoCompileError("E_CODEGEN", `internal: entry parameter '${p.var.name}' is neither a tensor nor a scalar`, p.var.span);
+  });
+  // a launch buffer's dimension names must be dynamic dimensions of the parameters (every target)
+  const symbols = new Set(dimSymbolsOf(entry.params.map((p) => (p.var.type.kind === "tensor" ? p.var.type.shape : null))));
+  forEachExpr(entry.body, (e) => {
+    if (e.kind !== "call" || e.op !== "tensor.create" || e.type.kind !== "tensor") return;
+    const t = e.type;
+    for (const d of t.shape) {
+      if (typeof d === "string" && !symbols.has(d)) {
+        throw new TsptoCompileError("E_DYNAMIC", `createTensor(${shapeStr(t.shape)}): ${JSON.stringify(d)} is not a dynamic dimension of the entry's parameters`, e.span,
+          `name a dimension of a parameter's shape annotation (e.g. x: pl.Tensor<[${JSON.stringify(d)}, 64], pl.FP32>), or use a number`);
+      }
+    }
   });
   const outputIndices = params.flatMap((p, i) => (p.direction === "out" || p.direction === "inout" ? [i] : []));
   let returns: number[] = [];

@@ -430,8 +430,8 @@ export function read(x: AnyTile | Tensor, indices: readonly number[]): number;
 export function read(...args: any[]): any {
   return notRunnable("read");
 }
-/** createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes) */
-export function createTensor<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D>;
+/** createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes); a string in shape names a dynamic dimension of the entry's parameters */
+export function createTensor<D extends DType>(shape: readonly (number | string)[], dtype: D): Tensor<any, D>;
 export function createTensor(...args: any[]): any {
   return notRunnable("createTensor");
 }
@@ -470,7 +470,7 @@ export function batchMatmul(...args: any[]): any {
   return notRunnable("batchMatmul");
 }
 /** broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape */
-export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly number[] }): AnyTile<D>;
+export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>;
 export function broadcastTo<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>;
 export function broadcastTo(...args: any[]): any {
   return notRunnable("broadcastTo");

@@ -6,14 +6,16 @@ import { getOp } from "./registry.js";
 import { TsptoRuntimeError, formatSpan } from "./errors.js";
 import type { Expr, Func, Span, Stmt } from "./nodes.js";
 import type { Program } from "./program.js";
-import type { EvalEnv, Value } from "./values.js";
+import type { EvalEnv, TileValue, Value } from "./values.js";
+import type { TileType } from "./types.js";
+import { validRangeMessage, validSources } from "./valid.js";
 
 type Signal =
   | { kind: "normal" }
   | { kind: "yield" | "break" | "continue" | "return"; values: Value[] };
 const NORMAL: Signal = { kind: "normal" };
 
-const env: EvalEnv = {
+const baseEnv: EvalEnv = {
   fail(message: string, span: Span): never {
     throw new TsptoRuntimeError("E_KERNEL", `kernel failure: ${message}`, span.line ? span : undefined);
   },
@@ -31,6 +33,17 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
     throw new TsptoRuntimeError("E_ARITY", `'${f.name}' takes ${f.params.length} arguments, got ${args.length}`, f.span.line ? f.span : undefined);
   }
   if (f.fnKind === "incore" && stats) stats.tasks++;
+  // the extents of the parameters' dynamic dimensions (createTensor(["S", ...]) reads them)
+  let env = baseEnv;
+  f.params.forEach((prm, i) => {
+    const t = prm.var.type, v = args[i] as { shape?: readonly number[] } | undefined;
+    if (t.kind !== "tensor" || !v?.shape) return;
+    t.shape.forEach((d, k) => {
+      if (typeof d !== "string") return;
+      if (env === baseEnv) env = { fail: baseEnv.fail, dims: new Map() };
+      (env.dims as Map<string, number>).set(d, v.shape![k]);
+    });
+  });
   const vars = new Map<number, Value>();
   f.params.forEach((prm, i) => vars.set(prm.var.id, args[i]));
 
@@ -50,7 +63,20 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
           const r = callFunc(p, callee, a, stats);
           return r.length === 0 ? undefined : r.length === 1 ? r[0] : r;
         }
-        return getOp(e.op).evaluate(a, e.attrs, env, e);
+        // a runtime validShape: the op's semantics see this launch's extents (src/ir/valid.ts)
+        const sources = validSources(e);
+        if (!sources) return getOp(e.op).evaluate(a, e.attrs, env, e);
+        const type = e.type as TileType;
+        const extents = sources.map((src, ax) => {
+          if (src.kind === "static") return src.n;
+          if (src.kind === "operand") return (a[src.arg] as TileValue).validShape?.[src.axis] ?? (a[src.arg] as TileValue).shape[src.axis];
+          return Number(ev(src.expr));
+        });
+        sources.forEach((src, ax) => {
+          const v = extents[ax];
+          if (src.kind === "own" && !(Number.isInteger(v) && v >= 0 && v <= type.shape[ax])) env.fail(validRangeMessage(e, extents, type.shape, ax), e.span);
+        });
+        return getOp(e.op).evaluate(a, e.attrs, env, { type: { ...type, validShape: extents }, span: e.span });
       }
     }
   };

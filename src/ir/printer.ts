@@ -21,8 +21,8 @@
 //   return         return;  |  return x;  |  return [a, b];
 //   scope          pl.at(pl.Level.CORE_GROUP, () => { ... });
 import type { Program } from "./program.js";
-import type { AttrValue, Attrs, Expr, Func, Stmt, Var } from "./nodes.js";
-import { getOp, type OpParam } from "./registry.js";
+import type { AttrValue, Attrs, Expr, Func, ListExpr, Stmt, Var } from "./nodes.js";
+import { getOp, runtimeDims, type OpDef } from "./registry.js";
 import { DTYPE_CONST, typeEqual, type DType, type Dim, type Type } from "./types.js";
 import { exprType } from "./nodes.js";
 import { forEachStmt } from "./visit.js";
@@ -141,18 +141,20 @@ class Printer {
       return p < parentPrec ? `(${s})` : s;
     }
     if (op.mathFn) return `Math.${op.mathFn}(${e.args.map((a) => this.expr(a)).join(", ")})`;
-    return `pl.${op.pl}(${this.opArgs(op.params, e.args, e.attrs).join(", ")})`;
+    return `pl.${op.pl}(${this.opArgs(op, e.args, e.attrs).join(", ")})`;
   }
 
-  private opArgs(params: readonly OpParam[], args: readonly Expr[], attrs: Attrs): string[] {
+  private opArgs(op: OpDef, args: readonly Expr[], attrs: Attrs): string[] {
     const parts: string[] = [];
+    // runtime extents of "dims" options (validShape: [n - i, 64]) are trailing list operands
+    const { lists, first } = runtimeDims(op, args, attrs);
     let ai = 0;
-    for (const p of params) {
+    for (const p of op.params) {
       switch (p.kind) {
-        case "value": case "values": if (ai < args.length) parts.push(this.expr(args[ai++])); break; // an optional operand may be absent
+        case "value": case "values": if (ai < first) parts.push(this.expr(args[ai++])); break; // an optional operand may be absent
         case "options": {
           const keys = Object.keys(p.options ?? {}).filter((k) => attrs[k] !== undefined && attrs[k] !== null);
-          if (keys.length) parts.push(`{ ${keys.map((k) => `${k}: ${this.attrArg(p.options![k], attrs[k])}`).join(", ")} }`);
+          if (keys.length) parts.push(`{ ${keys.map((k) => `${k}: ${lists.has(k) ? this.dimsText(attrs[k] as readonly Dim[], lists.get(k)!) : this.attrArg(p.options![k], attrs[k])}`).join(", ")} }`);
           break;
         }
         default:
@@ -161,6 +163,20 @@ class Printer {
       }
     }
     return parts;
+  }
+
+  /**
+   * A "dims" option with runtime extents: constants as numbers, each RUNTIME_DIM as its
+   * expression. A runtime extent that folded to a constant is written `pl.const(v, dtype)`, which
+   * the parser keeps as a runtime extent (a plain number would read back as the static form).
+   */
+  private dimsText(dims: readonly Dim[], list: ListExpr): string {
+    let k = 0;
+    return `[${dims.map((d) => {
+      if (typeof d === "number") return String(d);
+      const it = list.items[k++];
+      return it.kind === "const" ? `pl.const(${numText(Number(it.value))}, ${dtypeText(it.dtype)})` : this.expr(it);
+    }).join(", ")}]`;
   }
 
   private attrArg(kind: string, v: AttrValue): string {
@@ -246,7 +262,11 @@ class Printer {
           if (s.else.length) { this.line(ind, "} else {"); this.block(s.else, ind + 1); }
           this.line(ind, "}");
         } else {
-          this.line(ind, `const [${s.results.map((v) => this.namer.name(v)).join(", ")}] = pl.ifElse(${this.expr(s.cond)}, () => {`);
+          // results whose types are not their then-yield's (memory planning placed them apart) are annotated
+          const y = s.then[s.then.length - 1];
+          const same = y?.kind === "yield" && y.values.length === s.results.length && s.results.every((r, k) => typeEqual(r.type, exprType(y.values[k])));
+          const ann = same ? "" : `: [${s.results.map((r) => typeText(r.type)).join(", ")}]`;
+          this.line(ind, `const [${s.results.map((v) => this.namer.name(v)).join(", ")}] = pl.ifElse(${this.expr(s.cond)}, ()${ann} => {`);
           this.block(s.then, ind + 1);
           this.line(ind, "}, () => {");
           this.block(s.else, ind + 1);

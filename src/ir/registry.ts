@@ -3,9 +3,9 @@
 // legal, how its result type is inferred, which tensor operands it reads/writes, and its
 // reference semantics (what the interpreter runs). Code generators add emitters keyed by
 // `name`; nothing else needs editing to add an op.
-import type { Attrs, AttrValue, Expr, Span } from "./nodes.js";
-import { exprType, mkCall } from "./nodes.js";
-import type { Type } from "./types.js";
+import type { Attrs, AttrValue, Expr, ListExpr, Span } from "./nodes.js";
+import { exprType, mkCall, mkList, NO_SPAN } from "./nodes.js";
+import { RUNTIME_DIM, type Dim, type Type } from "./types.js";
 import { TsptoTypeError } from "./errors.js";
 import type { Value, EvalEnv } from "./values.js";
 
@@ -14,11 +14,17 @@ export type ParamKind =
   | "value"   // an expression operand (tile, tensor or scalar) -> args
   | "values"  // an array literal of scalar expressions (offsets)  -> args (as a ListExpr)
   | "ints"    // an array literal of constant integers (shapes)     -> attrs[name]
+  | "shape"   // an array literal of constant integers and dynamic dimension names ("S": a name of
+              // the entry's shape annotations), a tensor shape           -> attrs[name]
   | "dtype"   // a dtype ("float32" / pl.FP32)                       -> attrs[name]
   | "mem"     // a memory space (pl.Mem.Vec)                         -> attrs[name]
   | "number"  // a constant number                                  -> attrs[name]
   | "string"  // a string literal                                   -> attrs[name]
   | "bool"    // a constant boolean                                 -> attrs[name]
+  | "dims"    // (options only) an array of extents, each a constant integer or a runtime integer
+              // scalar: attrs[key] holds the constants and RUNTIME_DIM ("?") where an extent is
+              // only known at run time; those runtime extents, in order, are one ListExpr operand
+              // appended after the op's other operands (see dimsOperand / runtimeDims)
   | "options";// an object literal whose keys are listed in `options` -> attrs[key]
 
 export interface OpParam {
@@ -197,3 +203,46 @@ export const effectsOf = (op: OpDef, args: readonly Expr[], attrs: Attrs): Effec
   op.effects ? op.effects(args, attrs) : { reads: [], writes: [] };
 
 export type { AttrValue };
+
+// ---------------------------------------------------------------- runtime extents ("dims" options)
+
+/** The keys of an op's "dims" options, in declaration order (the order of their trailing operands). */
+export function dimsOptionKeys(op: OpDef): string[] {
+  return op.params.flatMap((p) => (p.kind === "options" ? Object.entries(p.options ?? {}).filter(([, k]) => k === "dims").map(([k]) => k) : []));
+}
+
+/** Does this "dims" attribute hold a runtime extent? */
+export const hasRuntimeDim = (v: AttrValue | undefined): boolean => Array.isArray(v) && v.some((d) => typeof d === "string");
+
+/**
+ * The runtime extents of a call's "dims" options: for each such option whose attribute holds
+ * RUNTIME_DIM, the ListExpr operand with its runtime items (trailing operands, in option
+ * order). `first` is the index of the first of those operands.
+ */
+export function runtimeDims(op: OpDef, args: readonly Expr[], attrs: Attrs): { readonly lists: ReadonlyMap<string, ListExpr>; readonly first: number } {
+  const keys = dimsOptionKeys(op).filter((k) => hasRuntimeDim(attrs[k]));
+  const first = args.length - keys.length;
+  const lists = new Map<string, ListExpr>();
+  keys.forEach((k, i) => {
+    const a = args[first + i];
+    if (!a || a.kind !== "list") throw new Error(`internal: ${op.name}: the runtime extents of '${k}' must be a list operand at position ${first + i}`);
+    lists.set(k, a);
+  });
+  return { lists, first };
+}
+
+/**
+ * The extents of a "dims" option (validShape) as IR: `attr` for the call's attributes (constants,
+ * RUNTIME_DIM where an item is an expression), `list` the operand holding the runtime items, to
+ * append after the op's other operands (null when every extent is a constant: the static form).
+ * Passes build runtime validShapes with it: `dimsOperand([mkCall("scalar.min", [64, n - i]), 64])`.
+ */
+export function dimsOperand(items: readonly (number | Expr)[], span: Span = NO_SPAN): { readonly attr: Dim[]; readonly list: ListExpr | null } {
+  const runtime: Expr[] = [];
+  const attr = items.map((it) => {
+    if (typeof it === "number") return it;
+    runtime.push(it);
+    return RUNTIME_DIM;
+  });
+  return { attr, list: runtime.length ? mkList(runtime, span) : null };
+}

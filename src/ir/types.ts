@@ -15,6 +15,15 @@ export const MEMS: readonly Mem[] = ["Vec", "Mat", "Left", "Right", "Acc", "Bias
 
 /** A dimension: a static extent, or a symbolic (dynamic) dimension's name. */
 export type Dim = number | string;
+/**
+ * A tile's valid extent known only at run time (`pl.load(x, offs, shape, { validShape: [n - i, 64] })`
+ * has validShape ["?", 64]). The value travels as an operand of the op that introduces it; the
+ * type only says "runtime" (so tiles with runtime extents keep one type across loop iterations).
+ */
+export const RUNTIME_DIM = "?";
+/** Does a tile type have an extent known only at run time? */
+export const hasRuntimeValid = (t: { readonly validShape: readonly Dim[] | null }): boolean =>
+  t.validShape !== null && t.validShape.some((d) => typeof d !== "number");
 
 export interface ScalarType { readonly kind: "scalar"; readonly dtype: DType }
 export interface TensorType { readonly kind: "tensor"; readonly shape: readonly Dim[]; readonly dtype: DType }
@@ -63,6 +72,17 @@ export function typeEqual(a: Type, b: Type): boolean {
   }
 }
 export const dimsEqual = (a: readonly Dim[], b: readonly Dim[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+
+/**
+ * The dynamic dimensions (symbol names) of a list of shapes, in order of first appearance.
+ * A program passes them after its entry parameters at launch, and every InCore call after
+ * the callee's parameters, in this order (each the extent of the symbol's first occurrence).
+ */
+export function dimSymbolsOf(shapes: readonly (readonly Dim[] | null | undefined)[]): string[] {
+  const out: string[] = [];
+  for (const s of shapes) for (const d of s ?? []) if (typeof d === "string" && !out.includes(d)) out.push(d);
+  return out;
+}
 
 export function shapeStr(shape: readonly Dim[]): string {
   return `[${shape.map((d) => (typeof d === "number" ? String(d) : JSON.stringify(d))).join(", ")}]`;

@@ -27,6 +27,8 @@ export type Value = number | boolean | TensorValue | TileValue | readonly Value[
 export interface EvalEnv {
   /** Throw a runtime error (e.g. a dynamic window out of bounds) located at span. */
   fail(message: string, span: Span): never;
+  /** The extents of the dynamic dimensions of the running function's parameters, by name. */
+  readonly dims?: ReadonlyMap<string, number>;
 }
 
 export function readElem(t: TensorValue, i: number): number {

@@ -3,6 +3,7 @@
 import type { Expr, Func, Stmt, Var } from "./nodes.js";
 import type { Program } from "./program.js";
 import { getOp, hasOp, inferCall } from "./registry.js";
+import { validSources } from "./valid.js";
 import { typeEqual, typeStr } from "./types.js";
 
 export class VerifyError extends Error {
@@ -54,6 +55,7 @@ function verifyFunc(p: Program, f: Func, opts: VerifyOptions): void {
     } else if (op.level !== "scalar" && f.fnKind === "orchestration" && inScope === 0) fail(`op '${e.op}' outside an on-chip scope`);
     const t = inferCall(op, e.args, e.attrs, e.span);
     if (!typeEqual(t, e.type)) fail(`${e.op}: recorded type ${typeStr(e.type)} but inferred ${typeStr(t)}`);
+    validSources(e); // a runtime validShape must be traceable to its operands (E_DYNAMIC otherwise)
   };
   let inScope = 0;
   let loopDepth = 0;

@@ -37,6 +37,13 @@ function contiguous(tile: readonly number[], dims: readonly number[]): boolean {
   return true;
 }
 
+/**
+ * The window's contiguity and the tensor's strides depend on every dimension but the first:
+ * that one may be dynamic (a placeholder 0 stands for it).
+ */
+const staticRows = (dims: readonly (number | string)[]): boolean => dims.slice(1).every((d) => typeof d === "number");
+const rowDims = (dims: readonly (number | string)[]): number[] => dims.map((d, k) => (k === 0 && typeof d !== "number" ? 0 : (d as number)));
+
 const stridesOf = (dims: readonly number[]) => dims.map((_, k) => dims.slice(k + 1).reduce((a, b) => a * b, 1));
 
 /** Tile variables (by id) whose load the code generator may forward into a store. */
@@ -58,8 +65,8 @@ export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
         const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
         const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
         if (ten && full && tt.kind === "tile" && tt.dtype === ten.dtype && SAME_TYPE.has(ten.dtype) && load.attrs.pad === undefined &&
-            ten.shape.every((d) => typeof d === "number") && lt.shape.every((d) => typeof d === "number") &&
-            contiguous(lt.shape as number[], ten.shape as number[])) {
+            staticRows(ten.shape) && lt.shape.every((d) => typeof d === "number") &&
+            contiguous(lt.shape as number[], rowDims(ten.shape))) {
           pending.push({ id: v.id, load });
         }
         continue;
@@ -81,7 +88,7 @@ export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
           if (JSON.stringify(ten.shape) !== JSON.stringify(tt.shape)) continue;
           if ((vt as TileType).validShape && numel((vt as TileType).validShape as number[]) !== numel((vt as TileType).shape as number[])) continue;
           if (!sameExpr(p.load.args[1], offs) || offs.kind !== "list") continue;
-          out.set(p.id, { tensor: p.load.args[0], offsets: offs.items, strides: stridesOf(ten.shape as number[]) });
+          out.set(p.id, { tensor: p.load.args[0], offsets: offs.items, strides: stridesOf(rowDims(ten.shape)) });
         }
         pending = [];
         continue;

@@ -11,7 +11,7 @@
 // and bands whose declared regions overlap (tiles taller than the step, aliased arguments)
 // are ordered by the scheduler in submission order, i.e. in the loop's order.
 import {
-  DTYPE_BYTES, INDEX, mkCall, mkConst, mkFor, mkFunc, mkVar, mapStmtExprs,
+  DTYPE_BYTES, INDEX, mkCall, mkConst, mkFor, mkFunc, mkVar, mapExpr, mapStmtExprs,
   type AttrValue, type Call, type Expr, type For, type Func, type Program, type Stmt, type TensorType, type TileType,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
@@ -27,15 +27,17 @@ export interface SpmdAttr {
   readonly lo: number;
   readonly hi: number;
   readonly start: number;
-  readonly stop: number;
+  /** The loop's end; null when it is only known at run time (a dynamic dimension): the hi slot holds it. */
+  readonly stop: number | null;
   readonly step: number;
   /** Upper bound on bands (by work size and trip count). */
   readonly maxChunks: number;
-  /** Tensor arguments whose accesses narrow to the band's rows. */
+  /** Tensor arguments whose accesses narrow to the band's rows (rows -1: a dynamic first dimension). */
   readonly bands: readonly { readonly arg: number; readonly rows: number; readonly rowBytes: number; readonly extent: number }[];
 }
 
-interface Plan { fn: Func; attr: Omit<SpmdAttr, "lo" | "hi"> }
+/** stopAt: the loop's end as an expression of the callee's parameters (a dynamic end), else null. */
+interface Plan { fn: Func; attr: Omit<SpmdAttr, "lo" | "hi">; stopAt: Expr | null }
 
 const intConst = (e: Expr): number | null => (e.kind === "const" && typeof e.value === "number" && Number.isInteger(e.value) ? e.value : null);
 
@@ -47,12 +49,14 @@ function planFor(f: Func): Plan | null {
   const loop = body[0];
   if (loop.iterArgs.length || loop.results.length) return null;
   const start = intConst(loop.start), stop = intConst(loop.stop), step = intConst(loop.step);
-  if (start === null || stop === null || step === null || step <= 0) return null;
-  const trips = Math.ceil((stop - start) / step);
-  if (trips < 2) return null;
-
   const params = new Map<number, number>(); // var id -> param index
   f.params.forEach((p, i) => params.set(p.var.id, i));
+  // a dynamic end: pl.dim of a parameter tensor, which the call site can evaluate too
+  const dynStop = stop === null && loop.stop.kind === "call" && loop.stop.op === "tensor.dim" && loop.stop.args[0].kind === "var" && params.has(loop.stop.args[0].id);
+  if (start === null || (stop === null && !dynStop) || step === null || step <= 0) return null;
+  const trips = stop === null ? SPMD_MAX_CHUNKS : Math.ceil((stop - start) / step);
+  if (trips < 2) return null;
+
   const extent = new Map<number, number>(); // param index -> largest window extent on axis 0 (-1: not bandable)
   let ok = true;
   const topLevelJump = (ss: readonly Stmt[]): boolean => ss.some((s) =>
@@ -72,6 +76,7 @@ function planFor(f: Func): Plan | null {
       }
       return;
     }
+    if (e.op === "tensor.dim") return; // reads a shape, not data
     let tensorArg = -1, rowExtent = -1;
     if (e.op === "tile.load") {
       tensorArg = 0;
@@ -147,13 +152,16 @@ function planFor(f: Func): Plan | null {
       if (writes) return null; // a written tensor that is not banded: bands would serialize
       continue;
     }
-    if (!t.shape.every((d): d is number => typeof d === "number")) return null;
-    const shape = t.shape as number[];
-    const rowBytes = shape.slice(1).reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
-    bands.push({ arg: i, rows: shape[0], rowBytes, extent: ext });
-    bandBytes += shape[0] * rowBytes;
+    // rows may be dynamic (the band is clamped to the run-time extent); a row's bytes must be static
+    const rest = t.shape.slice(1);
+    if (!rest.every((d): d is number => typeof d === "number")) return null;
+    const rowBytes = rest.reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
+    const rows = typeof t.shape[0] === "number" ? t.shape[0] : -1;
+    bands.push({ arg: i, rows, rowBytes, extent: ext });
+    bandBytes += rows < 0 ? Infinity : rows * rowBytes;
   }
   if (!bands.some((b) => f.params[b.arg].dir !== "in")) return null;
+  // with a dynamic end the work is known at run time only: the generated code limits the bands then
   const maxChunks = Math.min(trips, SPMD_MAX_CHUNKS, Math.floor(bandBytes / SPMD_MIN_CHUNK_BYTES));
   if (maxChunks < 2) return null;
 
@@ -164,7 +172,7 @@ function planFor(f: Func): Plan | null {
     name: f.name, fnKind: f.fnKind, params: [...f.params, { var: lo, dir: "in" }, { var: hi, dir: "in" }],
     returnTypes: f.returnTypes, body: newBody, attrs: f.attrs, span: f.span,
   });
-  return { fn, attr: { start, stop, step, maxChunks, bands } };
+  return { fn, attr: { start, stop, step, maxChunks, bands }, stopAt: stop === null ? loop.stop : null };
 }
 
 export const spmdPass: Pass = {
@@ -186,7 +194,12 @@ export const spmdPass: Pass = {
         if (!pl) return undefined;
         const n = e.args.length;
         const spmd: SpmdAttr = { lo: n, hi: n + 1, ...pl.attr };
-        const args = [...e.args, mkConst(pl.attr.start, "int64", e.span), mkConst(pl.attr.stop, "int64", e.span)];
+        // the end: a constant, or the callee's pl.dim(param, axis) evaluated on the call's argument
+        const callee = p.getFunction(String(e.attrs.callee))!;
+        const stopExpr = pl.stopAt
+          ? mapExpr(pl.stopAt, (x) => (x.kind === "var" ? e.args[callee.params.findIndex((q) => q.var.id === x.id)] : undefined))
+          : mkConst(pl.attr.stop!, "int64", e.span);
+        const args = [...e.args, mkConst(pl.attr.start, "int64", e.span), stopExpr];
         return mkCall("call", args, { ...e.attrs, spmd: spmd as unknown as AttrValue }, (e as Call).type, e.span);
       });
       return Object.freeze({ ...f, body: Object.freeze(body) });

@@ -17,9 +17,9 @@
 // shape with a validShape of the remainder (loads read, and stores write, only that region),
 // emitted as a peeled copy of the loop body after the loop.
 import {
-  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
-  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS,
-  tileElemBytes, type Attrs, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
+  TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkIf, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
+  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, matmulAccDType,
+  tileElemBytes, typeStr, type Attrs, type Dim, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 
@@ -125,19 +125,31 @@ const isElementwiseTensorOp = (op: string) => {
 };
 const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_REDUCTIONS), ...Object.keys(ARG_REDUCTIONS)]);
 
-/** Per axis: `full` whole tiles of extent t, then a partial tile of `rem` when the extent is not a multiple. */
-interface Axis { d: number; t: number; full: number; rem: number }
-const axisOf = (d: number, t: number): Axis => ({ d, t, full: Math.floor(d / t), rem: d % t });
+/**
+ * Per axis: a static extent d as `full` whole tiles of extent t, then a partial tile of `rem`
+ * when d is not a multiple; or a dynamic extent (an int64 expression, `pl.dim` of a tensor).
+ */
+type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined };
+type Axis = StaticAxis | { dyn: Expr; t: number };
+const axisOf = (d: number, t: number): StaticAxis => ({ d, t, full: Math.floor(d / t), rem: d % t });
+
+type TileBody = (offsets: Expr[], valid: number[] | null, tile: number[]) => Stmt[];
+const c64 = (n: number, span: Span) => mkConst(n, "int64", span);
+const loop = (v: Var, start: Expr, stop: Expr, step: number, body: Stmt[], span: Span): Stmt =>
+  mkFor({ loopVar: v, start, stop, step: c64(step, span), iterArgs: [], inits: [], body, results: [], span });
 
 /**
- * The loop nests that cover `axes` with tiles: each axis runs its whole tiles (a loop, or the
- * constant 0 for one tile) and then, when the extent is not a multiple of the tile, one
- * partial tile at offset full * tile (a peeled copy). body gets the tile offsets and, for a
- * combination with a partial tile, the valid extents.
+ * The loop nests that cover `axes` with tiles. All static: each axis runs its whole tiles (a
+ * loop, or the constant 0 for one tile) and then, when the extent is not a multiple of the
+ * tile, one partial tile at offset full * tile (a peeled copy). body gets the tile offsets,
+ * for a combination with a partial tile the valid extents, and the tile shape.
+ * With a dynamic axis the nests are built axis by axis (tiledAxes).
  */
-function tileLoops(axes: readonly Axis[], span: Span, body: (offsets: Expr[], valid: number[] | null) => Stmt[], name = "i"): Stmt[] {
+function tileLoops(axes: readonly Axis[], span: Span, body: TileBody, name = "i"): Stmt[] {
+  if (axes.some((a) => a.dyn)) return tiledAxes(axes, 0, [], [], [], span, body, name);
+  const st = axes as readonly StaticAxis[];
   let combos: ("full" | "rem")[][] = [[]];
-  for (const a of axes) {
+  for (const a of st) {
     const opts: ("full" | "rem")[] = [];
     if (a.full > 0) opts.push("full");
     if (a.rem > 0) opts.push("rem");
@@ -146,23 +158,73 @@ function tileLoops(axes: readonly Axis[], span: Span, body: (offsets: Expr[], va
   const stmts: Stmt[] = [];
   for (const combo of combos) {
     const loops: { v: Var; stop: number; step: number }[] = [];
-    const offsets: Expr[] = axes.map((a, ax) => {
-      if (combo[ax] === "rem") return mkConst(a.full * a.t, "int64", span);
-      if (a.full === 1) return mkConst(0, "int64", span);
+    const offsets: Expr[] = st.map((a, ax) => {
+      if (combo[ax] === "rem") return c64(a.full * a.t, span);
+      if (a.full === 1) return c64(0, span);
       const v = mkVar(`${name}${ax}`, INDEX, span);
       loops.push({ v, stop: a.full * a.t, step: a.t });
       return v;
     });
-    const valid = combo.some((c) => c === "rem") ? axes.map((a, ax) => (combo[ax] === "rem" ? a.rem : a.t)) : null;
-    let inner = body(offsets, valid);
-    for (let k = loops.length - 1; k >= 0; k--) {
-      const { v, stop, step } = loops[k];
-      inner = [mkFor({ loopVar: v, start: mkConst(0, "int64", span), stop: mkConst(stop, "int64", span), step: mkConst(step, "int64", span), iterArgs: [], inits: [], body: inner, results: [], span })];
-    }
+    const valid = combo.some((c) => c === "rem") ? st.map((a, ax) => (combo[ax] === "rem" ? a.rem : a.t)) : null;
+    let inner = body(offsets, valid, st.map((a) => a.t));
+    for (let k = loops.length - 1; k >= 0; k--) inner = [loop(loops[k].v, c64(0, span), c64(loops[k].stop, span), loops[k].step, inner, span)];
     stmts.push(...inner);
   }
   return stmts;
 }
+
+/**
+ * Axis by axis from `ax`, inside the loops of the axes before it (offsets, tile, partial so
+ * far). A dynamic axis of extent d is ONE loop over tiles of t (a run-time trip count, so the
+ * loop stays splittable across cores): a tile that fits (v + t <= d) is a whole tile; the last
+ * one is covered row by row, `for j in [0, t): if (v + j < d)` with 1-wide tiles (no partial
+ * tile whose extent is only known at run time). A static axis runs its whole tiles and a peeled
+ * partial tile inside the enclosing loops.
+ */
+function tiledAxes(axes: readonly Axis[], ax: number, offs: Expr[], tile: number[], part: (number | null)[], span: Span, body: TileBody, name: string): Stmt[] {
+  if (ax === axes.length) {
+    const valid = part.some((p) => p !== null) ? part.map((p, k) => p ?? tile[k]) : null;
+    return body(offs, valid, tile);
+  }
+  const a = axes[ax];
+  const next = (o: Expr, t: number, p: number | null) => tiledAxes(axes, ax + 1, [...offs, o], [...tile, t], [...part, p], span, body, name);
+  if (a.dyn) {
+    const v = mkVar(`${name}${ax}`, INDEX, span), j = mkVar(`${name}${ax}_row`, INDEX, span);
+    const row = scalarOp("scalar.add", v, j, span);
+    const fits = scalarOp("scalar.le", scalarOp("scalar.add", v, c64(a.t, span), span), a.dyn, span);
+    const tail = loop(j, c64(0, span), c64(a.t, span), 1, [mkIf({ cond: scalarOp("scalar.lt", row, a.dyn, span), then: next(row, 1, null), else: [], results: [], span })], span);
+    return [loop(v, c64(0, span), a.dyn, a.t, [mkIf({ cond: fits, then: next(v, a.t, null), else: [tail], results: [], span })], span)];
+  }
+  const out: Stmt[] = [];
+  if (a.full === 1) out.push(...next(c64(0, span), a.t, null));
+  else if (a.full > 1) { const v = mkVar(`${name}${ax}`, INDEX, span); out.push(loop(v, c64(0, span), c64(a.full * a.t, span), a.t, next(v, a.t, null), span)); }
+  if (a.rem > 0) out.push(...next(c64(a.full * a.t, span), a.t, a.rem));
+  return out;
+}
+
+const scalarOp = (op: string, a: Expr, b: Expr, span: Span): Expr => {
+  const args = [a, b];
+  return mkCall(op, args, {}, inferCall(getOp(op), args, {}, span), span);
+};
+
+/**
+ * The extents of a tensor-level value's shape: numbers, or for a dynamic dimension its
+ * run-time extent, `pl.dim` of the first of `sources` (tensor variables) that has it.
+ */
+function extents(shape: readonly Dim[], sources: readonly Var[], what: string, span: Span): (number | Expr)[] {
+  return shape.map((d) => {
+    if (typeof d === "number") return d;
+    for (const v of sources) {
+      const t = v.type as TensorType;
+      const ax = t.shape.indexOf(d);
+      if (ax >= 0) return call("tensor.dim", [v], { axis: ax }, span);
+    }
+    throw new TsptoCompileError("E_DYNAMIC", `${what}: dynamic dimension ${JSON.stringify(d)} is not a dimension of any tensor it reads or writes`, span);
+  });
+}
+/** A tile extent for a dynamic axis: the limit, a multiple of 8 when it is at least 16. */
+const dynTile = (limit: number): number => { const lim = Math.max(1, Math.floor(limit)); return lim >= 16 ? lim - (lim % 8) : lim; };
+const axisFor = (e: number | Expr, limit: number): Axis => (typeof e === "number" ? axisOf(e, tileExtent(e, limit)) : { dyn: e, t: dynTile(limit) });
 
 const staticShape = (t: TensorType, what: string, span: Span): number[] => {
   if (!t.shape.every((d): d is number => typeof d === "number")) {
@@ -188,7 +250,7 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * the expression from tile ops. A leaf with a dimension of 1 where the space has more (NumPy
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
-function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
   checkElementwise(value);
   const tileOf = new Map<Expr, Expr>();
   for (const l of ls) {
@@ -219,7 +281,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly number[], ti
 
 /** Every tensor-level op of an elementwise expression must be elementwise (checked before its leaves are loaded). */
 function checkElementwise(e: Expr): void {
-  if (e.kind !== "call" || !isTensorOp(e) || (e.op === "tensor.slice" && e.args[0].kind === "var")) return;
+  if (e.kind !== "call" || !isTensorOp(e)) return;
   if (!isElementwiseTensorOp(e.op)) {
     const pl = getOp(e.op).pl ?? e.op;
     const kind = /^(matmul|matmulAcc|matmulBias|batchMatmul)$/.test(pl) ? "matmul" : REDUCE_NAMES.has(pl) ? "reduction" : pl;
@@ -233,8 +295,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   const ot = out.type as TensorType;
   const vt = value.kind === "const" ? null : value.type;
   if (!vt || vt.kind !== "tensor") throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
-  const shape = staticShape(vt, `${what} on tensor '${out.name}'`, span);
-  staticShape(ot, `${what} on tensor '${out.name}'`, span);
+  const shape = vt.shape;
   const base = outOffsets ? (outOffsets.kind === "list" ? outOffsets.items : null) : shape.map(() => zero(span));
   if (!base) throw new TsptoCompileError("E_CODEGEN", "internal: assemble offsets must be a list", span);
   const store = (result: Expr, offsets: readonly Expr[]): Stmt => {
@@ -251,15 +312,17 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     const bBase = base.map((o, ax) => (ax === last ? add(o, mkConst(na, "int64", span), span) : o));
     return [...lowerWrite(out, list(base, span), a, ctx, span, fname, what), ...lowerWrite(out, list(bBase, span), b, ctx, span, fname, what)];
   }
-  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, shape, store, ctx, span, fname);
-
   const ls = leaves(value);
+  // a dynamic extent is read (pl.dim) from the written tensor or a tensor read
+  const ext = extents(shape, [out, ...ls.map((l) => l.tensor)], `${what} on tensor '${out.name}'`, span);
+  if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, ext, store, ctx, span, fname);
+
   const budget = tileBudget(ctx, ls.length, [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `over ${ls.length} tensors`, span, fname);
   const rank = shape.length;
-  const tile = shape.map(() => 1);
-  tile[rank - 1] = tileExtent(shape[rank - 1], budget);
-  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
-  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+  const axes = ext.map((e) => axisFor(e, 1));
+  axes[rank - 1] = axisFor(ext[rank - 1], budget);
+  if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
+  return tileLoops(axes, span, (offsets, valid, tile) => {
     const inner: Stmt[] = [];
     const result = tileExpr(value, ls, shape, tile, offsets, valid, span, inner);
     if (result.kind !== "var" && (result.kind !== "call" || result.type.kind !== "tile")) {
@@ -276,23 +339,78 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const row = name.startsWith("row");
   const x = value.args[0];
   const xt = exprType(x) as TensorType;
-  const [m, n] = staticShape(xt, `pl.${name}`, span);
   const ls = leaves(x);
+  const whole = xt.shape[row ? 1 : 0];
+  const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
   const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
-  const whole = row ? n : m;
+  if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
   }
-  const t = tileExtent(row ? m : n, budget / whole);
-  const tile = row ? [t, n] : [m, t];
-  return tileLoops([axisOf(row ? m : n, t)], span, ([o], valid) => {
+  return tileLoops([axisFor(other, budget / whole)], span, ([o], valid, [t]) => {
     const inner: Stmt[] = [];
+    const tile = row ? [t, whole] : [whole, t];
     const full = row ? [o, zero(span)] : [zero(span), o];
-    const v = valid ? (row ? [valid[0], n] : [m, valid[0]]) : null;
-    const tx = tileExpr(x, ls, [m, n], tile, full, v, span, inner);
+    const v = valid ? (row ? [valid[0], whole] : [whole, valid[0]]) : null;
+    const tx = tileExpr(x, ls, xt.shape, tile, full, v, span, inner);
     const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
     inner.push(store(call(`tile.${name}`, [tx, ...scratch], {}, span), full));
+    return inner;
+  });
+}
+
+/** How the partial results of a reduction along a dynamic axis combine. */
+const COMBINE: Record<string, string> = { sum: "tile.add", max: "tile.maximum", min: "tile.minimum", prod: "tile.mul" };
+
+/**
+ * A tensor-level reduction along a dynamic axis (e.g. softmax over a run-time sequence length):
+ * per tile of the other axis, the reduction of the first element along the reduced axis, then
+ * of whole tiles of the reduced axis, then of single elements, each combined into the carried
+ * result (add / maximum / minimum / mul). max and min equal the one-pass reduction exactly; sums
+ * and products add the partial results in this order.
+ */
+function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, whole: Expr, other: number | Expr, budget: number, span: Span): Stmt[] {
+  const name = value.op.slice("tensor.".length);
+  const row = name.startsWith("row");
+  const kind = name in REDUCTIONS ? REDUCTIONS[name].kind : name in PROD_REDUCTIONS ? "prod" : null;
+  const x = value.args[0];
+  const xt = exprType(x) as TensorType;
+  if (!kind) {
+    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} along a dynamic axis (${typeStr(xt)}) is not supported: the position of an extreme is found in one tile`, span,
+      "make the reduced axis static, or reduce tiles of it yourself (pl.range over pl.dim) and keep the best index");
+  }
+  const ls = leaves(x);
+  const tc = dynTile(Math.min(512, budget));
+  return tileLoops([axisFor(other, budget / tc)], span, ([o], valid, [t]) => {
+    const inner: Stmt[] = [];
+    /** The reduction of the [t, w] (row) / [w, t] (column) tile at `off` along the reduced axis. */
+    const part = (off: Expr, w: number, body: Stmt[]): Var => {
+      const tile = row ? [t, w] : [w, t];
+      const v = valid ? (row ? [valid[0], w] : [w, valid[0]]) : null;
+      const tx = tileExpr(x, ls, xt.shape, tile, row ? [o, off] : [off, o], v, span, body);
+      const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
+      const r = call(`tile.${name}`, [tx, ...scratch], {}, span);
+      const rv = mkVar("part", r.type, span);
+      body.push(mkAssign([rv], r, span));
+      return rv;
+    };
+    let acc = part(zero(span), 1, inner); // the first element: every extent is >= 1
+    const one = c64(1, span);
+    const rest = scalarOp("scalar.sub", whole, one, span);
+    const wholeStop = scalarOp("scalar.add", one, scalarOp("scalar.sub", rest, scalarOp("scalar.mod", rest, c64(tc, span), span), span), span);
+    for (const [start, stop, w] of [[one, wholeStop, tc], [wholeStop, whole, 1]] as const) {
+      const kv = mkVar("k", INDEX, span);
+      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const body: Stmt[] = [];
+      const p = part(kv, w, body);
+      const next = call(COMBINE[kind], [accIn, p], {}, span);
+      const accNext = mkVar("acc", next.type, span);
+      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
+      inner.push(mkFor({ loopVar: kv, start, stop, step: c64(w, span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
+      acc = accOut;
+    }
+    inner.push(store(acc, row ? [o, zero(span)] : [zero(span), o]));
     return inner;
   });
 }
@@ -310,25 +428,33 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   }
   const aT = value.attrs.aTrans === true, bT = value.attrs.bTrans === true;
   const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
+  // M and N may be dynamic (run-time trip counts, 1-wide tail tiles), and K (whole k tiles
+  // then single columns, accumulated in k order onto a zero Acc tile)
   // batchMatmul: the same per batch, on [1, rows, cols] windows seen as [rows, cols] (a reshape that drops the 1)
   const batch = value.op === "tensor.batchMatmul" ? staticShape(at, "pl.batchMatmul", span)[0] : 0;
-  const as = staticShape(at, "pl.matmul", span).slice(batch ? 1 : 0), bs = staticShape(bt, "pl.matmul", span).slice(batch ? 1 : 0);
+  const as = at.shape.slice(batch ? 1 : 0), bs = bt.shape.slice(batch ? 1 : 0);
   const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
+  const srcs = [...la, ...lb].map((l) => l.tensor);
+  const [mE, nE, kE] = extents([m, n, k], srcs, "pl.matmul", span);
+  const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
   const budget = tileBudget(ctx, batch ? 6 : 3, [at.dtype, "float32"], "pl.matmul", span, fname);
-  let tm = tileExtent(m, 128), tn = tileExtent(n, 128), tk = tileExtent(k, 128);
+  let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
-    if (tk >= tm && tk >= tn) tk = tileExtent(k, Math.max(1, tk >> 1)); else if (tm >= tn) tm = tileExtent(m, Math.max(1, tm >> 1)); else tn = tileExtent(n, Math.max(1, tn >> 1));
+    if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }
-  const ka = axisOf(k, tk);
+  const ka = typeof k === "number" ? axisOf(k, tk) : null;
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
-  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), axisOf(m, tm), axisOf(n, tn)], span, (offsets, valid0) => {
+  const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
+  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), axis(mE, tm), axis(nE, tn)], span, (offsets, valid0, tile) => {
     const inner: Stmt[] = [];
     const ob = batch ? offsets[0] : null;
     const [oi, oj] = batch ? offsets.slice(1) : offsets;
     const valid = valid0 && batch ? valid0.slice(1) : valid0;
+    const [tm, tn] = batch ? tile.slice(1) : tile;
     const vm = valid ? valid[0] : tm, vn = valid ? valid[1] : tn;
-    /** Load the operand tiles for the k tile at offset ok (valid extent vk). */
-    const operands = (ok: Expr, vk: number, body: Stmt[]): [Expr, Expr] => {
+    /** Load the operand tiles for the k tile at offset ok (valid extent vk, extent kt). */
+    const operands = (ok: Expr, vk: number, body: Stmt[], tk0 = tk): [Expr, Expr] => {
+      const tk = tk0;
       const win = (l: Leaf, r: Expr, c: Expr, shape: number[], v: number[]): Expr => {
         const offs = (ob ? [ob, r, c] : [r, c]).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
         const full = v[0] === shape[0] && v[1] === shape[1];
@@ -342,8 +468,6 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       const tb = bT ? win(lb[0], oj, ok, [tn, tk], [vn, vk]) : win(lb[0], ok, oj, [tk, tn], [vk, vn]);
       return [ta, tb];
     };
-    const firstValid = ka.full > 0 ? tk : ka.rem;
-    const [a0, b0] = operands(zero(span), firstValid, inner);
     /** The [rows, cols] window of a leaf tensor at (r, c), valid (vr, vc). */
     const window = (e: Expr, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
       const l = leaves(e)[0];
@@ -354,27 +478,46 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       inner.push(mkAssign([tv], ld, span));
       return tv;
     };
-    const first = withAcc
-      ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
-      : call("tile.matmul", [a0, b0], opts, span);
-    let acc = mkVar("acc", first.type, span);
-    inner.push(mkAssign([acc], first, span));
-    if (ka.full > 1) {
+    /** acc = matmulAcc(acc, a, b) over k tiles of extent kt from start to stop (a loop carrying acc). */
+    const accumulate = (acc0: Var, start: Expr, stop: Expr, kt: number): Var => {
       const kv = mkVar("k", INDEX, span);
-      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
+      const accIn = mkVar("acc", acc0.type, span), accOut = mkVar("acc", acc0.type, span);
       const body: Stmt[] = [];
-      const [ak, bk] = operands(kv, tk, body);
+      const [ak, bk] = operands(kv, kt, body, kt);
       const next = call("tile.matmulAcc", [accIn, ak, bk], opts, span);
       const accNext = mkVar("acc", next.type, span);
       body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
-      inner.push(mkFor({ loopVar: kv, start: mkConst(tk, "int64", span), stop: mkConst(ka.full * tk, "int64", span), step: mkConst(tk, "int64", span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
-      acc = accOut;
-    }
-    if (ka.full > 0 && ka.rem > 0) {
-      const [ar, br] = operands(mkConst(ka.full * tk, "int64", span), ka.rem, inner);
-      const last = call("tile.matmulAcc", [acc, ar, br], opts, span);
-      acc = mkVar("acc", last.type, span);
-      inner.push(mkAssign([acc], last, span));
+      inner.push(mkFor({ loopVar: kv, start, stop, step: mkConst(kt, "int64", span), iterArgs: [accIn], inits: [acc0], body, results: [accOut], span }));
+      return accOut;
+    };
+    let acc: Var;
+    if (!ka) {
+      // a dynamic K: whole k tiles up to K - K % tk, then one column at a time
+      if (withAcc) acc = window(extra!, oi, oj, [tm, tn], [vm, vn]);
+      else {
+        const z = call("tile.create", [], { shape: [tm, tn], dtype: matmulAccDType(at.dtype), mem: "Acc" }, span);
+        acc = mkVar("acc", z.type, span);
+        inner.push(mkAssign([acc], z, span));
+      }
+      const kDyn = kE as Expr;
+      const wholeStop = scalarOp("scalar.sub", kDyn, scalarOp("scalar.mod", kDyn, mkConst(tk, "int64", span), span), span);
+      acc = accumulate(acc, zero(span), wholeStop, tk);
+      acc = accumulate(acc, wholeStop, kDyn, 1);
+    } else {
+      const firstValid = ka.full > 0 ? tk : ka.rem;
+      const [a0, b0] = operands(zero(span), firstValid, inner);
+      const first = withAcc
+        ? call("tile.matmulAcc", [window(extra!, oi, oj, [tm, tn], [vm, vn]), a0, b0], opts, span)
+        : call("tile.matmul", [a0, b0], opts, span);
+      acc = mkVar("acc", first.type, span);
+      inner.push(mkAssign([acc], first, span));
+      if (ka.full > 1) acc = accumulate(acc, mkConst(tk, "int64", span), mkConst(ka.full * tk, "int64", span), tk);
+      if (ka.full > 0 && ka.rem > 0) {
+        const [ar, br] = operands(mkConst(ka.full * tk, "int64", span), ka.rem, inner);
+        const last = call("tile.matmulAcc", [acc, ar, br], opts, span);
+        acc = mkVar("acc", last.type, span);
+        inner.push(mkAssign([acc], last, span));
+      }
     }
     const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
     const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);
@@ -441,7 +584,7 @@ function lowerReshape(value: Call, store: (r: Expr, offsets: readonly Expr[]) =>
 }
 
 /** A tensor-level transpose of a tensor (or window): each output tile is the transposed tile of the swapped window. */
-function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+function lowerTranspose(value: Call, shape: readonly (number | Expr)[], store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
   const x = value.args[0];
   const ls = leaves(x);
   if (ls.length !== 1 || !(x.kind === "var" || (x.kind === "call" && x.op === "tensor.slice"))) {
@@ -453,12 +596,12 @@ function lowerTranspose(value: Call, shape: readonly number[], store: (r: Expr, 
   const swap = <T>(xs: readonly T[]): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
   const budget = tileBudget(ctx, 2, [(l.tensor.type as TensorType).dtype], "pl.transpose", span, fname);
   const rank = shape.length;
-  const tile = shape.map(() => 1);
   const side = Math.max(1, Math.floor(Math.sqrt(budget)));
-  tile[rank - 1] = tileExtent(shape[rank - 1], side);
-  if (rank >= 2) tile[rank - 2] = tileExtent(shape[rank - 2], budget / tile[rank - 1]);
-  for (const ax of [a1, a2]) if (ax < rank - 2) tile[ax] = 1;
-  return tileLoops(shape.map((d, ax) => axisOf(d, tile[ax])), span, (offsets, valid) => {
+  const axes = shape.map((e) => axisFor(e, 1));
+  axes[rank - 1] = axisFor(shape[rank - 1], side);
+  if (rank >= 2) axes[rank - 2] = axisFor(shape[rank - 2], budget / axes[rank - 1].t);
+  for (const ax of [a1, a2]) if (ax < rank - 2) axes[ax] = axisFor(shape[ax], 1);
+  return tileLoops(axes, span, (offsets, valid, tile) => {
     const inner: Stmt[] = [];
     const offs = swap(offsets).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
     const attrs: Record<string, number[]> = valid ? { shape: swap(tile), validShape: swap(valid) } : { shape: swap(tile) };

@@ -3,7 +3,7 @@
 // form (a jit call, worker.run, a registration handle, runAsync) packs through it; the jit's
 // fast path uses `tryPack`, which is the same check without building an error.
 import type { CompiledMeta } from "../artifact/index.js";
-import { TsptoRuntimeError, type ErrorWhere } from "../ir/index.js";
+import { TsptoRuntimeError, dimSymbolsOf, type ErrorWhere } from "../ir/index.js";
 import { checkHostView, checkScalar } from "./args.js";
 import { ArgKind } from "../targets/index.js";
 import { callerSpan } from "./caller.js";
@@ -17,8 +17,13 @@ export interface ParamSig {
   readonly tensor: boolean;
   readonly dir: "in" | "out" | "inout";
   readonly dtype: DType;
+  /** Static extents; -1 for a dynamic dimension (named in `dimNames`). */
   readonly shape: readonly number[];
+  /** Tensors with dynamic dimensions: per axis the dimension's name (null: static). */
+  readonly dimNames: readonly (string | null)[] | null;
+  /** Bytes of the tensor (static shapes); 0 with dynamic dimensions (computed per call). */
   readonly nbytes: number;
+  readonly elemBytes: number;
   readonly hostKind: number;
   readonly scalarKind: number;
   /** A scalar the program was specialized on (its uses were folded at compile time). */
@@ -35,15 +40,17 @@ export interface Packed {
 }
 
 export const rtErr = (code: string, msg: string, hint?: string, where?: ErrorWhere) => new TsptoRuntimeError(code, msg, callerSpan(), hint, where);
-const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+const shapeStr = (s: readonly number[], names?: readonly (string | null)[] | null) => `[${s.map((d, k) => (d === -1 && names?.[k] ? names[k] : d)).join(", ")}]`;
 
 function signatureOf(meta: CompiledMeta): ParamSig[] {
   return meta.params.map((p) => {
     const tensor = p.kind === "tensor";
     const shape = tensor ? (p.shape ?? []).map(Number) : [];
+    const dynamic = shape.includes(-1);
     return {
-      name: p.name, tensor, dir: p.direction, dtype: p.dtype as DType, shape,
-      nbytes: tensor ? shape.reduce((a, b) => a * b, 1) * dtypeBytes(p.dtype as DType) : 0,
+      name: p.name, tensor, dir: p.direction, dtype: p.dtype as DType, shape, dimNames: dynamic ? p.dimNames ?? null : null,
+      nbytes: tensor && !dynamic ? shape.reduce((a, b) => a * b, 1) * dtypeBytes(p.dtype as DType) : 0,
+      elemBytes: dtypeBytes(p.dtype as DType),
       hostKind: p.direction === "in" ? ArgKind.HostIn : p.direction === "out" ? ArgKind.HostOut : ArgKind.HostInOut,
       value: p.value,
       scalarKind: p.dtype === "bool" ? ArgKind.Bool : p.dtype === "float32" || p.dtype === "float16" || p.dtype === "bfloat16" ? ArgKind.Float : ArgKind.Int,
@@ -53,7 +60,7 @@ function signatureOf(meta: CompiledMeta): ParamSig[] {
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && b[i] !== -1) return false;
   return true;
 }
 
@@ -82,14 +89,24 @@ const INT_RANGE: Partial<Record<DType, [number, number]>> = {
 export class Binder {
   readonly name: string;
   readonly sig: readonly ParamSig[];
+  /** Dynamic dimensions, in slot order: their extents are packed after the parameters. */
+  readonly symbols: readonly string[];
   readonly packed: Packed;
+  /** Per symbol: its extent in the call being packed (0: not seen yet). */
+  readonly #extent: number[];
+  /** Per parameter, per axis: the symbol's index for a dynamic dimension, else -1. */
+  readonly #symAxis: readonly Int32Array[];
   readonly #owner: DeviceTensorOwner;
   readonly #platform: string;
 
   constructor(meta: CompiledMeta, owner: DeviceTensorOwner) {
     this.name = meta.name;
     this.sig = signatureOf(meta);
-    this.packed = { args: new Array(this.sig.length), kinds: new Uint8Array(this.sig.length), config: undefined, source: [] };
+    this.symbols = dimSymbolsOf(this.sig.map((p) => p.dimNames && p.dimNames.map((d, k) => d ?? p.shape[k])));
+    this.#extent = new Array(this.symbols.length).fill(0);
+    this.#symAxis = this.sig.map((p) => Int32Array.from(p.shape, (_d, k) => (p.dimNames?.[k] ? this.symbols.indexOf(p.dimNames[k]!) : -1)));
+    const n = this.sig.length + this.symbols.length;
+    this.packed = { args: new Array(n), kinds: new Uint8Array(n).fill(ArgKind.Int), config: undefined, source: [] };
     this.#owner = owner;
     this.#platform = meta.platform;
   }
@@ -103,10 +120,12 @@ export class Binder {
     const sig = this.sig;
     if (n !== sig.length) return false;
     const out = this.packed;
+    this.#extent.fill(0);
     for (let i = 0; i < n; i++) {
       const p = sig[i], a = args[i];
       if (p.tensor) {
-        if (!(a instanceof HostTensor) || a.dtype !== p.dtype || !sameShape(a.shape, p.shape) || a.data.byteLength < p.nbytes) return false;
+        if (!(a instanceof HostTensor) || a.dtype !== p.dtype || !sameShape(a.shape, p.shape)) return false;
+        if (p.dimNames ? this.#dims(i, a.shape) !== null || a.data.byteLength < this.#bytes(p, a.shape) : a.data.byteLength < p.nbytes) return false;
         out.args[i] = a.data;
         out.kinds[i] = p.hostKind;
       } else {
@@ -115,9 +134,44 @@ export class Binder {
         out.kinds[i] = p.scalarKind;
       }
     }
+    this.#packDims();
     out.config = config;
     out.source = args;
     return true;
+  }
+
+  /** Records the dynamic dimensions of parameter i's tensor; the first symbol that disagrees with an earlier tensor, else null. */
+  #dims(i: number, shape: readonly number[]): number | null {
+    const axes = this.#symAxis[i];
+    for (let k = 0; k < axes.length; k++) {
+      const s = axes[k];
+      if (s < 0) continue;
+      if (this.#extent[s] === 0) this.#extent[s] = shape[k];
+      else if (this.#extent[s] !== shape[k]) return k;
+    }
+    return null;
+  }
+
+  #bytes(p: ParamSig, shape: readonly number[]): number {
+    let n = p.elemBytes;
+    for (let k = 0; k < shape.length; k++) n *= shape[k];
+    return n;
+  }
+
+  #packDims(): void {
+    const base = this.sig.length;
+    for (let k = 0; k < this.symbols.length; k++) this.packed.args[base + k] = this.#extent[k];
+  }
+
+  /** The error for parameter i's axis k disagreeing with the extent an earlier argument gave its dimension. */
+  #dimMismatch(i: number, k: number, got: number): TsptoRuntimeError {
+    const p = this.sig[i];
+    const name = p.dimNames![k]!;
+    const s = this.symbols.indexOf(name);
+    const first = this.sig.findIndex((q, j) => j < i && this.#symAxis[j].includes(s));
+    const fq = this.sig[first];
+    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': dynamic dimension '${name}' (axis ${k}) is ${got}, but argument '${fq.name}' (#${first + 1}) gave ${name} = ${this.#extent[s]}`,
+      `tensors that share a dynamic dimension name must agree on its extent; give the kernel parameters different names (e.g. "M" and "N") if they may differ`, { argument: p.name, position: i + 1 });
   }
 
   #scalarOk(p: ParamSig, a: unknown): boolean {
@@ -142,6 +196,7 @@ export class Binder {
       throw rtErr("E_ARITY", `'${this.name}' takes ${sig.length} arguments (${sig.map((p) => p.name).join(", ")}), got ${n}`, "pass one argument per kernel parameter (optionally followed by a RunConfig)");
     }
     const out = this.packed;
+    this.#extent.fill(0);
     for (let i = 0; i < n; i++) {
       const p = sig[i];
       const a = args[i];
@@ -166,6 +221,7 @@ export class Binder {
       if (a instanceof DeviceTensor) {
         this.checkTensor(a, `argument '${p.name}' (#${i + 1})`);
         if (a.dtype !== p.dtype || !sameShape(a.shape, p.shape)) throw this.#mismatch(p, i, a.shape, a.dtype);
+        if (p.dimNames) { const k = this.#dims(i, a.shape); if (k !== null) throw this.#dimMismatch(i, k, a.shape[k]); }
         out.args[i] = a.dataPtr;
         out.kinds[i] = ArgKind.Device;
         continue;
@@ -173,10 +229,12 @@ export class Binder {
       const h = a instanceof HostTensor ? a : asTensorLike(a);
       if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`, undefined, where);
       if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw this.#mismatch(p, i, h.shape, h.dtype);
-      checkHostView(h.data, p.nbytes, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
+      if (p.dimNames) { const k = this.#dims(i, h.shape); if (k !== null) throw this.#dimMismatch(i, k, h.shape[k]); }
+      checkHostView(h.data, p.dimNames ? this.#bytes(p, h.shape) : p.nbytes, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
       out.args[i] = h.data;
       out.kinds[i] = p.hostKind;
     }
+    this.#packDims();
     out.config = cfg;
     out.source = args;
     return out;
@@ -193,7 +251,7 @@ export class Binder {
   }
 
   #mismatch(p: ParamSig, i: number, shape: readonly number[], dtype: string): TsptoRuntimeError {
-    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': expected a ${p.dtype} tensor of shape ${shapeStr(p.shape)}, got ${dtype} of shape ${shapeStr(shape)}`,
+    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': expected a ${p.dtype} tensor of shape ${shapeStr(p.shape, p.dimNames)}, got ${dtype} of shape ${shapeStr(shape)}`,
       "the program was compiled for the shapes and dtypes of its sample arguments: compile it again for these (jit calls specialize automatically)", { argument: p.name, position: i + 1 });
   }
 }

@@ -4,7 +4,8 @@
 // scheduler). Only the targets use it; the runtime talks to a `Device` (target.ts).
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { TsptoRuntimeError } from "../ir/index.js";
+import { DTYPE_BYTES, TsptoRuntimeError, dimSymbolsOf } from "../ir/index.js";
+import type { CompiledMeta } from "../artifact/index.js";
 import { packageRoot } from "../ir/package_root.js";
 import { fromNativeError, type NativeErrorContext } from "./native_errors.js";
 import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
@@ -40,11 +41,11 @@ export interface NativeDevice {
   /** Device-side write/read by the interp platform's executor: checked like h2d/d2h, not counted as transfers. */
   writeDevice(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   readDevice(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
-  /** dlopens a program library (checks tspto_abi_version and tspto_entry); returns its id.
+  /** dlopens a program library (argBytes: see argBytesOf) (checks tspto_abi_version and tspto_entry); returns its id.
    *  `argBytes[i]`: bytes of entry parameter i's tensor (-1 for scalars). With it, every
    *  launch checks each host view's live byte length against it (a detached, shrunk or short
    *  view is a TSPTO_HOST_VIEW error naming the argument) and stages exactly that many bytes. */
-  loadModule(path: string, argBytes?: readonly number[]): number;
+  loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
   unloadModule(id: number): void;
   /** Runs one launch; returns device time in ns (orchestration start → last task end). */
   launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
@@ -105,4 +106,25 @@ export function rebuildHint(): string {
 /** A native error as a TsptoError (the table is in native_errors.ts). */
 export function nativeError(err: unknown, context?: NativeErrorContext): Error {
   return fromNativeError(err, context);
+}
+
+/**
+ * One launch slot's byte count for loadModule: bytes of a tensor parameter, -1 for a scalar
+ * slot, or for a tensor with dynamic dimensions `[staticBytes, slot, ...]`: its bytes are
+ * staticBytes (element size times the static extents) times the values of those slots (the
+ * dynamic extents, packed after the parameters).
+ */
+export type ArgBytes = number | readonly number[];
+
+/** The loadModule byte counts of a program's launch slots (parameters, then dynamic dimensions). */
+export function argBytesOf(meta: CompiledMeta): ArgBytes[] {
+  const symbols = dimSymbolsOf(meta.params.map((p) => p.dimNames && p.dimNames.map((d, k) => d ?? p.shape![k])));
+  const slots: ArgBytes[] = meta.params.map((p) => {
+    if (p.kind !== "tensor") return -1;
+    const shape = p.shape ?? [];
+    const bytes = shape.reduce((a: number, d) => (d === -1 ? a : a * d), 1) * DTYPE_BYTES[p.dtype];
+    if (!p.dimNames) return bytes;
+    return [bytes, ...p.dimNames.flatMap((d) => (d === null ? [] : [meta.params.length + symbols.indexOf(d)]))];
+  });
+  return [...slots, ...symbols.map(() => -1)];
 }

@@ -6,6 +6,7 @@ import { allOps, TsptoCompileError, NO_SPAN } from "../../src/ir/index.js";
 import "../../src/ir/ops/index.js";
 import { CUDA_EMITTERS, cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
 import { seedProgram } from "../targets/cuda/corpus.js";
+import { pl, RunConfig, randn, zeros } from "tspto";
 
 // tensor-level ops are lowered to tiles by the pass pipeline; of them only tensor.read stays
 // in kernels, and tensor.create in the orchestration (the host C++ generator's)
@@ -42,5 +43,17 @@ describe("cuda formulas", () => {
     expect(g.entry).toMatch(/const int64_t _slots\d+\[9\] = \{ a_\d+, b_\d+, out_\d+, -1, -1, 0, 0, 1, 1 \};/);
     expect(g.entry).toContain("rt->submit(rt->ctx, TSPTO_CUDA_KERNEL(0), \"addKernel_incore_0\"");
     expect(g.entry).toContain("tspto_cuda_kernel_names[1] = { \"k_addKernel_incore_0\" }");
+  });
+
+  it("dynamic dimensions are a compile error on cuda that says so (cpu and interp take them)", () => {
+    const dyn = pl.jit(function dyn(x: pl.Tensor<["M", 64], pl.FP32>, out: pl.Out<pl.Tensor<["M", 64], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.exp(x)); });
+    });
+    const lowered = dyn.lower(randn([8, 64]), zeros([8, 64]), new RunConfig({ platform: "cuda" }));
+    let err: unknown;
+    try { generateCuda(lowered); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoCompileError);
+    expect((err as TsptoCompileError).code).toBe("E_DYNAMIC");
+    expect((err as Error).message).toContain("dynamic dimensions are not supported on the cuda platform yet");
   });
 });

@@ -136,7 +136,7 @@ describe("validateMeta", () => {
 });
 
 describe("programs the cpu generator rejects", () => {
-  it("dynamic dimensions: a compile error on cpu, -1 in interp metadata", () => {
+  it("dynamic dimensions: the extents are launch slots after the parameters; -1 and the name in the metadata", () => {
     const a = mkVar("a", tensorT(["n", 64], "float32")), out = mkVar("out", tensorT(["n", 64], "float32"));
     const ka = mkVar("a", a.type), ko = mkVar("out", out.type);
     const b = new B(new Planner());
@@ -146,13 +146,17 @@ describe("programs the cpu generator rejects", () => {
     const entry = mkFunc({ name: "dyn", fnKind: "orchestration", params: [{ var: a, dir: "in" }, { var: out, dir: "out" }], returnTypes: [],
       body: [mkEval(launch(k, [a, out]))] });
     const p = new Program("dyn", "dyn", [entry, k]);
-    const err = catchErr(() => generateCpp(p));
-    expect(err).toBeInstanceOf(TsptoCompileError);
-    expect(err.message).toContain("dynamic dimensions are not supported on the cpu platform yet");
-    expect(catchErr(() => compileArtifact(p, { platform: "cpu", packageVersion: "t", outputDir: join(tmp("dyn"), "a") })).message)
-      .toContain("dynamic dimensions are not supported on the cpu platform yet");
-    const { meta } = compileArtifact(p, { platform: "interp", packageVersion: "t", outputDir: join(tmp("dyni"), "a") });
-    expect(meta.params[0].shape).toEqual([-1, 64]);
+    const src = generateCpp(p).source;
+    // the entry reads n after its two parameters; the kernel after its two, before scratch and rt
+    expect(src).toMatch(/const int64_t dim_n_\d+ = args\[2\];/);
+    expect(src).toMatch(/uint8_t\* const scratch = \(uint8_t\*\)\(intptr_t\)args\[3\];/);
+    // the window check compares with the run-time extent
+    expect(src).toMatch(/> \(\(dim_n_\d+\) - 8\)/);
+    for (const platform of ["cpu", "interp"]) {
+      const { meta } = compileArtifact(p, { platform, packageVersion: "t", outputDir: join(tmp(`dyn-${platform}`), "a") });
+      expect(meta.params[0].shape).toEqual([-1, 64]);
+      expect(meta.params[0].dimNames).toEqual(["n", null]);
+    }
   });
 
   it("an op without a cpu emitter is a clear internal error", () => {

@@ -26,6 +26,13 @@ const fuzzScale = pl.jit(function fuzzScale(x: pl.Tensor, k: pl.Scalar<pl.INT32>
   return out;
 });
 
+const fuzzAddDyn = pl.jit(function fuzzAddDyn(a: pl.Tensor<["M", 24], pl.FP32>, b: pl.Tensor<["M", 24], pl.FP32>, out: pl.Out<pl.Tensor<["M", 24], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.assign(out, pl.add(a, b));
+  });
+  return out;
+});
+
 export interface MisuseReport {
   seed: number;
   calls: number;
@@ -54,12 +61,13 @@ export async function runMisuse(seed: number, calls: number): Promise<MisuseRepo
   const finding = (m: string) => { if (report.findings.length < 50) report.findings.push(`call ${report.calls}: ${m}`); };
 
   const a0 = host(f32(r, N)), b0 = host(f32(r, N));
-  const compiled: Record<string, { add: CompiledProgram; scale: CompiledProgram }> = {};
+  const compiled: Record<string, { add: CompiledProgram; scale: CompiledProgram; dyn: CompiledProgram }> = {};
   for (const platform of ["cpu", "interp"] as const) {
     const cfg = new RunConfig({ platform });
     compiled[platform] = {
       add: fuzzAdd.compile(a0, b0, host(new Float32Array(N)), cfg),
       scale: fuzzScale.compile(a0, 3, host(new Float32Array(N)), cfg),
+      dyn: fuzzAddDyn.compile(a0, b0, host(new Float32Array(N)), cfg), // every row count (a dynamic dimension)
     };
   }
 
@@ -278,6 +286,22 @@ export async function runMisuse(seed: number, calls: number): Promise<MisuseRepo
       const kNum = Number(kk);
       call(`run(scale, k=${String(kk)})`, valid ? "ok" : "fail", () => x.w.run(P.scale, host(a), kk, out),
         () => sameAs(out.data as Float32Array, a.map((v) => Math.fround(v * kNum))));
+    }],
+    [4, () => { // run the dynamic-dimension add: any row count, or extents that disagree / a wrong static dimension
+      const x = someWorker(); if (!x) return;
+      const P = compiled[x.platform];
+      const m = 1 + Math.floor(r() * 40);
+      const a = f32(r, m * C), b = f32(r, m * C);
+      const out = host(new Float32Array(m * C).fill(-1), [m, C]);
+      const k = r();
+      if (k < 0.7) {
+        call(`run(dyn, M=${m})`, "ok", () => x.w.run(P.dyn, host(a, [m, C]), host(b, [m, C]), out), () => sameAs(out.data as Float32Array, addRef(a, b)));
+      } else if (k < 0.85) {
+        const m2 = m + 1 + Math.floor(r() * 5);
+        call("run(dyn, extents disagree)", "fail", () => x.w.run(P.dyn, host(a, [m, C]), host(f32(r, m2 * C), [m2, C]), out));
+      } else {
+        call("run(dyn, wrong static dimension)", "fail", () => x.w.run(P.dyn, host(a, [m * C / 8, 8]), host(b, [m * C / 8, 8]), out));
+      }
     }],
     [2, () => { // unregister a handle, then call it
       const x = someWorker(); if (!x || !x.handles.length) return;

@@ -353,6 +353,32 @@ describe("large allocations", () => {
   });
 });
 
+describe("launch: dynamic dimensions in the argument layout", () => {
+  it("a tensor's bytes are staticBytes times its dynamic extents, read from their slots at every launch", () => {
+    const d = device();
+    // x and y: 4 bytes times slot 2 (the element count n, as a dynamic dimension's extent)
+    const id = d.loadModule(lib, [[4, 2], [4, 2], -1, -1]);
+    for (const m of [512, 1024]) {
+      const x = randomFloats(m, m), y = new Float32Array(m);
+      d.launch(id, [x, y, m, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int));
+      expect(Array.from(y)).toEqual(Array.from(twice(x)));
+    }
+    // a view shorter than its extent says: no launch, named argument
+    const e1 = thrown(() => d.launch(id, [new Float32Array(1000), new Float32Array(1024), 1024, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int)));
+    expect(e1.code).toBe("TSPTO_HOST_VIEW");
+    expect(e1.argIndex).toBe(0);
+    expect(e1.message).toContain("is a host view of 4000 bytes, but the program reads 4096 bytes");
+    // an extent below 1 is a bad argument naming the slot
+    const e2 = thrown(() => d.launch(id, [new Float32Array(4), new Float32Array(4), 0, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int)));
+    expect(e2.code).toBe("TSPTO_BAD_ARGUMENT");
+    expect(e2.argIndex).toBe(2);
+    expect(e2.message).toBe("launch: argument 2 (a dynamic dimension of argument 0) must be an integer >= 1 whose tensor fits in memory, got 0");
+    // a layout entry naming a slot that does not exist is rejected at load
+    const e3 = thrown(() => d.loadModule(lib, [[4, 7], NB, -1, -1]));
+    expect(e3.message).toBe("loadModule: argBytes[0][1] must be an integer in [0, 3], got 7");
+  });
+});
+
 describe("native errors carry codes", () => {
   it("argument, address, module and closed errors", () => {
     const d = device();
@@ -372,7 +398,7 @@ describe("native errors carry codes", () => {
     const e5 = thrown(() => d.d2h(new Uint8Array(8), a, 16));
     expect(e5.code).toBe("TSPTO_HOST_VIEW");
     const e6 = thrown(() => d.loadModule(lib, [1, "x"] as never));
-    expect(e6.message).toBe("loadModule: argBytes[1] must be an integer >= -1, got a string");
+    expect(e6.message).toBe("loadModule: argBytes[1] must be an integer in [-1, 9007199254740991], got a string");
     const id = d.loadModule(lib, [NB, NB]);
     const e7 = thrown(() => d.launch(id, [new Float32Array(n), new Float32Array(n), n, 0], kinds(K.HostIn, K.HostOut, K.Int, K.Int)));
     expect(e7.message).toBe("launch: the program takes 2 arguments, got 4");

@@ -1,7 +1,8 @@
 // TsptoAccess initializers of a task (native/include/tspto_abi.h): a whole tensor as a byte
 // range, or the window the DeriveDeps pass bounded (src/passes/deps.ts) as a rank-N tensor
 // window whose bounds are evaluated from the call's argument slots at submission.
-import { DTYPE_BYTES, TsptoCompileError, type Span, type TensorType } from "../../ir/index.js";
+import { DTYPE_BYTES, TsptoCompileError, type Span } from "../../ir/index.js";
+import { type TensorRef, cdim, cmul, cnumel } from "./emitters/index.js";
 import type { AccessAttr, AffineAttr, WindowAttr } from "../../passes/index.js";
 
 const int = (n: number): string => `INT64_C(${n})`;
@@ -35,11 +36,12 @@ export function checkWindow(w: unknown, rank: number): w is WindowAttr {
 }
 
 /**
- * The initializer of one TsptoAccess: `ptr` is the tensor's address expression, `slots` the
+ * The initializer of one TsptoAccess of tensor `tr` (its address and extents as C++), `slots` the
  * C++ slot expressions of the call (window bounds refer to them by argument index).
  */
-export function accessInit(acc: AccessAttr, ptr: string, type: TensorType & { shape: readonly number[] }, mode: string, slots: readonly string[], span: Span): string {
-  const bytes = (type.shape as readonly number[]).reduce((a: number, b: number) => a * b, 1) * DTYPE_BYTES[type.dtype];
+export function accessInit(acc: AccessAttr, tr: TensorRef, mode: string, slots: readonly string[], span: Span): string {
+  const { ptr, type } = tr;
+  const bytes = cdim(cmul(cnumel(tr.dims), DTYPE_BYTES[type.dtype]));
   if (!acc.window) return `{ ${ptr}, ${bytes}, ${mode}, 0 }`;
   const rank = type.shape.length;
   if (!checkWindow(acc.window, rank)) throw new TsptoCompileError("E_CODEGEN", `internal: bad window ${JSON.stringify(acc.window)} for argument ${acc.arg}`, span);
@@ -50,7 +52,7 @@ export function accessInit(acc: AccessAttr, ptr: string, type: TensorType & { sh
   // extents may come out negative for a loop that runs no iteration: the runtime clamps them
   const ext = lo.map((l, d) => (w.lo[d].length === 1 && w.hi[d].length === 1 && sameTerms(w.lo[d][0], w.hi[d][0])
     ? int(w.hi[d][0].c - w.lo[d][0].c) : `(${hi[d]}) - (${l})`));
-  return `{ 0, 0, ${mode}, ${rank}, ${ptr}, ${DTYPE_BYTES[type.dtype]}, { ${pad(type.shape.map(int))} }, { ${pad(lo)} }, { ${pad(ext)} } }`;
+  return `{ 0, 0, ${mode}, ${rank}, ${ptr}, ${DTYPE_BYTES[type.dtype]}, { ${pad(tr.dims.map((d) => (typeof d === "number" ? int(d) : d)))} }, { ${pad(lo)} }, { ${pad(ext)} } }`;
 }
 
 const sameTerms = (a: AffineAttr, b: AffineAttr): boolean => JSON.stringify(a.t) === JSON.stringify(b.t);

@@ -1,12 +1,15 @@
 // One call of an InCore function in the orchestration: its argument slots, its tensor
 // accesses, and the submit (rt->submit, spmd row bands, or a target's SubmitHook).
 import type { Call, Program, Var } from "../../ir/index.js";
-import { returnedParams, typeStr } from "../../ir/index.js";
+import { DTYPE_BYTES, dimSymbolsOf, returnedParams, typeStr } from "../../ir/index.js";
 import type { AccessAttr } from "../../passes/index.js";
-import { type KernelCtx, type TensorRef, cstr, scalarCType, spanWhere } from "./emitters/index.js";
+import { type KernelCtx, type TensorRef, cdim, cmul, cnumel, cstr, scalarCType, spanWhere } from "./emitters/index.js";
 import { emitSpmdSubmit, type SpmdSubmit } from "./spmd.js";
 import { accessInit } from "./access.js";
-import { comment, convertScalar, internal, tensorBytes } from "./cexpr.js";
+import { comment, convertScalar, internal } from "./cexpr.js";
+
+/** Bytes of a tensor as C++ (a number for a static shape). */
+const bytesOf = (tr: TensorRef): string => cdim(cmul(cnumel(tr.dims), DTYPE_BYTES[tr.type.dtype]));
 
 /**
  * How the orchestration submits one call of an InCore function. The cpu platform uses the
@@ -47,6 +50,12 @@ export function callStmt(g: CallHost, call: Call, targets: readonly Var[]): void
       internal(`parameter '${p.var.name}' of '${calleeName}' has type ${typeStr(pt)}`, p.var.span);
     }
   });
+  // the callee's dynamic dimensions follow its parameters: each the extent of its first occurrence
+  for (const d of dimSymbolsOf(callee.params.map((p) => (p.var.type.kind === "tensor" ? p.var.type.shape : null)))) {
+    const k = callee.params.findIndex((p) => p.var.type.kind === "tensor" && p.var.type.shape.includes(d));
+    const ax = (callee.params[k].var.type as { shape: readonly unknown[] }).shape.indexOf(d);
+    slots.push(cdim(tensorArgs.get(k)!.dims[ax]));
+  }
   const MODES: Record<string, string> = { read: "TSPTO_ACCESS_READ", write: "TSPTO_ACCESS_WRITE", readwrite: "TSPTO_ACCESS_READWRITE" };
   let accesses: AccessAttr[];
   const attr = call.attrs.accesses;
@@ -68,14 +77,14 @@ export function callStmt(g: CallHost, call: Call, targets: readonly Var[]): void
   if (g.submitHook) {
     g.submitHook(g, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
       const tr = tensorArgs.get(x.arg)!;
-      return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode] };
+      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode], rows: cdim(tr.dims[0] ?? 1) };
     }) });
   } else if (call.attrs.spmd !== undefined) {
     // split into row bands, one task per core (src/codegen/cpp/spmd.ts)
     emitSpmdSubmit(g, { call, symbol: sym, name: calleeName, scope, slots, accesses: accesses.map((x) => {
       const tr = tensorArgs.get(x.arg)!;
-      return { arg: x.arg, ptr: tr.ptr, bytes: tensorBytes(tr.type), mode: MODES[x.mode],
-        init: x.window ? (bandSlots: readonly string[]) => accessInit(x, tr.ptr, tr.type, MODES[x.mode], bandSlots, call.span) : undefined };
+      return { arg: x.arg, ptr: tr.ptr, bytes: bytesOf(tr), mode: MODES[x.mode], rows: cdim(tr.dims[0] ?? 1),
+        init: x.window ? (bandSlots: readonly string[]) => accessInit(x, tr, MODES[x.mode], bandSlots, call.span) : undefined };
     }) });
   } else {
     const s = g.fresh("slots"), a = g.fresh("acc");
@@ -83,7 +92,7 @@ export function callStmt(g: CallHost, call: Call, targets: readonly Var[]): void
     g.line(`const int64_t ${s}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
     const accs = accesses.map((x) => {
       const tr = tensorArgs.get(x.arg)!;
-      return accessInit(x, tr.ptr, tr.type, MODES[x.mode], slots.map((_, k) => `${s}[${k}]`), call.span);
+      return accessInit(x, tr, MODES[x.mode], slots.map((_, k) => `${s}[${k}]`), call.span);
     });
     g.line(`const TsptoAccess ${a}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
     g.line(`if (rt->submit(rt->ctx, ${sym}, ${cstr(calleeName)}, ${scope}, ${s}, ${slots.length}, ${a}, ${accs.length}) != 0) ${g.failExit}`);

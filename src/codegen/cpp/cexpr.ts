@@ -24,7 +24,6 @@ export function staticTensor(t: TensorType, what: string, span: Span): StaticTen
   }
   return t as StaticTensor;
 }
-export const tensorBytes = (t: StaticTensor): number => numel(t.shape) * DTYPE_BYTES[t.dtype];
 
 export const comment = (s: string): string => s.replace(/[\r\n\\]/g, "/");
 

@@ -3,13 +3,14 @@
 // inits / yields / break / continue. Tiles live at their planned offsets in the per-core
 // scratch arena (./fused.ts); orchestration calls become submits (./call.ts).
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
-import { forEachStmt, isFloat, typeStr } from "../../ir/index.js";
+import { dimSymbolsOf, forEachStmt, isFloat, typeStr } from "../../ir/index.js";
 import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
 import {
-  type CExpr, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
+  type CDim, type CExpr, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, spanWhere, storageCType,
 } from "./emitters/index.js";
 import { materialize, elementsOf } from "./fused.js";
+import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
 import { comment, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
 
@@ -27,6 +28,8 @@ export class FnGen implements KernelCtx {
   private n = 0;
   private readonly names = new Map<number, { name: string; ctype: ScalarCType }>();
   readonly tensors = new Map<number, TensorRef>();
+  /** Dynamic dimensions of the function's tensors -> the C++ locals holding their extents. */
+  private readonly dimLocals = new Map<string, string>();
   readonly failExit: string;
   readonly scratchBytes: number = 0;
   /** Loads read straight from the tensor by the store that uses them (./forward.ts). */
@@ -35,6 +38,8 @@ export class FnGen implements KernelCtx {
   private readonly unread: Set<number>;
   /** Matmul operands read straight from their tensor window (./forward.ts). */
   private readonly matmulFw: ReturnType<typeof forwardableMatmulOperands>;
+  /** Companion locals of tiles with runtime valid extents (./valid.ts). */
+  private readonly valid = new ValidExtents(this);
 
   constructor(
     readonly program: Program,
@@ -49,6 +54,8 @@ export class FnGen implements KernelCtx {
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
   }
+
+  validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
 
   matmulOperand(e: Expr): Call | null {
     return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
@@ -107,11 +114,18 @@ export class FnGen implements KernelCtx {
       this.out.push(`extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {`);
       this.line("(void)args;");
     }
+    // dynamic dimensions: their extents follow the parameters' slots (dimSymbolsOf order)
+    const symbols = dimSymbolsOf(f.params.map((p) => (p.var.type.kind === "tensor" ? p.var.type.shape : null)));
+    symbols.forEach((d, k) => {
+      const name = `dim_${ident(d)}_${this.n++}`;
+      this.line(`const int64_t ${name} = args[${np + k}];  // dynamic dimension ${comment(JSON.stringify(d))}`);
+      this.dimLocals.set(d, name);
+    });
     f.params.forEach((p, i) => {
       const v = p.var;
       const t = v.type;
       if (t.kind === "tensor") {
-        const st = staticTensor(t, `parameter '${v.name}'`, v.span);
+        const st = t;
         const name = this.newName(v);
         if (this.mode === "kernel") {
           const T = storageCType(t.dtype);
@@ -119,7 +133,7 @@ export class FnGen implements KernelCtx {
         } else {
           this.line(`const int64_t ${name} = args[${i}];  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
         }
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: this.dimsOf(st, v.span) });
       } else if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -131,8 +145,8 @@ export class FnGen implements KernelCtx {
       }
     });
     if (this.mode === "kernel") {
-      this.line(`uint8_t* const scratch = (uint8_t*)(intptr_t)args[${np}];`);
-      this.line(`const TsptoRuntimeApi* const rt = (const TsptoRuntimeApi*)(intptr_t)args[${np + 1}];`);
+      this.line(`uint8_t* const scratch = (uint8_t*)(intptr_t)args[${np + symbols.length}];`);
+      this.line(`const TsptoRuntimeApi* const rt = (const TsptoRuntimeApi*)(intptr_t)args[${np + symbols.length + 1}];`);
       this.line("(void)scratch; (void)rt;");
       if (this.scratchBytes > 0) {
         this.line(`if (__builtin_expect(rt->scratch_bytes < ${this.scratchBytes}, 0)) { tspto_scratch_fail(rt, ${cstr(f.name)}, ${this.scratchBytes}); return; }`);
@@ -193,12 +207,13 @@ export class FnGen implements KernelCtx {
       }
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
+        this.valid.define(t, value);
         if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
         if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
       case "tensor": {
-        const st = staticTensor(t.type, `'${t.name}'`, t.span);
+        const st = t.type;
         if (value.kind === "var") { this.tensors.set(t.id, { ...this.tensor(value), type: st }); return; }
         if (value.kind === "call" && value.op === "call" && this.mode === "entry") return this.callStmt(value, targets);
         if (value.kind === "call") {
@@ -207,7 +222,7 @@ export class FnGen implements KernelCtx {
             if (this.mode !== "entry") internal(`op '${value.op}' in InCore function '${this.fn.name}'`, span);
             const name = this.newName(t);
             em.emit(this, value, name);
-            this.tensors.set(t.id, { ptr: name, type: st, label: t.name });
+            this.tensors.set(t.id, { ptr: name, type: st, label: t.name, dims: this.dimsOf(st, t.span) });
             return;
           }
           if (em.kind === "tensor-stmt") {
@@ -248,7 +263,7 @@ export class FnGen implements KernelCtx {
     const tileVars: Var[] = [], tileInits: Expr[] = [];
     vars.forEach((v, k) => {
       const t = v.type;
-      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); return; }
+      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); this.valid.declareCarried(v, null); return; }
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -257,11 +272,11 @@ export class FnGen implements KernelCtx {
         return;
       }
       if (t.kind === "tensor") {
-        const st = staticTensor(t, `'${v.name}'`, v.span);
+        const st = t;
         const src = this.tensor(inits[k]);
         const name = this.newName(v);
         this.line(`${this.tensorCType(st)} ${name} = ${src.ptr};`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: this.dimsOf(st, v.span) });
         return;
       }
       internal(`carried value '${v.name}' of type ${typeStr(t)}`, v.span);
@@ -274,6 +289,7 @@ export class FnGen implements KernelCtx {
     results.forEach((r, k) => {
       const a = iterArgs[k];
       if (r.type.kind === "tile") {
+        this.valid.alias(r, a);
         const ra = this.tileAddr(r), aa = this.tileAddr(a);
         if (ra !== aa) this.line(`std::memmove(scratch + ${ra}, scratch + ${aa}, ${tileDataBytes(r.type)});  // ${comment(r.name)} = ${comment(a.name)}`);
       } else if (r.type.kind === "scalar") {
@@ -315,16 +331,16 @@ export class FnGen implements KernelCtx {
   private ifStmt(s: Extract<Stmt, { kind: "if" }>, b: Block): void {
     for (const r of s.results) {
       const t = r.type;
-      if (t.kind === "tile") { this.tileAddr(r); continue; }
+      if (t.kind === "tile") { this.tileAddr(r); this.valid.declareCarried(r, null); continue; }
       const name = this.newName(r);
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         this.line(`${ct} ${name} = ${ct === "bool" ? "false" : ct === "double" ? "0.0" : "0"};`);
         this.names.set(r.id, { name, ctype: ct });
       } else if (t.kind === "tensor") {
-        const st = staticTensor(t, `'${r.name}'`, r.span);
+        const st = t;
         this.line(`${this.tensorCType(st)} ${name} = 0;`);
-        this.tensors.set(r.id, { ptr: name, type: st, label: r.name });
+        this.tensors.set(r.id, { ptr: name, type: st, label: r.name, dims: this.dimsOf(st, r.span) });
       } else {
         internal(`if result '${r.name}' of type ${typeStr(t)}`, r.span);
       }
@@ -346,6 +362,7 @@ export class FnGen implements KernelCtx {
 
   /** dests[k] = values[k] for all k at once (values are read before any dest is written). */
   private parallelAssign(dests: readonly Var[], values: readonly Expr[], span: Span): void {
+    this.valid.assignCarried(dests, values);
     const tiles: { dest: Var; value: Expr }[] = [];
     const others: { dest: Var; code: string }[] = [];
     dests.forEach((d, k) => {
@@ -435,6 +452,17 @@ export class FnGen implements KernelCtx {
       case "list":
         return internal("a list used as a scalar", e.span);
     }
+  }
+
+  dimLocal(name: string): string | undefined { return this.dimLocals.get(name); }
+
+  /** A tensor type's extents as C++ (./emitters/dims.ts): its dynamic dimensions must be the function's. */
+  dimsOf(t: TensorType, span: Span): CDim[] {
+    return t.shape.map((d) => {
+      if (typeof d === "number") return d;
+      const local = this.dimLocals.get(d);
+      return local ?? internal(`dynamic dimension ${JSON.stringify(d)} of ${typeStr(t)} is not a dimension of a parameter of '${this.fn.name}'`, span);
+    });
   }
 
   tensor(e: Expr): TensorRef {

@@ -8,6 +8,8 @@ import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit
 import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters/index.js";
 import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TileType } from "../../ir/index.js";
+// cuda tensors have static shapes (generate.ts rejects dynamic dimensions)
+const staticDims = (t: TensorRef): readonly number[] => t.dims as readonly number[];
 
 /** Where an op writes a tile: a `uint8_t*` expression, and the tile's type. */
 export interface TileDest { readonly ptr: string; readonly type: TileType }
@@ -150,7 +152,10 @@ function windowOffsets(ctx: CudaCtx, what: string, kind: "tensor" | "tile", name
 const validRegion = (t: TileType, span: Span): number[] => {
   if (!t.validShape) return [...t.shape];
   return t.validShape.map((d) => {
-    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cuda platform yet (validShape ${shapeStr(t.validShape!)})`, span);
+    if (typeof d !== "number") {
+      throw new TsptoCompileError("E_DYNAMIC", `a runtime validShape (${shapeStr(t.validShape!)}) is not supported on the cuda platform yet`, span,
+        "give the validShape constant extents on cuda (a kernel specialized per value: plain number parameters), or run on the cpu / interp platform");
+    }
     return d;
   });
 };
@@ -169,7 +174,7 @@ def("tile.load", {
   emitInto(ctx, call, dest) {
     const t = ctx.tensor(call.args[0]);
     const type = call.type as TileType;
-    const dims = t.type.shape;
+    const dims = staticDims(t);
     const region = validRegion(type, call.span);
     const offs = windowOffsets(ctx, "load", "tensor", t.label, call.args[1], region, dims, call.span);
     const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
@@ -225,7 +230,7 @@ def("tile.store", {
   emit(ctx, call) {
     const tileType = tileOf(call.args[0]);
     const t = ctx.tensor(call.args[2]);
-    const dims = t.type.shape;
+    const dims = staticDims(t);
     const region = validRegion(tileType, call.span);
     const offs = windowOffsets(ctx, "store", "tensor", t.label, call.args[1], region, dims, call.span);
     const plan = ctx.elements(call.args[0]);
@@ -565,7 +570,7 @@ def("tensor.read", {
   kind: "scalar-stmt",
   emit(ctx, call) {
     const t = ctx.tensor(call.args[0]);
-    const shape = t.type.shape;
+    const shape = staticDims(t);
     const idx = windowOffsets(ctx, "read", "tensor", t.label, call.args[1], shape.map(() => 1), shape, call.span);
     const T = storageCType(t.type.dtype);
     const v = scalarOfElem(t.type.dtype, loadConv(t.type.dtype, `((const ${T}*)${t.ptr})[${linear(idx.map(() => "0"), shape, idx)}]`));

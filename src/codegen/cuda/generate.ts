@@ -144,7 +144,8 @@ function cudaSubmit(g: CppCtx, s: SpmdSubmit): void {
   let desc = ["-1", "-1", "0", "0", "1", "1"];
   if (s.call.attrs.spmd !== undefined) {
     const a = checkSpmdAttr(s.call);
-    const trips = Math.ceil((a.stop - a.start) / a.step);
+    if (a.stop === null) internal(`'${s.name}': a split loop with a run-time end on cuda (dynamic dimensions are rejected before this)`, s.call.span);
+    const trips = Math.ceil((a.stop! - a.start) / a.step);
     // one block per iteration of the split loop
     desc = [String(a.lo), String(a.hi), intLit(a.start), intLit(a.step), intLit(trips), intLit(Math.min(trips, 0x7fffffff))];
   }
@@ -217,7 +218,7 @@ class KernelGen implements CudaCtx {
         const name = this.newName(v);
         const T = storageCType(t.dtype);
         this.line(`${T}* const ${name} = (${T}*)(intptr_t)a.v[${i}];  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
       } else if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
@@ -327,7 +328,7 @@ class KernelGen implements CudaCtx {
         const src = this.tensor(inits[k]);
         const name = this.newName(v);
         this.line(`${storageCType(st.dtype)}* ${name} = ${src.ptr};`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name });
+        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
         return;
       }
       internal(`carried value '${v.name}' of type ${typeStr(t)}`, v.span);
@@ -393,7 +394,7 @@ class KernelGen implements CudaCtx {
       } else if (t.kind === "tensor") {
         const st = staticTensor(t, `'${r.name}'`, r.span);
         this.line(`${storageCType(st.dtype)}* ${name} = nullptr;`);
-        this.tensors.set(r.id, { ptr: name, type: st, label: r.name });
+        this.tensors.set(r.id, { ptr: name, type: st, label: r.name, dims: st.shape });
       } else {
         internal(`if result '${r.name}' of type ${typeStr(t)}`, r.span);
       }

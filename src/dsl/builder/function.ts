@@ -178,7 +178,12 @@ export class FunctionBuilder extends StmtBuilder {
     if (n > 0 && !yields.length) this.syntax("E_SYNTAX", "a branch of pl.ifElse with results must end with pl.yield(...)", call);
     this.terminator(thenB, n, "pl.ifElse", thenFn);
     this.terminator(elseB, n, "pl.ifElse", elseFn);
-    const results = resultsOf(n ? yields[0].values.map(exprType) : []);
+    // the result types: the then-arrow's return annotation `(): [T] => {` when given (printed IR:
+    // results placed apart from their yields by memory planning), else the first yield's values
+    const annotated = thenFn.type && ts.isTupleTypeNode(thenFn.type)
+      ? thenFn.type.elements.map((el) => annType(readAnnotation(el as ts.TypeNode, this.annEnv).ann)) : null;
+    if (annotated && annotated.some((t) => !t)) this.syntax("E_SYNTAX", "the result annotation of pl.ifElse must be a tuple of types: (): [T] => { ... }", thenFn.type!);
+    const results = resultsOf(annotated ? annotated as Type[] : n ? yields[0].values.map(exprType) : []);
     // this.flow (already merged) stays
     out.push(mkIf({ cond, then: thenB, else: elseB, results, span }));
     return results;

@@ -4,7 +4,8 @@
 import { ts } from "../typescript.js";
 import { TsptoCompileError, TsptoSyntaxError, TsptoTypeError } from "../../ir/errors.js";
 import { exprType, mkCall, mkConst, mkList, type AttrValue, type Const, type Expr } from "../../ir/nodes.js";
-import { atLevel, effectsOf, inferCall, levelFromUse, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
+import { atLevel, dimsOperand, dimsOptionKeys, effectsOf, inferCall, levelFromUse, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
+import { validSources } from "../../ir/valid.js";
 import { constToValue } from "../resolve.js";
 import { ExprBuilder } from "./expressions.js";
 import { closest, PL_STATEMENTS } from "./types.js";
@@ -80,6 +81,7 @@ export abstract class PlOpBuilder extends ExprBuilder {
       [...others.values()].filter((x) => !levelFromUse(x)).map(exprType))!;
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
+    const runtimeLists = new Map<string, Expr>(); // "dims" options with runtime extents: trailing operands
     def.params.forEach((p, i) => {
       const a = args[i];
       if (!a || a.kind === ts.SyntaxKind.UndefinedKeyword || (ts.isIdentifier(a) && a.text === "undefined")) {
@@ -94,10 +96,12 @@ export abstract class PlOpBuilder extends ExprBuilder {
           break;
         }
         case "values": irArgs.push(this.listArg(a, name, p.name)); break;
-        case "options": this.optionsArg(a, name, p.options ?? {}, attrs); break;
+        case "options": this.optionsArg(a, name, p.options ?? {}, attrs, runtimeLists); break;
+        case "dims": throw new Error(`internal: pl.${name}: "dims" is an option kind, not a parameter kind`);
         default: attrs[p.name] = this.attrArg(a, p.kind, name, p.name);
       }
     });
+    for (const k of dimsOptionKeys(def)) { const l = runtimeLists.get(k); if (l) irArgs.push(l); }
     // after the arguments, so that pl.assign(out, pl.add(a, b)) reports the innermost op first
     if (def.level === "orchestration") {
       if (this.env.fnKind !== "orchestration" || this.scopeDepth > 0) {
@@ -112,7 +116,9 @@ export abstract class PlOpBuilder extends ExprBuilder {
     const eff = effectsOf(def, irArgs, attrs);
     irArgs.forEach((x, i) => this.markEffect(x, eff.reads.includes(i) || !eff.writes.includes(i), eff.writes.includes(i)));
     const type = inferCall(def, irArgs, attrs, span);
-    return mkCall(def.name, irArgs, attrs, type, span);
+    const call = mkCall(def.name, irArgs, attrs, type, span);
+    validSources(call); // a runtime validShape this op cannot carry: E_DYNAMIC at the call
+    return call;
   }
 
   /** Offsets: an array literal of scalar expressions (or a constant array). */
@@ -137,7 +143,7 @@ export abstract class PlOpBuilder extends ExprBuilder {
     return this.typeErr(`pl.${op}: '${param}' must be an array literal of scalars, like [0, i * 64]`, a);
   }
 
-  protected attrArg(a: ts.Expression, kind: Exclude<ParamKind, "value" | "values" | "options">, op: string, param: string): AttrValue {
+  protected attrArg(a: ts.Expression, kind: Exclude<ParamKind, "value" | "values" | "options" | "dims">, op: string, param: string): AttrValue {
     const c = this.constOf(a);
     // not a constant: report an unresolved identifier in it before the generic message
     if (c === undefined) this.reportUnresolved(a);
@@ -146,6 +152,10 @@ export abstract class PlOpBuilder extends ExprBuilder {
         if (c?.k === "arr" && c.v.every((x) => x.k === "num" && Number.isInteger(x.v))) return c.v.map((x) => (x as { v: number }).v);
         return this.typeErr(`pl.${op}: '${param}' must be a list of constant integers`, a,
           "use numbers or module-level consts, e.g. [ROWS, COLS]; a dynamic shape is not supported");
+      case "shape":
+        if (c?.k === "arr" && c.v.every((x) => (x.k === "num" && Number.isInteger(x.v)) || x.k === "str")) return c.v.map((x) => (x as { v: number | string }).v);
+        return this.typeErr(`pl.${op}: '${param}' must be a list of constant integers and dynamic dimension names`, a,
+          `use numbers, module-level consts, or the name of a dynamic dimension of the entry's parameters, e.g. ["S", 64]`);
       case "dtype":
         if (c?.k === "str") return c.v;
         return this.typeErr(`pl.${op}: '${param}' must be a dtype like pl.FP32 or "float32"`, a);
@@ -164,7 +174,31 @@ export abstract class PlOpBuilder extends ExprBuilder {
     }
   }
 
-  protected optionsArg(a: ts.Expression, op: string, options: Readonly<Record<string, Exclude<ParamKind, "options" | "value">>>, attrs: Record<string, AttrValue>): void {
+  /**
+   * A "dims" option (validShape): constants stay an attribute (the static form); an array with
+   * runtime integer scalars (`[Math.min(64, n - i), 64]`) records RUNTIME_DIM for each of them
+   * and returns their expressions as one list operand. An item spelled `pl.const(..)` counts as
+   * a runtime one (the printed IR writes a folded runtime extent so).
+   */
+  protected dimsArg(a: ts.Expression, op: string, key: string): { attr: AttrValue; list: Expr | null } {
+    const c = this.constOf(a);
+    if (c?.k === "arr" && c.v.every((x) => x.k === "num" && Number.isInteger(x.v))) return { attr: c.v.map((x) => (x as { v: number }).v), list: null };
+    if (!ts.isArrayLiteralExpression(a)) {
+      if (c === undefined) this.reportUnresolved(a);
+      return this.typeErr(`pl.${op}: '${key}' must be an array literal of integers or integer scalars, like [n - i, 64]`, a);
+    }
+    const items: (number | Expr)[] = a.elements.map((x) => {
+      if (ts.isSpreadElement(x)) this.syntax("E_SYNTAX", "spread is not supported in kernels", x);
+      const k = this.constOf(x);
+      if (k?.k === "num" && Number.isInteger(k.v)) return k.v;
+      return this.intify(this.scalarExpr(x, `an element of '${key}'`));
+    });
+    const { attr, list } = dimsOperand(items, this.span(a));
+    return { attr, list };
+  }
+
+  protected optionsArg(a: ts.Expression, op: string, options: Readonly<Record<string, Exclude<ParamKind, "options" | "value">>>, attrs: Record<string, AttrValue>,
+    runtimeLists: Map<string, Expr>): void {
     if (!ts.isObjectLiteralExpression(a)) this.typeErr(`pl.${op}: options must be an object literal like { ${Object.keys(options).map((k) => `${k}: ...`).join(", ")} }`, a);
     for (const p of a.properties) {
       const key = (ts.isPropertyAssignment(p) || ts.isShorthandPropertyAssignment(p)) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : null;
@@ -173,7 +207,13 @@ export abstract class PlOpBuilder extends ExprBuilder {
       if (!kind) this.typeErr(`pl.${op}: unknown option '${key}' (expected ${Object.keys(options).join(", ")})`, p);
       const value = ts.isPropertyAssignment(p) ? p.initializer : (p as ts.ShorthandPropertyAssignment).name;
       if (kind === "values") this.typeErr(`pl.${op}: option '${key}' is not supported`, p);
-      attrs[key] = this.attrArg(value, kind as Exclude<ParamKind, "value" | "values" | "options">, op, key);
+      if (kind === "dims") {
+        const d = this.dimsArg(value, op, key);
+        attrs[key] = d.attr;
+        if (d.list) runtimeLists.set(key, d.list);
+        continue;
+      }
+      attrs[key] = this.attrArg(value, kind as Exclude<ParamKind, "value" | "values" | "options" | "dims">, op, key);
     }
   }
 }

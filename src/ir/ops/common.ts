@@ -1,8 +1,8 @@
 // Shared building blocks for op definitions.
 import type { Expr } from "../nodes.js";
-import type { InferCtx } from "../registry.js";
-import type { DType, TensorType, TileType, Type } from "../types.js";
-import { isDType, numel, shapeStr, typeStr } from "../types.js";
+import { runtimeDims, type InferCtx } from "../registry.js";
+import type { Dim, DType, TensorType, TileType, Type } from "../types.js";
+import { RUNTIME_DIM, isDType, isInt, numel, shapeStr, typeStr } from "../types.js";
 
 export const ints = (a: unknown): number[] => (Array.isArray(a) ? a.map(Number) : []);
 
@@ -33,8 +33,48 @@ export function constItems(e: Expr | undefined): (number | null)[] {
   return e.items.map((it) => (it.kind === "const" && typeof it.value === "number" ? it.value : null));
 }
 
-/** Check a window [off, off+shape) against a tensor's static dims; reports the first axis out of bounds. */
-export function checkWindow(ctx: InferCtx, what: string, offsets: (number | null)[], shape: readonly number[], tensor: TensorType, tensorName: string): void {
+/**
+ * The `validShape` option of an op ("dims" kind): constants, and RUNTIME_DIM where the extent
+ * is a runtime integer scalar (its expression is the trailing list operand). Checks the rank,
+ * the constant extents against `shape` (`message` gets the printed validShape) and that every
+ * runtime extent is an integer scalar; the runtime values are checked at run time.
+ */
+export function validShapeOption(ctx: InferCtx, shape: readonly number[], message: (v: string) => string): Dim[] | null {
+  const v = ctx.attrs.validShape;
+  if (v == null) return null;
+  if (!Array.isArray(v) || !v.every((d) => d === RUNTIME_DIM || (typeof d === "number" && Number.isInteger(d)))) {
+    return ctx.fail(`validShape must be a list of integers or integer scalars, got ${JSON.stringify(v)}`);
+  }
+  const valid = v as Dim[];
+  const text = `[${valid.map((d) => (typeof d === "number" ? String(d) : d)).join(", ")}]`;
+  if (valid.length !== shape.length || valid.some((d, i) => typeof d === "number" && (d < 0 || d > shape[i]))) ctx.fail(message(text));
+  const nRuntime = valid.filter((d) => typeof d !== "number").length;
+  if (nRuntime) {
+    const list = runtimeDims(ctx.op, ctx.args, ctx.attrs).lists.get("validShape");
+    if (!list || list.items.length !== nRuntime) ctx.fail(`validShape ${text} has ${nRuntime} runtime extent(s) but ${list?.items.length ?? 0} expression(s)`);
+    list.items.forEach((it, k) => {
+      const t = it.kind === "const" ? { kind: "scalar" as const, dtype: it.dtype } : it.type;
+      if (t.kind !== "scalar" || !isInt(t.dtype)) {
+        ctx.fail(`validShape extents must be integers or integer scalars (pl.Scalar<pl.INT32/INT64>, loop indices), extent ${k + 1} of ${text} is ${typeStr(t)}`,
+          "convert it first, e.g. Math.floor(x)");
+      }
+    });
+  }
+  return valid;
+}
+
+/** The numbers of a validShape resolved to run-time values (the interpreter resolves RUNTIME_DIM before evaluate). */
+export function staticDims(v: readonly Dim[] | null): number[] | null {
+  if (!v) return null;
+  if (!v.every((d) => typeof d === "number")) throw new Error(`internal: unresolved runtime validShape ${shapeStr(v)} in the reference semantics`);
+  return v as number[];
+}
+
+/**
+ * Check a window [off, off+shape) against a tensor's static dims; reports the first axis out of
+ * bounds. A runtime extent in `shape` (a string) is checked at run time; here only its offset.
+ */
+export function checkWindow(ctx: InferCtx, what: string, offsets: (number | null)[], shape: readonly Dim[], tensor: TensorType, tensorName: string): void {
   if (offsets.length !== tensor.shape.length) {
     ctx.fail(`${what} has ${offsets.length} offsets but tensor '${tensorName}' has rank ${tensor.shape.length}`,
       `give one offset per dimension of ${shapeStr(tensor.shape)}`);
@@ -46,8 +86,16 @@ export function checkWindow(ctx: InferCtx, what: string, offsets: (number | null
     const off = offsets[ax];
     const dim = tensor.shape[ax];
     if (off === null || typeof dim !== "number") continue;
-    if (off < 0 || off + shape[ax] > dim) {
-      ctx.fail(`${what} window [${offsets.map((o) => o ?? "?").join(", ")}] + ${shapeStr(shape)} is outside tensor '${tensorName}' of shape ${shapeStr(tensor.shape)} (axis ${ax}: ${off}..${off + shape[ax]} > ${dim})`,
+    const ext = shape[ax];
+    if (typeof ext !== "number") {
+      if (off < 0 || off > dim) {
+        ctx.fail(`${what} window [${offsets.map((o) => o ?? "?").join(", ")}] + [${shape.map((d) => (typeof d === "number" ? d : "?")).join(", ")}] is outside tensor '${tensorName}' of shape ${shapeStr(tensor.shape)} (axis ${ax}: offset ${off} outside 0..${dim})`,
+          `keep offset + shape within the tensor on every axis`);
+      }
+      continue;
+    }
+    if (off < 0 || off + ext > dim) {
+      ctx.fail(`${what} window [${offsets.map((o) => o ?? "?").join(", ")}] + ${shapeStr(shape)} is outside tensor '${tensorName}' of shape ${shapeStr(tensor.shape)} (axis ${ax}: ${off}..${off + ext} > ${dim})`,
         `keep offset + shape within the tensor on every axis`);
     }
   }

@@ -1,31 +1,28 @@
 // Data movement: load, store, move, createTile, full, assign.
 import { registerOp } from "../registry.js";
-import { tensorT, tileT, typeStr, MEMS, numel, type Mem, type TensorType, type TileType } from "../types.js";
+import { tensorT, tileT, typeStr, MEMS, numel, type Dim, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
 import { BINARY, newTensor } from "./elementwise.js";
-import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, stridesOf } from "./common.js";
+import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, staticDims, stridesOf, validShapeOption } from "./common.js";
 
 registerOp({
   name: "tile.load", pl: "load", level: "tile", pure: true,
   decl: ["<D extends DType = any>(tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[]; readonly mem?: Mem }): AnyTile<D>"],
-  row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read; the rest is pad, zero)" },
+  row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read — constants or runtime integer scalars; the rest is pad, zero)" },
   doc: "load(tensor, offsets, shape, { validShape?, mem? }): copy a window of a tensor into a tile",
   params: [
     { name: "tensor", kind: "value" }, { name: "offsets", kind: "values" }, { name: "shape", kind: "ints" },
-    { name: "opts", kind: "options", optional: true, options: { validShape: "ints", mem: "mem" } },
+    { name: "opts", kind: "options", optional: true, options: { validShape: "dims", mem: "mem" } },
   ],
   infer(ctx) {
     const t = expectKind(ctx, 0, ["tensor"], "the first operand of load");
     const shape = expectShape(ctx, "shape", ctx.attrs.shape);
-    const valid = ctx.attrs.validShape == null ? null : ints(ctx.attrs.validShape);
-    if (valid && (valid.length !== shape.length || valid.some((v, i) => v < 0 || v > shape[i]))) {
-      ctx.fail(`validShape [${valid.join(", ")}] must have the tile's rank and fit in shape [${shape.join(", ")}]`);
-    }
+    const valid = validShapeOption(ctx, shape, (v) => `validShape ${v} must have the tile's rank and fit in shape [${shape.join(", ")}]`);
     return tileT(shape, t.dtype, (ctx.attrs.mem as Mem | undefined) ?? "Vec", valid);
   },
   check(ctx) {
-    // a partial tile (validShape) reads only its valid region
-    const region = ctx.attrs.validShape == null ? ints(ctx.attrs.shape) : ints(ctx.attrs.validShape);
+    // a partial tile (validShape) reads only its valid region (a runtime extent: checked at run time)
+    const region = ctx.attrs.validShape == null ? ints(ctx.attrs.shape) : ctx.attrs.validShape as Dim[];
     checkWindow(ctx, "load", constItems(ctx.args[1]), region, ctx.argTypes[0] as TensorType, argName(ctx.args[0]));
   },
   effects: () => ({ reads: [0], writes: [] }),
@@ -34,7 +31,8 @@ registerOp({
     const offsets = offs as number[];
     const type = call.type as TileType;
     const shape = type.shape;
-    const valid = type.validShape as number[] | null;
+    // a runtime validShape arrives resolved to this launch's extents (interpret.ts, src/ir/valid.ts)
+    const valid = staticDims(type.validShape);
     const region = valid ?? shape;
     runtimeCheck("load", "a tensor", offsets, region as number[], tensor.shape, (m) => env.fail(m, call.span));
     const tile = mkTile(shape, type.dtype, type.mem, valid);
@@ -64,7 +62,7 @@ registerOp({
   check(ctx) {
     const tile = ctx.argTypes[0] as TileType;
     // only the valid region is written
-    const region = tile.validShape && tile.validShape.every((d) => typeof d === "number") ? tile.validShape as number[] : tile.shape;
+    const region = tile.validShape ?? tile.shape;
     checkWindow(ctx, "store", constItems(ctx.args[1]), region, ctx.argTypes[2] as TensorType, argName(ctx.args[2]));
   },
   effects: (_args, attrs) => ({ reads: attrs.atomic === "add" ? [2] : [], writes: [2] }),

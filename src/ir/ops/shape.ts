@@ -259,7 +259,6 @@ registerOp({
     const x = expectTile(ctx, 0, "the operand of fillpad");
     const pad = ctx.attrs.padValue ?? "zero";
     if (!(PAD_VALUES as readonly unknown[]).includes(pad)) ctx.fail(`unknown pad value ${JSON.stringify(pad)}`, `use "zero", "min" (the dtype's lowest value) or "max" (its highest)`);
-    if (x.validShape && !x.validShape.every((d) => typeof d === "number")) ctx.fail(`fillpad needs a static validShape, got ${shapeStr(x.validShape)}`);
     return tileT(x.shape, x.dtype, x.mem);
   },
   evaluate([xv], attrs, _env, call) {
@@ -336,16 +335,25 @@ for (const level of ["tile", "tensor"] as const) {
 // ------------------------------------------------------------------ createTensor
 registerOp({
   name: "tensor.create", pl: "createTensor", level: "orchestration", pure: true,
-  decl: ["<D extends DType>(shape: readonly number[], dtype: D): Tensor<any, D>"],
-  row: { key: "createTensor", call: "createTensor(shape, dtype)", does: "a zero-filled device tensor owned by the launch (outside `pl.at`; pass it to scopes and sub-kernels)" },
-  doc: "createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes)",
-  params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }],
+  decl: ["<D extends DType>(shape: readonly (number | string)[], dtype: D): Tensor<any, D>"],
+  row: { key: "createTensor", call: "createTensor(shape, dtype)", does: "a zero-filled device tensor owned by the launch (outside `pl.at`; pass it to scopes and sub-kernels); a name in `shape` is a dynamic dimension of the entry's parameters (`[\"S\", \"S\"]`)" },
+  doc: "createTensor(shape, dtype): a zero-filled device tensor owned by the launch (orchestration only; pass it to kernels and pl.at scopes); a string in shape names a dynamic dimension of the entry's parameters",
+  params: [{ name: "shape", kind: "shape" }, { name: "dtype", kind: "dtype" }],
   infer(ctx) {
-    return tensorT(expectShape(ctx, "shape", ctx.attrs.shape), expectDType(ctx, "dtype", ctx.attrs.dtype));
+    const shape = ctx.attrs.shape;
+    if (!Array.isArray(shape) || shape.length === 0 || !shape.every((d) => (Number.isInteger(d) && (d as number) > 0) || (typeof d === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(d)))) {
+      ctx.fail(`shape must be a non-empty list of positive integers and dynamic dimension names, got ${JSON.stringify(shape)}`);
+    }
+    return tensorT(shape as (number | string)[], expectDType(ctx, "dtype", ctx.attrs.dtype));
   },
-  evaluate(_a, _attrs, _env, call) {
+  evaluate(_a, _attrs, env, call) {
     const t = call.type as TensorType;
-    return newTensor(t.shape as number[], t.dtype);
+    const shape = t.shape.map((d) => {
+      if (typeof d === "number") return d;
+      const n = env.dims?.get(d);
+      return n ?? env.fail(`createTensor: ${JSON.stringify(d)} is not a dynamic dimension of the entry's parameters`, call.span);
+    });
+    return newTensor(shape, t.dtype);
   },
 });
 

@@ -7,12 +7,12 @@
 // tensor-to-tile uses for broadcast operands of elementwise expressions) or of a tensor; and
 // batchMatmul(a[B,M,K], b[B,K,N]) on tensors (per batch, as matmul).
 import { registerOp, type InferCtx, type OpDef } from "../registry.js";
-import { tensorT, tileT, typeStr, type DType, type TensorType, type TileType } from "../types.js";
+import { tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import { ARG_REDUCTIONS, PROD_REDUCTIONS, REDUCTIONS } from "./reduce.js";
 import { matmulAccDType } from "./matmul.js";
-import { argName, expectDType, expectKind, expectShape, ints, stridesOf, forWindow, dot } from "./common.js";
+import { argName, expectDType, expectKind, expectShape, stridesOf, forWindow, dot, staticDims, validShapeOption } from "./common.js";
 import { getOp } from "../registry.js";
 
 const toTile = (t: TensorValue): TileValue =>
@@ -23,19 +23,21 @@ function toTensor(t: TileValue, dtype: DType): TensorValue {
   return out;
 }
 
-function expect2DTensor(ctx: InferCtx, i: number, what: string): TensorType & { shape: number[] } {
+function expect2DTensor(ctx: InferCtx, i: number, what: string): TensorType {
   const t = expectKind(ctx, i, ["tensor"], what);
   if (t.shape.length !== 2) ctx.fail(`${what} must be a 2-D tensor, got ${typeStr(t)}`);
-  if (!t.shape.every((d) => typeof d === "number")) ctx.fail(`${what} needs a static shape, got ${typeStr(t)}`, "dynamic dimensions are not supported by tensor-level reductions and matmul yet");
-  return t as TensorType & { shape: number[] };
+  return t;
 }
 
-/** Run a tile op's reference semantics on whole tensors. */
-function viaTile(tileName: string) {
+/**
+ * Run a tile op's reference semantics on whole tensors. `shapeOf` gives the result's shape
+ * from the arguments' run-time shapes (the type's shape may hold dynamic dimensions).
+ */
+function viaTile(tileName: string, shapeOf: (args: readonly TensorValue[], attrs: Parameters<OpDef["evaluate"]>[1]) => number[]) {
   return (args: readonly Value[], attrs: Parameters<OpDef["evaluate"]>[1], env: Parameters<OpDef["evaluate"]>[2], call: Parameters<OpDef["evaluate"]>[3]): Value => {
     const t = call.type as TensorType;
     const tiles = args.map((a) => (typeof a === "object" && a !== null && (a as TensorValue).kind === "tensor" ? toTile(a as TensorValue) : a));
-    const tileType = tileT(t.shape as number[], t.dtype, "Acc");
+    const tileType = tileT(shapeOf(args as TensorValue[], attrs), t.dtype, "Acc");
     const r = getOp(tileName).evaluate(tiles, attrs, env, { type: tileType, span: call.span }) as TileValue;
     return toTensor(r, t.dtype);
   };
@@ -63,13 +65,17 @@ for (const [name, axis] of [
     evaluate: (args, attrs, env, call) => {
       // the tile ops of row reductions take a scratch operand: pass the input again
       const extra = name in REDUCTIONS && axis === "row" ? [args[0]] : [];
-      return viaTile(`tile.${name}`)([...args, ...extra], attrs, env, call);
+      return viaTile(`tile.${name}`, ([x]) => (axis === "row" ? [x.shape[0], 1] : [1, x.shape[1]]))([...args, ...extra], attrs, env, call);
     },
   });
 }
 
+/** The run-time [M, N] of a @ b with the transpose flags. */
+const matmulShape = (a: TensorValue, b: TensorValue, attrs: Parameters<OpDef["evaluate"]>[1]): number[] =>
+  [attrs.aTrans === true ? a.shape[1] : a.shape[0], attrs.bTrans === true ? b.shape[0] : b.shape[1]];
+
 /** Shapes of a tensor matmul's operands a (at ai), b (at ai + 1) with the transpose flags: [M, N, dtype]. */
-function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: number; n: number; acc: DType } {
+function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: Dim; n: Dim; acc: DType } {
   const a0 = expect2DTensor(ctx, ai, `the left operand of ${name}`), b0 = expect2DTensor(ctx, ai + 1, `the right operand of ${name}`);
   const a = ctx.attrs.aTrans === true ? [a0.shape[1], a0.shape[0]] : a0.shape;
   const b = ctx.attrs.bTrans === true ? [b0.shape[1], b0.shape[0]] : b0.shape;
@@ -93,7 +99,7 @@ registerOp({
     return tensorT([m, n], d);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmulAcc"),
+  evaluate: viaTile("tile.matmulAcc", ([acc]) => [...acc.shape]),
 });
 
 registerOp({
@@ -107,7 +113,7 @@ registerOp({
     return tensorT([m, n], acc);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmulBias"),
+  evaluate: viaTile("tile.matmulBias", (args, attrs) => matmulShape(args[0], args[1], attrs)),
 });
 
 registerOp({
@@ -128,31 +134,30 @@ registerOp({
     return tensorT([a[0], b[1]], out);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.matmul"),
+  evaluate: viaTile("tile.matmul", (args, attrs) => matmulShape(args[0], args[1], attrs)),
 });
 
 registerOp({
   name: "tile.broadcastTo", pl: "broadcastTo", level: "tile", pure: true, fusable: false,
   decl: [
-    "<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly number[] }): AnyTile<D>",
+    "<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>",
     "<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>",
   ],
   row: { key: "broadcastTo", call: "broadcastTo(x, shape, { validShape? })", does: "x's dims of 1 stretched to `shape` (NumPy `broadcast_to`; what tensor-level elementwise ops do with `[1,N]`, `[M,1]` operands); `validShape` (tiles only): the result's valid region" },
   doc: "broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape",
-  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "ints" } }],
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "dims" } }],
   infer(ctx) {
     const x = expectKind(ctx, 0, ["tile"], "the operand of broadcastTo");
     const shape = expectShape(ctx, "shape", ctx.attrs.shape);
     if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
       ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
     }
-    const valid = ctx.attrs.validShape == null ? null : ints(ctx.attrs.validShape);
-    if (valid && (valid.length !== shape.length || valid.some((v, i) => v < 0 || v > shape[i]))) ctx.fail(`validShape [${valid.join(", ")}] must fit in [${shape.join(", ")}]`);
+    const valid = validShapeOption(ctx, shape, (v) => `validShape ${v} must fit in [${shape.join(", ")}]`);
     return tileT(shape, x.dtype, x.mem, valid);
   },
   evaluate([xv], _attrs, _env, call) {
     const x = xv as TileValue, t = call.type as TileType;
-    const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+    const out = mkTile(t.shape, t.dtype, t.mem, staticDims(t.validShape));
     const xs = stridesOf(x.shape), os = stridesOf(t.shape);
     forWindow(t.shape, (k) => { out.data[dot(k, os)] = x.data[dot(k.map((v, ax) => (x.shape[ax] === 1 ? 0 : v)), xs)]; });
     return out;
@@ -176,7 +181,12 @@ registerOp({
     return tensorT(shape, x.dtype);
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.transpose"),
+  evaluate: viaTile("tile.transpose", ([x], attrs) => {
+    const shape = [...x.shape];
+    const a1 = attrs.axis1 as number, a2 = attrs.axis2 as number;
+    [shape[a1], shape[a2]] = [shape[a2], shape[a1]];
+    return shape;
+  }),
 });
 
 registerOp({
@@ -195,7 +205,7 @@ registerOp({
   effects: (args) => reads(args as never),
   // the operand's tile in the result's tile shape is already stretched (tensor-to-tile loads a [1, N] leaf once and widens it)
   tileExpr: ([x]) => x,
-  evaluate: viaTile("tile.broadcastTo"),
+  evaluate: viaTile("tile.broadcastTo", (_args, attrs) => [...(attrs.shape as number[])]),
 });
 
 registerOp({
@@ -216,5 +226,5 @@ registerOp({
     return tensorT([a.shape[0], a.shape[1], b.shape[2]], matmulAccDType(a.dtype));
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.batchMatmul"),
+  evaluate: viaTile("tile.batchMatmul", ([a, b]) => [a.shape[0], a.shape[1], b.shape[2]]),
 });

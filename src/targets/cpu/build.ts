@@ -22,7 +22,7 @@ export function cpuKeyParts(): string[] {
 }
 
 export function buildCpu(program: Program, opts: BuildOptions): ArtifactRef {
-  const sig = entrySignature(program, { dynamicDims: false, platform: "cpu" });
+  const sig = entrySignature(program, { dynamicDims: true, platform: "cpu" });
   const gen = generateCpp(program);
   const tc = toolchain();
   const key = sha256([CODEGEN_VERSION, opts.packageVersion, opts.fingerprint ?? "", "cpu", JSON.stringify(opts.options ?? {}),

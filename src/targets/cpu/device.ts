@@ -2,8 +2,7 @@
 // program libraries, persistent scheduler), seen through the Device interface. Native
 // failures become TsptoErrors here.
 import { verifiedLibrary, type ArtifactRef } from "../../artifact/index.js";
-import { loadNative, nativeError, type NativeDevice } from "../native.js";
-import { DTYPE_BYTES } from "../../ir/index.js";
+import { argBytesOf, loadNative, nativeError, type NativeDevice } from "../native.js";
 import type { Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 
 export class CpuDevice implements Device {
@@ -35,7 +34,7 @@ export class CpuDevice implements Device {
     const path = verifiedLibrary(artifact);
     // argBytes: the native launch checks each host view's live byte length against these
     // (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
-    const argBytes = artifact.meta.params.map((p) => (p.kind === "tensor" ? (p.shape ?? []).reduce((a: number, d) => a * Number(d), 1) * DTYPE_BYTES[p.dtype as keyof typeof DTYPE_BYTES] : -1));
+    const argBytes = argBytesOf(artifact.meta);
     try { return this.#n.loadModule(path, argBytes); } catch (e) { throw nativeError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw nativeError(e); } }

@@ -5,9 +5,9 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DTYPE_BYTES, TsptoRuntimeError } from "../../ir/index.js";
+import { TsptoRuntimeError } from "../../ir/index.js";
 import { verifiedLibrary } from "../../artifact/index.js";
-import { loadNative, nativeError } from "../native.js";
+import { argBytesOf, loadNative, nativeError, type ArgBytes } from "../native.js";
 import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
 
@@ -20,7 +20,7 @@ interface NativeCudaDevice {
   h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
   d2d(dst: bigint, src: bigint, nbytes: number): void;
-  loadModule(path: string, argBytes?: readonly number[]): number;
+  loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
   unloadModule(id: number): void;
   launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
   launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
@@ -73,7 +73,7 @@ export class CudaDevice implements Device {
     }
     // argBytes, as on cpu: every launch checks each host view's live byte length against
     // these (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
-    const argBytes = artifact.meta.params.map((p) => (p.kind === "tensor" ? (p.shape ?? []).reduce((a: number, d) => a * Number(d), 1) * DTYPE_BYTES[p.dtype as keyof typeof DTYPE_BYTES] : -1));
+    const argBytes = argBytesOf(artifact.meta);
     try { return this.#n.loadModule(lib, argBytes); } catch (e) { throw cudaError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }

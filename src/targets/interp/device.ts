@@ -5,6 +5,7 @@
 // back, counted); DeviceTensor arguments are read and written in place.
 import { readProgram, type ArtifactRef } from "../../artifact/index.js";
 import {
+  dimSymbolsOf,
   TsptoRuntimeError, interpret, newTensor, type InterpStats, type Program, type TensorType, type TensorValue, type Value,
 } from "../../ir/index.js";
 import { ArgKind, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace } from "../target.js";
@@ -143,6 +144,10 @@ export class InterpDevice implements Device {
     const entry = program.entryFunction;
     const values: Value[] = [];
     const writeBack: { tv: TensorValue; host: ArrayBufferView; nbytes: number }[] = [];
+    // dynamic dimensions: their extents follow the parameters, in order of first appearance
+    const symbols = dimSymbolsOf(entry.params.map((p) => (p.var.type.kind === "tensor" ? p.var.type.shape : null)));
+    const extent = new Map(symbols.map((s, k) => [s, Number(args[entry.params.length + k])]));
+    for (const [s, n] of extent) if (!Number.isSafeInteger(n) || n < 1) throw err("E_ARG", `launch: dynamic dimension '${s}' is ${String(n)}; it must be an integer >= 1`);
     entry.params.forEach((p, i) => {
       const a = args[i];
       const kind = kinds[i];
@@ -151,7 +156,7 @@ export class InterpDevice implements Device {
         return;
       }
       const t = p.var.type as TensorType;
-      const shape = t.shape.map(Number);
+      const shape = t.shape.map((d) => (typeof d === "number" ? d : extent.get(d)!));
       if (kind === ArgKind.Device) {
         // in place: a typed view of the allocation's bytes
         const empty = newTensor([0], t.dtype);

@@ -5,7 +5,7 @@ import { ChipWorker, HostTensor, RunConfig, assertClose, ir, randn, tensor, zero
 import type { Program } from "../../../src/ir/index.js";
 import { ArgKind } from "../../../src/targets/target.js";
 import { CudaDevice } from "../../../src/targets/cuda/index.js";
-import { corpusPrograms, exampleFiles, runExample, seedProgram } from "./corpus.js";
+import { corpusPrograms, cudaExampleFiles, runExample, seedProgram } from "./corpus.js";
 
 export interface Check { name: string; run: () => void | Promise<void> }
 
@@ -144,7 +144,7 @@ export function gpuChecks(): Check[] {
         if (bad.length) throw new Error(`${bad.length} programs differ:\n  ${bad.join("\n  ")}`);
       },
     },
-    ...exampleFiles().map((file) => ({ name: `example ${file} on cuda`, run: () => runExample(file, "cuda") })),
+    ...cudaExampleFiles().map((file) => ({ name: `example ${file} on cuda`, run: () => runExample(file, "cuda") })),
     {
       name: "close() frees GPU memory: five workers that each hold 30% of it, one after another",
       run() {

@@ -31,4 +31,5 @@ export {
   type TileStmtEmitter, type TensorStmtEmitter, type ScalarStmtEmitter, type TensorAllocEmitter, type Emitter,
   EMITTERS, emitterFor,
 } from "./table.js";
+export { type CDim, cmul, cstrides, cnumel, csub, cdim, isStatic } from "./dims.js";
 export { type ElementwiseFormula, defineElementwiseCpp, dbl, i64, fromDouble, type RoundModeName, castElem } from "./elementwise.js";

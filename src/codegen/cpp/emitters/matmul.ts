@@ -4,6 +4,7 @@ import { SAT } from "./ctypes.js";
 import { type KernelCtx, type TileDest, def } from "./table.js";
 import { offsetsOf, windowCheck } from "./memory.js";
 import { destPtr, tileOperand } from "./tiles.js";
+import { type CDim, cdim } from "./dims.js";
 
 function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
   const base = accArg ? 1 : 0;
@@ -14,15 +15,15 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
   if (isFloat(at.dtype)) {
     // An operand that is load(t, ...) or move(load(t, ...)) used only here is read straight
     // from the tensor window (./forward.ts): row stride = the tensor's row length, no copies.
-    const direct = (x: Expr): { ptr: string; ld: number } | null => {
+    const direct = (x: Expr): { ptr: string; ld: CDim } | null => {
       const load = ctx.matmulOperand?.(x);
       if (!load) return null;
       const t = ctx.tensor(load.args[0]);
       const lt = load.type as TileType;
       const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, load.args[1], 2, "load", load.span), [...lt.shape], load.span);
       const p = ctx.fresh("p");
-      ctx.line(`const float* __restrict ${p} = (const float*)${t.ptr} + ${offs[0]} * ${t.type.shape[1]} + ${offs[1]};  // matmul operand read from '${t.label.replace(/[^\w.]/g, "_")}' (forwarded)`);
-      return { ptr: p, ld: t.type.shape[1] };
+      ctx.line(`const float* __restrict ${p} = (const float*)${t.ptr} + ${offs[0]} * ${cdim(t.dims[1])} + ${offs[1]};  // matmul operand read from '${t.label.replace(/[^\w.]/g, "_")}' (forwarded)`);
+      return { ptr: p, ld: cdim(t.dims[1]) };
     };
     const da = direct(call.args[base]), db = direct(call.args[base + 1]);
     const ea = da ? null : ctx.elements(call.args[base]), eb = db ? null : ctx.elements(call.args[base + 1]);
@@ -66,7 +67,7 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     const vec = A !== null && Bp !== null && (ec === null || C !== null);
     // rows x (16 nv) block in tspto_v16f accumulators (vector registers); b from `bsrc` with
     // row stride `bld` starting at column `bcol`
-    const vblock = (rows: number, nv: number, i0: string, j0: string, bsrc: string, bld: number, bcol: string): void => {
+    const vblock = (rows: number, nv: number, i0: string, j0: string, bsrc: string, bld: CDim, bcol: string): void => {
       const acc = ctx.fresh("acc"), kk = ctx.fresh("k"), bv = ctx.fresh("b"), av = ctx.fresh("a");
       const name = (r: number, v: number) => `${acc}_${r}_${v}`;
       ctx.open("{");

@@ -2,6 +2,7 @@
 import { type Expr, type Span, type TileType, TsptoCompileError, numel, shapeStr, tileElemBytes } from "../../../ir/index.js";
 import { cstr, intLit, loadConv, scratchCType, spanWhere, storageCType, storeConv } from "./ctypes.js";
 import { type KernelCtx, type TensorRef, def } from "./table.js";
+import { type CDim, cdim, csub, cstrides } from "./dims.js";
 import { BINARY_CPP, binaryElem } from "./elementwise.js";
 
 export function strides(shape: readonly number[]): number[] {
@@ -26,12 +27,15 @@ export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, s
  * dims: statically for constant offsets (a compile error), at run time for the others
  * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
  */
-export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly number[], span: Span): string[] {
-  const dims = t.type.shape;
+export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
+  const dims = t.dims;
   for (let ax = 0; ax < region.length; ax++) {
-    if (region[ax] > dims[ax] || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + region[ax] > dims[ax]))) {
+    const d = dims[ax], r = region[ax];
+    // a dynamic dimension or a runtime valid extent: checked at run time below
+    if (typeof d !== "number" || typeof r !== "number") continue;
+    if (r > d || (typeof offs[ax] === "number" && ((offs[ax] as number) < 0 || (offs[ax] as number) + r > d))) {
       throw new TsptoCompileError("E_WINDOW",
-        `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(dims)} (axis ${ax})`,
+        `${what} window [${offs.map((o) => (typeof o === "number" ? o : "?")).join(", ")}] + ${shapeStr(region)} is outside tensor '${t.label}' of shape ${shapeStr(t.type.shape)} (axis ${ax})`,
         span, "keep offset + shape within the tensor on every axis");
     }
   }
@@ -42,12 +46,14 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
     return n;
   });
   const conds: string[] = [];
-  offs.forEach((o, ax) => { if (typeof o !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${dims[ax] - region[ax]}`); });
+  offs.forEach((o, ax) => {
+    if (typeof o !== "number" || typeof dims[ax] !== "number" || typeof region[ax] !== "number") conds.push(`${names[ax]} < 0 || ${names[ax]} > ${cdim(csub(dims[ax], region[ax]))}`);
+  });
   if (conds.length) {
     ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
     ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
     ctx.line(`const int64_t _shp[] = { ${region.join(", ")} };`);
-    ctx.line(`const int64_t _dims[] = { ${dims.join(", ")} };`);
+    ctx.line(`const int64_t _dims[] = { ${dims.map(cdim).join(", ")} };`);
     ctx.line(`tspto_window_fail(rt, ${cstr(spanWhere(span))}, "${what}", ${cstr(t.label)}, ${region.length}, _off, _shp, _dims);`);
     ctx.line(ctx.failExit);
     ctx.close();
@@ -59,7 +65,7 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
  * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
  * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
  */
-function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: string[], tensorStrides: number[], tileStrides: number[],
+function regionLoops(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
   body: (ti: string, si: string) => string): void {
   const rank = region.length;
   const idx: string[] = [];
@@ -69,7 +75,7 @@ function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: stri
     ctx.open(`for (int64_t ${v} = 0; ${v} < ${region[ax]}; ++${v}) {`);
   }
   const j = ctx.fresh("j");
-  const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${tensorStrides[ax]}`), tensorBase[rank - 1]].join(" + ");
+  const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${cdim(tensorStrides[ax])}`), tensorBase[rank - 1]].join(" + ");
   const sOff = idx.map((v, ax) => `${v} * ${tileStrides[ax]}`).join(" + ") || "0";
   const tb = ctx.fresh("tb"), sb = ctx.fresh("sb");
   ctx.line(`const int64_t ${tb} = ${tOff}, ${sb} = ${sOff};`);
@@ -78,27 +84,23 @@ function regionLoops(ctx: KernelCtx, region: readonly number[], tensorBase: stri
   for (let ax = 0; ax < rank - 1; ax++) ctx.close();
 }
 
-export const validRegion = (t: TileType, span: Span): number[] => {
-  if (!t.validShape) return [...t.shape];
-  return t.validShape.map((d) => {
-    if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `dynamic valid shapes are not supported on the cpu platform yet (validShape ${shapeStr(t.validShape!)})`, span);
-    return d;
-  });
-};
+/** A region's element count when static, else null (a runtime valid extent). */
+const staticNumel = (region: readonly CDim[]): number | null => (region.every((d) => typeof d === "number") ? numel(region as number[]) : null);
 
 def("tile.load", {
   kind: "tile-stmt",
   emitInto(ctx, call, dest) {
     const t = ctx.tensor(call.args[0]);
     const type = call.type as TileType;
-    const region = validRegion(type, call.span);
-    const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "load", call.span), region, call.span);
+    const region = ctx.validOf(call);
+    const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, call.args[1], t.dims.length, "load", call.span), region, call.span);
     const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
     const d = ctx.fresh("d"), s = ctx.fresh("s");
     ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
     ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
-    if (numel(region) < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
-    regionLoops(ctx, region, offs, strides(t.type.shape), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
+    const n = staticNumel(region);
+    if (n === null || n < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    regionLoops(ctx, region, offs, cstrides(t.dims), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
   },
 });
 
@@ -108,8 +110,8 @@ def("tile.store", {
   emit(ctx, call) {
     const tileType = exprTileType(call.args[0]);
     const t = ctx.tensor(call.args[2]);
-    const region = validRegion(tileType, call.span);
-    const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.type.shape.length, "store", call.span), region, call.span);
+    const region = ctx.validOf(call.args[0]);
+    const offs = windowCheck(ctx, "store", t, offsetsOf(ctx, call.args[1], t.dims.length, "store", call.span), region, call.span);
     const elem = ctx.elements(call.args[0]);
     const T = storageCType(t.type.dtype);
     const o = ctx.fresh("t");
@@ -118,10 +120,10 @@ def("tile.store", {
       // out += tile: the tasks that touch the window are ordered by their (read-write) accesses
       const d = t.type.dtype;
       const sum = (ti: string, si: string) => binaryElem(BINARY_CPP.add, d, { kind: "tile", code: loadConv(d, `${o}[${ti}]`), dtype: d }, { kind: "tile", code: elem(si), dtype: d });
-      regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(d, sum(ti, si))};`);
+      regionLoops(ctx, region, offs, cstrides(t.dims), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(d, sum(ti, si))};`);
       return;
     }
-    regionLoops(ctx, region, offs, strides(t.type.shape), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(t.type.dtype, elem(si))};`);
+    regionLoops(ctx, region, offs, cstrides(t.dims), strides(tileType.shape), (ti, si) => `${o}[${ti}] = ${storeConv(t.type.dtype, elem(si))};`);
   },
 });
 

@@ -3,6 +3,7 @@ import { DTYPE_BYTES, type DType, type TensorType, TsptoCompileError, numel, sha
 import { type CExpr, intLit, loadConv, scalarCType, storageCType } from "./ctypes.js";
 import { def } from "./table.js";
 import { strides } from "./memory.js";
+import { cdim, cmul, cnumel, cstrides } from "./dims.js";
 import { exprLabel, tileOperand, tileWindow } from "./tiles.js";
 
 // read: one element as a scalar (tiles in scratch; tensors in device memory, in kernels)
@@ -26,10 +27,11 @@ def("tensor.read", {
   kind: "scalar-stmt",
   emit(ctx, call) {
     const t = ctx.tensor(call.args[0]);
-    const shape = t.type.shape;
-    const idx = tileWindow(ctx, "read", t.label, call.args[1], shape.map(() => 1), shape, call.span, "tensor");
+    const dims = t.dims;
+    const idx = tileWindow(ctx, "read", t.label, call.args[1], dims.map(() => 1), dims, call.span, "tensor");
     const T = storageCType(t.type.dtype);
-    const at = idx.map((s, ax) => (strides(shape)[ax] === 1 ? s : `${s} * ${strides(shape)[ax]}`)).join(" + ");
+    const st = cstrides(dims);
+    const at = idx.map((s, ax) => (st[ax] === 1 ? s : `${s} * ${cdim(st[ax])}`)).join(" + ");
     const v = scalarOfElem(t.type.dtype, loadConv(t.type.dtype, `((const ${T}*)${t.ptr})[${at}]`));
     const name = ctx.fresh("rd");
     ctx.line(`const ${v.ctype} ${name} = ${v.code};`);
@@ -37,12 +39,13 @@ def("tensor.read", {
   },
 });
 
-// dim: the extent of a tensor's axis (static shapes: simplify folds it to a constant first)
+// dim: the extent of a tensor's axis (static shapes: simplify folds it to a constant first;
+// a dynamic one is the function's local holding the extent passed at launch)
 def("tensor.dim", {
   kind: "scalar-stmt",
   emit(ctx, call) {
-    const d = ctx.tensor(call.args[0]).type.shape[Number(call.attrs.axis)];
-    return { code: intLit(d), ctype: "int64_t" };
+    const d = ctx.tensor(call.args[0]).dims[Number(call.attrs.axis)];
+    return { code: typeof d === "number" ? intLit(d) : d, ctype: "int64_t" };
   },
 });
 
@@ -51,11 +54,17 @@ def("tensor.create", {
   kind: "tensor-alloc",
   emit(ctx, call, name) {
     const t = call.type as TensorType;
-    const shape = t.shape.map((d) => {
-      if (typeof d !== "number") throw new TsptoCompileError("E_DYNAMIC", `createTensor needs a static shape, got ${shapeStr(t.shape)}`, call.span);
-      return d;
+    // a named dimension is one of the entry's dynamic dimensions: its extent is known at launch
+    const dims = t.shape.map((d) => {
+      if (typeof d === "number") return d;
+      const local = ctx.dimLocal?.(d);
+      if (local === undefined) {
+        throw new TsptoCompileError("E_DYNAMIC", `createTensor(${shapeStr(t.shape)}): ${JSON.stringify(d)} is not a dynamic dimension of the entry's parameters`, call.span,
+          `name a dimension of a parameter's shape annotation (e.g. x: pl.Tensor<[${JSON.stringify(d)}, 64], pl.FP32>), or use a number`);
+      }
+      return local;
     });
-    ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${numel(shape) * DTYPE_BYTES[t.dtype]});  // createTensor(${shapeStr(shape)}, ${t.dtype})`);
+    ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${cdim(cmul(cnumel(dims), DTYPE_BYTES[t.dtype]))});  // createTensor(${shapeStr(t.shape)}, ${t.dtype})`);
     ctx.line(`if (${name} == 0) ${ctx.failExit}`);
   },
 });

@@ -3,7 +3,6 @@ import { numel, padValue } from "../../../ir/index.js";
 import { toDType } from "../../../ir/values.js";
 import { scratchLit } from "./ctypes.js";
 import { def } from "./table.js";
-import { validRegion } from "./memory.js";
 import { destPtr, exprLabel, linear, shapeLoops, tileOperand, tileWindow } from "./tiles.js";
 
 // reshape keeps the row-major order: element i of the result is element i of the operand.
@@ -54,13 +53,13 @@ def("tile.fillpad", {
   kind: "tile-stmt",
   emitInto(ctx, call, dest) {
     const x = tileOperand(call.args[0]);
-    const valid = validRegion(x, call.span);
+    const valid = ctx.validOf(call.args[0]);
     const d = x.dtype;
     const pad = scratchLit(d, toDType(padValue(d, String(call.attrs.padValue ?? "zero")), d));
     const ex = ctx.elements(call.args[0]);
     const o = destPtr(ctx, dest);
     shapeLoops(ctx, x.shape, (idx) => {
-      const inside = idx.flatMap((v, ax) => (valid[ax] < x.shape[ax] ? [`${v} < ${valid[ax]}`] : []));
+      const inside = idx.flatMap((v, ax) => (typeof valid[ax] !== "number" || valid[ax] < x.shape[ax] ? [`${v} < ${valid[ax]}`] : []));
       const at = linear(idx, x.shape);
       return `${o}[${at}] = ${inside.length ? `(${inside.join(" && ")}) ? ${ex(at)} : ${pad}` : ex(at)};`;
     });

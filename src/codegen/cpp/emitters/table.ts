@@ -2,6 +2,7 @@
 // this folder register into it with def() (index.ts imports them all).
 import { type Call, type DType, type Expr, type Span, type TensorType, type TileType, TsptoCompileError } from "../../../ir/index.js";
 import type { CExpr } from "./ctypes.js";
+import type { CDim } from "./dims.js";
 
 /** An operand of an elementwise op inside a fused loop: a tile element or a hoisted scalar. */
 export interface ElemOperand {
@@ -12,8 +13,11 @@ export interface ElemOperand {
   readonly exactF32?: boolean;
 }
 
-/** A reference to a tensor in the current function: its C++ pointer expression, static type, display name. */
-export interface TensorRef { readonly ptr: string; readonly type: TensorType & { shape: readonly number[] }; readonly label: string }
+/**
+ * A reference to a tensor in the current function: its C++ pointer expression, type, display
+ * name, and its extents as C++ (numbers for static dims, the local of a dynamic one: ./dims.ts).
+ */
+export interface TensorRef { readonly ptr: string; readonly type: TensorType; readonly label: string; readonly dims: readonly CDim[] }
 
 /** Where an op writes a tile: a `uint8_t*` expression (scratch + addr, or a temporary). */
 export interface TileDest { readonly ptr: string; readonly type: TileType }
@@ -35,8 +39,16 @@ export interface KernelCtx {
    * current block and returns the element at a linear tile index (scratch type).
    */
   elements(e: Expr): (idx: string) => string;
+  /**
+   * The valid extents of a tile-valued expression per axis: numbers where static, C++ int64
+   * expressions where the validShape is a runtime extent (../valid.ts); the tile's shape when
+   * it has no validShape.
+   */
+  validOf(e: Expr): (number | string)[];
   /** The tile.load a matmul operand reads straight from its tensor (not materialized), or null. */
   matmulOperand?(e: Expr): Call | null;
+  /** The C++ local holding a dynamic dimension's extent (a name in the function's parameters' shapes), or undefined. */
+  dimLocal?(name: string): string | undefined;
   /** The statement that leaves the kernel after a run-time failure. */
   readonly failExit: string;
 }

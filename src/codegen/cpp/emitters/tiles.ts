@@ -2,6 +2,7 @@
 import { type Expr, type Span, type TileType, TsptoCompileError } from "../../../ir/index.js";
 import { cstr, intLit, scratchCType, spanWhere } from "./ctypes.js";
 import type { KernelCtx, TileDest } from "./table.js";
+import { type CDim, cdim, csub } from "./dims.js";
 import { exprTileType, strides } from "./memory.js";
 
 export const tileOperand = (e: Expr): TileType => exprTileType(e);
@@ -37,7 +38,7 @@ export function linear(idx: readonly string[], shape: readonly number[], off?: r
  * Offsets of a window inside a tile (slice, assemble, read): constants were checked at
  * compile time; the others are bound to locals and checked here at run time.
  */
-export function tileWindow(ctx: KernelCtx, what: string, name: string, list: Expr, shape: readonly number[], outer: readonly number[], span: Span, kind = "tile"): string[] {
+export function tileWindow(ctx: KernelCtx, what: string, name: string, list: Expr, shape: readonly number[], outer: readonly CDim[], span: Span, kind = "tile"): string[] {
   if (list.kind !== "list") throw new TsptoCompileError("E_CODEGEN", `internal: ${what} offsets must be a list expression`, span);
   const names = list.items.map((it) => {
     if (it.kind === "const") return intLit(Number(it.value));
@@ -46,12 +47,13 @@ export function tileWindow(ctx: KernelCtx, what: string, name: string, list: Exp
     ctx.line(`const int64_t ${n} = ${c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(std::trunc(${c.code}))` : `(int64_t)${c.code}`};`);
     return n;
   });
-  const conds = list.items.flatMap((it, ax) => (it.kind === "const" ? [] : [`${names[ax]} < 0 || ${names[ax]} > ${outer[ax] - shape[ax]}`]));
+  // constant offsets within static extents were checked at compile time
+  const conds = list.items.flatMap((it, ax) => (it.kind === "const" && typeof outer[ax] === "number" ? [] : [`${names[ax]} < 0 || ${names[ax]} > ${cdim(csub(outer[ax], shape[ax]))}`]));
   if (conds.length) {
     ctx.open(`if (__builtin_expect(${conds.join(" || ")}, 0)) {`);
     ctx.line(`const int64_t _off[] = { ${names.join(", ")} };`);
     ctx.line(`const int64_t _shp[] = { ${shape.join(", ")} };`);
-    ctx.line(`const int64_t _dims[] = { ${outer.join(", ")} };`);
+    ctx.line(`const int64_t _dims[] = { ${outer.map(cdim).join(", ")} };`);
     ctx.line(`tspto_bounds_fail(rt, ${cstr(spanWhere(span))}, "${what}", "${kind}", ${cstr(name)}, ${shape.length}, _off, _shp, _dims);`);
     ctx.line(ctx.failExit);
     ctx.close();
