@@ -257,6 +257,11 @@ export function colMin<D extends DType>(x: Tensor<any, D>): Tensor<any, D>;
 export function colMin(...args: any[]): any {
   return notRunnable("colMin");
 }
+/** rowSumKeep(x[M,N]) -> [x, rowSum(x)]: the tile and the sum of each row (as rowSum), in one pass */
+export function rowSumKeep<D extends DType>(x: AnyTile<D>): [AnyTile<D>, AnyTile<D>];
+export function rowSumKeep(...args: any[]): any {
+  return notRunnable("rowSumKeep");
+}
 /** rowProd(x[M,N], tmp?) -> [M,1]: the product of each row */
 export function rowProd<D extends DType>(x: AnyTile<D>, tmp?: AnyTile): AnyTile<D>;
 export function rowProd<D extends DType>(x: Tensor<any, D>): Tensor<any, D>;

@@ -212,8 +212,12 @@ class Printer {
           const names = `[${s.targets.map((t) => this.namer.name(t)).join(", ")}]`;
           const fresh = s.targets.length === 0 || s.targets.some((t) => !this.declared.has(t.id));
           s.targets.forEach((t) => this.declared.add(t.id));
+          // annotated when a target's type is not the call's result (tiles given addresses by memory planning)
+          const vt = exprType(v);
+          const same = vt.kind !== "tuple" || vt.elems.length !== s.targets.length || s.targets.every((t, i) => typeEqual(t.type, vt.elems[i]));
+          const ann = same ? "" : `: [${s.targets.map((t) => typeText(t.type)).join(", ")}]`;
           if (!fresh) this.line(ind, `${names} = ${this.expr(v)};`);
-          else this.line(ind, `${s.targets.some((t) => this.rebound.has(t.id)) ? "let" : "const"} ${names} = ${this.expr(v)};`);
+          else this.line(ind, `${s.targets.some((t) => this.rebound.has(t.id)) ? "let" : "const"} ${names}${ann} = ${this.expr(v)};`);
         }
         break;
       }

@@ -7,7 +7,8 @@
 // the staged code, so the result is bit-identical (also when `out` aliases `a`); the loaded
 // values are stored in the tile's own type (no conversion: float32 and integer dtypes only).
 import type { Expr, Func, Stmt, TensorType, TileType } from "../ir/index.js";
-import { forEachExpr, numel } from "../ir/index.js";
+import { REDUCTIONS, ROW_KEEP, forEachExpr, getOp, numel } from "../ir/index.js";
+import { isFusable } from "./flatten_tiles.js";
 
 export interface ForwardedLoad {
   /** The tensor variable read (a kernel parameter or alias of one). */
@@ -16,6 +17,8 @@ export interface ForwardedLoad {
   readonly offsets: readonly Expr[];
   /** Element strides of the tensor. */
   readonly strides: readonly number[];
+  /** The load, when no store checks its window (forwardableReads): the code generator checks it where the load was. */
+  readonly check?: Extract<Expr, { kind: "call" }>;
 }
 
 const SAME_TYPE = new Set(["float32", "int8", "int16", "int32", "int64", "uint8"]);
@@ -96,6 +99,89 @@ export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
       // anything else (another op, a call) ends the window of the pending loads
       if (s.kind !== "assign" || s.value.kind === "call" && (s.value.op.startsWith("tile.store") || s.value.op.startsWith("tensor."))) pending = [];
     }
+  };
+  block(fn.body);
+  return out;
+}
+
+const ELEM_ROOTS = new Set([...Object.keys(REDUCTIONS), ...Object.keys(ROW_KEEP)].map((n) => `tile.${n}`));
+
+/**
+ * Occurrences of variable `id` in a statement's expression: all, and those the code generator
+ * reads element by element (elementsOf): leaves of an elementwise expression that is computed
+ * into a tile, or that is the input of a reduction / rowSumKeep or the value of a store.
+ */
+export function elementReads(e: Expr, id: number): { all: number; elem: number } {
+  let all = 0, elem = 0;
+  const visit = (x: Expr, elemCtx: boolean): void => {
+    if (x.kind === "var") { if (x.id === id) { all++; if (elemCtx) elem++; } return; }
+    if (x.kind === "list") { x.items.forEach((i) => visit(i, false)); return; }
+    if (x.kind !== "call") return;
+    const chain = elemCtx && isFusable(x); // an elementwise node inside an element read
+    x.args.forEach((a, k) => visit(a, chain || (k === 0 && (ELEM_ROOTS.has(x.op) || x.op === "tile.store"))));
+  };
+  visit(e, isFusable(e));
+  return { all, elem };
+}
+
+/**
+ * Loads read in place before anything writes a tensor (cpu code generation): a load whose every
+ * use is an element read (elementReads) by the statements that follow it in the same list, all
+ * before the first statement that may write a tensor — or in that statement, when it is a store
+ * of the same window (the rule of forwardableLoads) — is never copied into scratch: its readers
+ * read the tensor window. The window is checked where the load was (`check`). A row reduction
+ * of a loaded row (softmax's max) reads the input directly. Loads forwardableLoads forwards
+ * already are not repeated.
+ */
+export function forwardableReads(fn: Func, already: ReadonlyMap<number, ForwardedLoad>): Map<number, ForwardedLoad> {
+  const out = new Map<number, ForwardedLoad>();
+  const uses = new Map<number, number>();
+  forEachExpr(fn.body, (e) => { if (e.kind === "var") uses.set(e.id, (uses.get(e.id) ?? 0) + 1); });
+  const writes = (s: Stmt): boolean => {
+    if (s.kind !== "assign" && s.kind !== "eval") return true;
+    const v = s.kind === "assign" ? s.value : s.expr;
+    let w = false;
+    forEachExpr([s], (x) => { if (x.kind === "call" && (x.op === "call" || x.op === "tile.store" || x.op.startsWith("tensor.") || !getOp(x.op).pure)) w = true; });
+    return w || v.kind !== "call";
+  };
+  const block = (ss: readonly Stmt[]): void => {
+    ss.forEach((s, i) => {
+      if (s.kind === "for" || s.kind === "while" || s.kind === "scope") { block(s.body); return; }
+      if (s.kind === "if") { block(s.then); block(s.else); return; }
+      if (s.kind !== "assign" || s.targets.length !== 1 || s.value.kind !== "call" || s.value.op !== "tile.load") return;
+      const v = s.targets[0], load = s.value;
+      if (already.has(v.id)) return;
+      const tt = v.type as TileType, lt = load.type as TileType;
+      const tensor = load.args[0];
+      const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
+      const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
+      if (!ten || !full || tt.kind !== "tile" || tt.dtype !== ten.dtype || !SAME_TYPE.has(ten.dtype) || load.attrs.pad !== undefined ||
+          !ten.shape.every((d) => typeof d === "number") || !lt.shape.every((d) => typeof d === "number") ||
+          !contiguous(lt.shape as number[], ten.shape as number[]) || load.args[1].kind !== "list") return;
+      const total = uses.get(v.id) ?? 0;
+      let seen = 0;
+      for (let k = i + 1; k < ss.length && seen < total; k++) {
+        const t = ss[k];
+        const x = t.kind === "assign" ? t.value : t.kind === "eval" ? t.expr : null;
+        if (!x) return; // a nested loop / if / yield: stop (it may read the tile or write the tensor)
+        const o = elementReads(x, v.id);
+        if (o.all !== o.elem) return;
+        if (writes(t)) {
+          if (o.all === 0) return; // a write before the last read
+          // the last reader and a store: only a store of the same window reads element i before writing it
+          if (seen + o.all !== total || !(x.kind === "call" && x.op === "tile.store")) return;
+          const value = x.args[0], tgt = x.args[2];
+          const vt = value.kind === "const" ? null : value.type;
+          const tgtT = tgt.kind === "var" && tgt.type.kind === "tensor" ? (tgt.type as TensorType) : null;
+          if (!vt || vt.kind !== "tile" || !tgtT || JSON.stringify(lt.shape) !== JSON.stringify(vt.shape) ||
+              JSON.stringify(ten.shape) !== JSON.stringify(tgtT.shape) || !sameExpr(load.args[1], x.args[1])) return;
+          if ((vt as TileType).validShape && numel((vt as TileType).validShape as number[]) !== numel(vt.shape as number[])) return;
+        }
+        seen += o.all;
+      }
+      if (seen !== total || total === 0) return;
+      out.set(v.id, { tensor, offsets: (load.args[1] as Extract<Expr, { kind: "list" }>).items, strides: stridesOf(ten.shape as number[]), check: load });
+    });
   };
   block(fn.body);
   return out;

@@ -13,13 +13,14 @@ import { spmdPass } from "./split_parallel_loops.js";
 import { matmulFormsPass } from "./matmul_forms.js";
 import { fpContractPass } from "./contract.js";
 import { fuseRowsPass } from "./fuse_rows.js";
+import { fuseRowReductionsPass } from "./fuse_row_reductions.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, DEFAULT_FP_CONTRACT, checkFpContract, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
-export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, memoryPlanPass, spmdPass, depsPass };
+export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
-export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, memoryPlanPass, spmdPass, depsPass];
+export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass];
 
 /** Is this program the output of the pipeline (ready for codegen)? */
 export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered === true;
@@ -27,5 +28,5 @@ export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered 
 export function lowerProgram(p: Program, opts: PipelineOptions = {}): PipelineResult {
   return new PassManager(opts.passes ?? DEFAULT_PASSES).run(p, opts);
 }
-export { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "./forward_loads.js";
+export { forwardableLoads, forwardableReads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "./forward_loads.js";
 export { kernelAccesses, type AccessAttr, type AffineAttr, type WindowAttr } from "./derive_deps.js";

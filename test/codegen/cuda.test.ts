@@ -8,6 +8,19 @@ import { CUDA_EMITTERS, cudaEmitterFor, generateCuda } from "../../src/codegen/c
 import { seedProgram } from "../targets/cuda/corpus.js";
 import { pl, RunConfig, randn, zeros } from "tspto";
 
+/** Softmax over [64, 256]: FuseRowReductions makes exp(t - max) and its sum one rowSumKeep. */
+const softmaxK = pl.jit(function softmaxK(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const t = pl.load(a, [0, 0], [64, 256]);
+    const tmp = pl.createTile([64, 256], pl.FP32, pl.Mem.Vec);
+    const mx: pl.Tile<[64, 1], pl.FP32> = pl.rowMax(t, tmp);
+    const e = pl.exp(pl.rowExpandSub(t, mx));
+    const s: pl.Tile<[64, 1], pl.FP32> = pl.rowSum(e, tmp);
+    pl.store(pl.rowExpandDiv(e, s), [0, 0], out);
+  });
+  return out;
+});
+
 // tensor-level ops are lowered to tiles by the pass pipeline; of them only tensor.read stays
 // in kernels, and tensor.create in the orchestration (the host C++ generator's)
 const LOWERED_AWAY = (op: string) => op.startsWith("tensor.") && op !== "tensor.read";
@@ -31,6 +44,17 @@ describe("cuda formulas", () => {
     expect((err as TsptoCompileError).code).toBe("E_CODEGEN");
     expect((err as Error).message).toContain("the cuda code generator has no formula for op 'tile.frobnicate'");
     expect(() => cudaEmitterFor("tensor.add", NO_SPAN)).toThrow(/must be lowered to tiles/);
+  });
+
+  it("rowSumKeep (two results): the block computes the kept tile, syncs, then the warps sum its rows", () => {
+    const p = softmaxK.lower(randn([64, 256], { seed: 1 }), zeros([64, 256]));
+    expect(p.asText()).toMatch(/const \[e, s\]: \[pl\.Tile<\[1, 256\].*\] = pl\.rowSumKeep\(/);
+    const src = generateCuda(p).source;
+    const a = src.indexOf("// e = tile.exp"), b = src.indexOf("// s = tile.rowSum");
+    expect(a).toBeGreaterThan(0);
+    expect(b).toBeGreaterThan(a);
+    expect(src.slice(a, b)).toContain("__syncthreads();");
+    expect(src.slice(b)).toContain("__shfl_xor_sync");
   });
 
   it("the seed program: one kernel, a host entry that submits it with the launch descriptor, 128-bit paths", () => {

@@ -4,7 +4,7 @@
 // scratch arena (./fused.ts); orchestration calls become submits (./call.ts).
 import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { dimSymbolsOf, forEachStmt, isFloat, typeStr } from "../../ir/index.js";
-import { forwardableLoads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
+import { forwardableLoads, forwardableReads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
 import {
   type CDim, type CExpr, type KernelCtx, type ScalarCType, type TensorRef, type TileDest,
   cstr, doubleLit, emitterFor, intLit, scalarCType, spanWhere, storageCType,
@@ -12,7 +12,8 @@ import {
 import { materialize, elementsOf } from "./fused.js";
 import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
-import { comment, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
+import { comment, describe, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
+import { offsetsOf, windowCheck } from "./emitters/memory.js";
 
 interface Block {
   /** Where a Yield at the end of this block writes (If results, or loop iterArgs). */
@@ -51,6 +52,7 @@ export class FnGen implements KernelCtx {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
+    if (mode === "kernel") for (const [id, fw] of forwardableReads(fn, this.forwarded)) this.forwarded.set(id, fw);
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
   }
@@ -193,6 +195,15 @@ export class FnGen implements KernelCtx {
   private assign(targets: readonly Var[], value: Expr, span: Span): void {
     if (targets.length !== 1) {
       if (value.kind === "call" && value.op === "call" && this.mode === "entry") return this.callStmt(value, targets);
+      if (value.kind === "call" && this.mode === "kernel" && targets.every((t) => t.type.kind === "tile")) {
+        const em = emitterFor(value.op, value.span);
+        if (em.kind === "tile-multi") {
+          this.open(`{  // [${targets.map((t) => comment(t.name)).join(", ")}] = ${comment(value.op)}(${comment(describe(value.args[0]))}) (${comment(spanWhere(value.span))})`);
+          em.emitIntoAll(this, value, targets.map((t) => ({ ptr: `scratch + ${this.tileAddr(t)}`, type: t.type as TileType })));
+          this.close();
+          return;
+        }
+      }
       return internal(`assignment of ${targets.length} targets from ${value.kind === "call" ? value.op : value.kind}`, span);
     }
     const t = targets[0];
@@ -208,7 +219,16 @@ export class FnGen implements KernelCtx {
       case "tile":
         if (this.mode !== "kernel") internal(`tile '${t.name}' in the orchestration function`, span);
         this.valid.define(t, value);
-        if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+        if (this.forwarded.has(t.id)) {
+          const fw = this.forwarded.get(t.id)!;
+          if (!fw.check) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+          // read in place by the statements that follow (forwardableReads): only the window check
+          this.open(`{  // ${comment(t.name)}: load read in place by its readers; window check (${comment(spanWhere(fw.check.span))})`);
+          const ten = this.tensor(fw.check.args[0]);
+          windowCheck(this, "load", ten, offsetsOf(this, fw.check.args[1], ten.dims.length, "load", fw.check.span), this.validOf(fw.check), fw.check.span);
+          this.close();
+          return;
+        }
         if (this.matmulFw.skipped.has(t.id)) { this.line(`// ${comment(t.name)}: read by the matmul straight from the tensor`); return; }
         if (this.unread.has(t.id) && value.kind === "call" && value.op === "tile.create") { this.line(`// ${comment(t.name)}: scratch tile nothing reads, not filled`); return; }
         return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);

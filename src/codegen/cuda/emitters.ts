@@ -6,8 +6,8 @@
 // time with a TsptoCompileError naming it (cudaEmitterFor).
 import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters/index.js";
 import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters/index.js";
-import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
-import type { Call, DType, Expr, Span, TileType } from "../../ir/index.js";
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, mkCall, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
+import type { Call, DType, Expr, Span, TileType, Var } from "../../ir/index.js";
 // cuda tensors have static shapes (generate.ts rejects dynamic dimensions)
 const staticDims = (t: TensorRef): readonly number[] => t.dims as readonly number[];
 
@@ -45,7 +45,9 @@ export interface CudaCtx {
 export interface CudaTileStmt { readonly kind: "tile-stmt"; emitInto(ctx: CudaCtx, call: Call, dest: TileDest): void }
 export interface CudaTensorStmt { readonly kind: "tensor-stmt"; readonly resultArg: number; emit(ctx: CudaCtx, call: Call): void }
 export interface CudaScalarStmt { readonly kind: "scalar-stmt"; emit(ctx: CudaCtx, call: Call): CExpr }
-export type CudaEmitter = ElementwiseEmitter | ScalarEmitter | CudaTileStmt | CudaTensorStmt | CudaScalarStmt;
+/** An op with several tile results: the generator computes them as a sequence of single-tile values (each then __syncthreads). */
+export interface CudaTileMulti { readonly kind: "tile-multi"; steps(call: Call, targets: readonly Var[]): { target: number; value: Expr }[] }
+export type CudaEmitter = ElementwiseEmitter | ScalarEmitter | CudaTileStmt | CudaTensorStmt | CudaScalarStmt | CudaTileMulti;
 
 export const CUDA_EMITTERS = new Map<string, CudaEmitter>();
 const def = (name: string, e: CudaEmitter) => { CUDA_EMITTERS.set(name, e); };
@@ -291,6 +293,16 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
     },
   });
 }
+
+// rowSumKeep(x) -> [x, rowSum(x)]: on the GPU the block computes x into its tile, then the
+// warps reduce the rows of that tile (two block-parallel steps; the cpu fuses them into one loop).
+def("tile.rowSumKeep", {
+  kind: "tile-multi",
+  steps(call, targets) {
+    const sumType = (call.type as { elems: readonly TileType[] }).elems[1];
+    return [{ target: 0, value: call.args[0] }, { target: 1, value: mkCall("tile.rowSum", [targets[0]], {}, sumType, call.span) }];
+  },
+});
 
 // ------------------------------------------------------------------ row / column broadcasts
 for (const axis of ["row", "col"] as const) {

@@ -262,7 +262,15 @@ class KernelGen implements CudaCtx {
   }
 
   private assign(targets: readonly Var[], value: Expr, span: Span): void {
-    if (targets.length !== 1) return internal(`assignment of ${targets.length} targets in a kernel`, span);
+    if (targets.length !== 1) {
+      const em = value.kind === "call" ? cudaEmitterFor(value.op, value.span) : null;
+      if (em?.kind !== "tile-multi" || !targets.every((t) => t.type.kind === "tile")) return internal(`assignment of ${targets.length} targets in a kernel`, span);
+      for (const st of em.steps(value as Call, targets)) {
+        const t = targets[st.target];
+        this.materialize(st.value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type as TileType }, t.name);
+      }
+      return;
+    }
     const t = targets[0];
     switch (t.type.kind) {
       case "scalar": {

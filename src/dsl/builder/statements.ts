@@ -192,7 +192,11 @@ export abstract class StmtBuilder extends PlOpBuilder {
         this.typeErr(`cannot destructure ${typeStr(t)} into ${names.length} names`, init,
           elems ? `the call returns ${elems.length} values` : "only calls of kernels that return several values can be destructured");
       }
-      results = names.map((n, i) => mkVar(n.text, elems[i], this.span(n)));
+      // IR text annotates the targets whose types differ from the call's results (tiles given
+      // addresses by memory planning): `const [e, s]: [pl.Tile<...>, pl.Tile<...>] = ...`
+      const anns = !this.kernel && d.type && ts.isTupleTypeNode(d.type) && d.type.elements.length === names.length
+        ? d.type.elements.map((el) => annType(readAnnotation(el as ts.TypeNode, this.annEnv).ann)) : null;
+      results = names.map((n, i) => mkVar(n.text, anns?.[i] ?? elems[i], this.span(n)));
       out.push(mkAssign(results, value, span));
     }
     names.forEach((n, i) => this.declare({ name: n.text, var: results[i], mutable: !isConst, role: "local" }));

@@ -14,7 +14,7 @@
 // Row reductions take a scratch tile of the input's shape and dtype (PyPTO's contract); the
 // cpu platform does not need it, but a missing one is an error.
 import { registerOp, type InferCtx, type OpRow } from "../registry.js";
-import { DTYPE_CONST, dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
+import { DTYPE_CONST, dimsEqual, isFloat, tileT, tupleT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, toDType, type TileValue } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D } from "./common.js";
@@ -109,6 +109,37 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         for (let c = 0; c < n; c++) out.data[c] = toDType(reduceCol(kind, m, (i) => x.data[i * n + c], x.dtype), t.dtype);
       }
       return out;
+    },
+  });
+}
+
+// ------------------------------------------------------------------ kept row reductions
+// rowSumKeep(x) -> [x, rowSum(x)]: the tile itself and its row sums, with rowSum's numerics. The FuseRowReductions pass
+// (src/passes/fuse_row_reductions.ts) makes one of `e = <elementwise>; s = rowSum(e, tmp)`
+// when e is used again: code generation then computes each element of e once, writes it
+// and adds it to the row's lanes in the same loop (one pass over the row instead of two).
+export const ROW_KEEP: Record<string, ReduceKind> = { rowSumKeep: "sum" };
+const KEEP_ROW: OpRow = { key: "rowReduceKeep", call: "rowSumKeep(x[M,N])", does: "→ `[x, rowSum(x)]`: the tile and its `[M,1]` row sums (as `rowSum`), one loop computing, keeping and summing x; made by the FuseRowReductions pass" };
+for (const [name, kind] of Object.entries(ROW_KEEP)) {
+  const base = name.slice(0, -4);
+  registerOp({
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, row: KEEP_ROW,
+    decl: ["<D extends DType>(x: AnyTile<D>): [AnyTile<D>, AnyTile<D>]"],
+    doc: `${name}(x[M,N]) -> [x, ${base}(x)]: the tile and the sum of each row (as ${base}), in one pass`,
+    params: [{ name: "x", kind: "value" }],
+    infer: (ctx) => {
+      const x = expect2D(ctx, 0, `the operand of ${name}`);
+      if (x.dtype === "bool") ctx.fail(`cannot reduce a bool tile`, `cast it first: pl.cast(x, "int32")`);
+      const v = x.validShape;
+      return tupleT([x, tileT([x.shape[0], 1], x.dtype, x.mem, v ? [v[0], 1] : null)]);
+    },
+    evaluate([xv], _attrs, _env, call) {
+      const x = xv as TileValue;
+      const t = (call.type as { elems: readonly TileType[] }).elems[1];
+      const [m, n] = x.shape;
+      const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
+      for (let r = 0; r < m; r++) out.data[r] = toDType(reduceRow(kind, n, (j) => x.data[r * n + j], x.dtype), t.dtype);
+      return [x, out];
     },
   });
 }

@@ -1,5 +1,5 @@
 // Reductions, row / column broadcasts, products and arg-reductions, broadcastTo, transpose.
-import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, isFloat } from "../../../ir/index.js";
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, isFloat, type DType } from "../../../ir/index.js";
 import { SAT, roundD, roundF, scratchCType } from "./ctypes.js";
 import { type KernelCtx, def } from "./table.js";
 import { BINARY_CPP, binaryElem } from "./elementwise.js";
@@ -42,11 +42,14 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         ctx.line(`for (int q = 1; q < 16; ++q) { ${b}best = ${kx}[q] ${better} ${b}best ? ${kx}[q] : ${b}best; ${b}nan |= ${nn}[q]; }`);
         ctx.line(`${o}[${r}] = ${b}nan ? std::numeric_limits<float>::quiet_NaN() : tspto_u2f((uint32_t)(${b}best ^ ((${b}best >> 31) & 0x7fffffff)));`);
         ctx.close();
+      } else if (axis === "row" && kind === "sum") {
+        rowSumLoops(ctx, d, m, n, elem, o, null);
       } else if (axis === "row") {
+        // integer row max / min: 8 lanes seeded with the row's first element
         const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
         ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
         ctx.line(`${A} ${l}[8];`);
-        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${kind === "sum" ? `(${A})0` : `(${A})${elem(`${r} * ${n}`)}`};`);
+        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = (${A})${elem(`${r} * ${n}`)};`);
         ctx.line(`int64_t ${j} = 0;`);
         ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
         ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
@@ -71,6 +74,61 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
     },
   });
 }
+
+/**
+ * The loops of a row sum (REDUCE_LANES = 8 interleaved lanes, element j into lane j % 8, fp64 for
+ * floats; see src/ir/ops/reduce.ts) over the elements elem(i) of an [m, n] tile into o[r]; with
+ * `keep`, each element is also written to keep[i] in the same loop (tile.rowSumKeep): per strip
+ * of KEEP_STRIP elements the values are computed once and stored, then added to the lanes in
+ * order from the strip just written (still in L1).
+ */
+/** Elements of a rowSumKeep strip (a multiple of the 8 lanes: each strip starts at lane 0). */
+const KEEP_STRIP = 128;
+function rowSumLoops(ctx: KernelCtx, d: DType, m: number, n: number, elem: (i: string) => string, o: string, keep: string | null): void {
+  const S = scratchCType(d);
+  const A = isFloat(d) ? "double" : "int64_t";
+  const op = (a: string, b: string): string => (!isFloat(d) && d === "int64" ? `tspto_add_sat(${a}, ${b})` : `(${a} + ${b})`);
+  const fin = (acc: string): string => (isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`);
+  const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
+  ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
+  ctx.line(`${A} ${l}[8];`);
+  ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = (${A})0;`);
+  ctx.line(`int64_t ${j} = 0;`);
+  if (keep) {
+    // strips of KEEP_STRIP elements: compute the strip into keep (a plain loop the compiler
+    // vectorizes), then add it to the lanes while it is in L1 / the store buffer
+    const q = ctx.fresh("q"), jn = ctx.fresh("jn"), k = ctx.fresh("k");
+    ctx.open(`for (; ${j} < ${n}; ${j} += ${KEEP_STRIP}) {`);
+    ctx.line(`const int64_t ${jn} = ${n} - ${j} < ${KEEP_STRIP} ? ${n} - ${j} : ${KEEP_STRIP};`);
+    ctx.line(`${S}* __restrict ${keep}r = ${keep} + ${r} * ${n} + ${j};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${q} = 0; ${q} < ${jn}; ++${q}) ${keep}r[${q}] = ${elem(`${r} * ${n} + ${j} + ${q}`)};`);
+    ctx.line(`int64_t ${k} = 0;`);
+    ctx.line(`for (; ${k} + 8 <= ${jn}; ${k} += 8) for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${keep}r[${k} + q]`)};`);
+    ctx.line(`for (; ${k} < ${jn}; ++${k}) ${l}[(${j} + ${k}) & 7] = ${op(`${l}[(${j} + ${k}) & 7]`, `(${A})${keep}r[${k}]`)};`);
+    ctx.close();
+  } else {
+    ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
+    ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
+    ctx.close();
+    ctx.line(`for (; ${j} < ${n}; ++${j}) ${l}[${j} & 7] = ${op(`${l}[${j} & 7]`, `(${A})${elem(`${r} * ${n} + ${j}`)}`)};`);
+  }
+  ctx.line(`${o}[${r}] = ${fin(op(op(op(`${l}[0]`, `${l}[1]`), op(`${l}[2]`, `${l}[3]`)), op(op(`${l}[4]`, `${l}[5]`), op(`${l}[6]`, `${l}[7]`))))};`);
+  ctx.close();
+}
+
+// rowSumKeep(x) -> [x, rowSum(x)]: one loop computes each element of x (a fused elementwise
+// expression), writes it to the first result and adds it to the row's lanes for the second.
+def("tile.rowSumKeep", {
+  kind: "tile-multi",
+  emitIntoAll(ctx, call, dests) {
+    const x = dests[0].type;
+    const [m, n] = x.shape as number[];
+    const elem = ctx.elements(call.args[0]);
+    const e = destPtr(ctx, dests[0]), o = destPtr(ctx, dests[1]);
+    rowSumLoops(ctx, x.dtype, m, n, elem, o, e);
+  },
+});
 
 // ------------------------------------------------------------------ row / column broadcasts
 for (const axis of ["row", "col"] as const) {

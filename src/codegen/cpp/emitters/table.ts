@@ -67,6 +67,11 @@ export interface TileStmtEmitter {
   readonly kind: "tile-stmt";
   emitInto(ctx: KernelCtx, call: Call, dest: TileDest): void;
 }
+/** An op with several tile results (tile.rowSumKeep: the tile and its row sums), each into its planned tile. */
+export interface TileMultiEmitter {
+  readonly kind: "tile-multi";
+  emitIntoAll(ctx: KernelCtx, call: Call, dests: readonly TileDest[]): void;
+}
 /** An op with a side effect on a tensor (tile.store); its value is that tensor. */
 export interface TensorStmtEmitter {
   readonly kind: "tensor-stmt";
@@ -84,7 +89,7 @@ export interface TensorAllocEmitter {
   readonly kind: "tensor-alloc";
   emit(ctx: KernelCtx, call: Call, name: string): void;
 }
-export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TensorStmtEmitter | ScalarStmtEmitter | TensorAllocEmitter;
+export type Emitter = ElementwiseEmitter | ScalarEmitter | TileStmtEmitter | TileMultiEmitter | TensorStmtEmitter | ScalarStmtEmitter | TensorAllocEmitter;
 
 export const EMITTERS = new Map<string, Emitter>();
 export const def = (name: string, e: Emitter) => {
