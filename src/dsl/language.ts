@@ -103,8 +103,14 @@ export type Scalar<D extends DType = INT64> = D extends BOOL ? boolean : number;
 /** Any tile (what ops produce: shape, memory and extras are known to the compiler, not to tsc). */
 export type AnyTile<D extends DType = any> = Tile<any, D, any, any>;
 export type TileOrTensor = AnyTile | Tensor;
-/** The other operand of a binary op on T: a tile for a tile, a tensor for a tensor. */
-export type Operand<T> = T extends AnyTile ? AnyTile : T extends Tensor ? Tensor : never;
+declare const fullBrand: unique symbol;
+/**
+ * What `pl.full` gives: a tile, or a tensor where it is written as an operand of a tensor-level
+ * op or as `pl.assign`'s value (the compiler takes its level from that use).
+ */
+export type Full<D extends DType = any> = AnyTile<D> & Tensor<any, D> & { readonly [fullBrand]: D };
+/** The other operand of a binary op on T: a tile for a tile, a tensor for a tensor (either for a pl.full). */
+export type Operand<T> = T extends { readonly [fullBrand]: unknown } ? TileOrTensor : T extends AnyTile ? AnyTile : T extends Tensor ? Tensor : never;
 /** The bool result of pl.cmp on T. */
 export type BoolOf<T> = T extends AnyTile ? AnyTile<BOOL> : Tensor<any, BOOL>;
 export type CmpMode = "eq" | "ne" | "lt" | "le" | "gt" | "ge";

@@ -5,7 +5,7 @@
 // time throws E_NOT_RUNNABLE.
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unused-vars */
 import type {
-  AnyTile, BOOL, BoolOf, CmpMode, DType, FP32, INT32, Mem, Operand, PadValue, RoundMode, Scalar, Tensor, Tile, TileOrTensor,
+  AnyTile, BOOL, BoolOf, CmpMode, DType, FP32, Full, INT32, Mem, Operand, PadValue, RoundMode, Scalar, Tensor, Tile, TileOrTensor,
 } from "./language.js";
 import { notRunnable } from "./not_runnable.js";
 
@@ -111,8 +111,8 @@ export function createTile<D extends DType>(shape: readonly number[], dtype: D, 
 export function createTile(...args: any[]): any {
   return notRunnable("createTile");
 }
-/** full(shape, dtype, value): a tile filled with a constant */
-export function full<D extends DType>(shape: readonly number[], dtype: D, value: number): AnyTile<D>;
+/** full(shape, dtype, value): a tile filled with a constant; a tensor where it is written as an operand of a tensor-level op or as pl.assign's value */
+export function full<D extends DType>(shape: readonly number[], dtype: D, value: number): Full<D>;
 export function full(...args: any[]): any {
   return notRunnable("full");
 }
@@ -402,6 +402,7 @@ export function prelu(...args: any[]): any {
 }
 /** reshape(x, shape): the same elements (row-major order) as a tile of another shape with as many elements */
 export function reshape<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D>;
+export function reshape<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>;
 export function reshape(...args: any[]): any {
   return notRunnable("reshape");
 }
@@ -413,6 +414,7 @@ export function slice(...args: any[]): any {
 }
 /** concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis) */
 export function concat<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>;
+export function concat<D extends DType>(a: Tensor<any, D>, b: Tensor<any, D>): Tensor<any, D>;
 export function concat(...args: any[]): any {
   return notRunnable("concat");
 }
@@ -424,6 +426,7 @@ export function assemble(...args: any[]): any {
 }
 /** fillpad(x, padValue = "zero"): x with the region outside its validShape set to 0 / the dtype's lowest ("min") / highest ("max"); the result is fully valid */
 export function fillpad<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D>;
+export function fillpad<D extends DType>(x: Tensor<any, D>, padValue?: PadValue): Tensor<any, D>;
 export function fillpad(...args: any[]): any {
   return notRunnable("fillpad");
 }
@@ -467,11 +470,13 @@ export function matmulBias(...args: any[]): any {
 }
 /** batchMatmul(a[B,M,K], b[B,K,N]) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul) */
 export function batchMatmul(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>;
+export function batchMatmul(a: Tensor, b: Tensor): Tensor;
 export function batchMatmul(...args: any[]): any {
   return notRunnable("batchMatmul");
 }
 /** broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape */
 export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>;
+export function broadcastTo<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>;
 export function broadcastTo(...args: any[]): any {
   return notRunnable("broadcastTo");
 }

@@ -4,7 +4,7 @@
 // reference semantics (what the interpreter runs). Code generators add emitters keyed by
 // `name`; nothing else needs editing to add an op.
 import type { Attrs, AttrValue, Expr, ListExpr, Span } from "./nodes.js";
-import { exprType, mkList, NO_SPAN } from "./nodes.js";
+import { exprType, mkCall, mkList, NO_SPAN } from "./nodes.js";
 import { RUNTIME_DIM, type Dim, type Type } from "./types.js";
 import { TsptoTypeError } from "./errors.js";
 import type { Value, EvalEnv } from "./values.js";
@@ -94,9 +94,12 @@ export interface OpDef {
   readonly tileOp?: string;
   /**
    * Tensor-level ops whose tile is an expression of several tile ops (rowExpandExpdif on
-   * tensors: exp(t - v)): builds it from the operands' tiles. Takes precedence over tileOp.
+   * tensors: exp(t - v)), or no op at all (fillpad and broadcastTo of a tensor: the operand's
+   * tile, already stretched to the tile shape), or a tile made from nothing (full): builds it
+   * from the operands' tiles; `at` is the tile being computed (its shape and, for a partial
+   * edge tile, its validShape). Takes precedence over tileOp.
    */
-  readonly tileExpr?: (args: readonly Expr[], attrs: Attrs, build: (op: string, args: readonly Expr[], attrs?: Attrs) => Expr) => Expr;
+  readonly tileExpr?: (args: readonly Expr[], attrs: Attrs, build: (op: string, args: readonly Expr[], attrs?: Attrs) => Expr, at: TileAt) => Expr;
   /**
    * The TypeScript signatures of `pl.<pl>` (each the text after the function name, overloads in
    * order), from which src/tools/gen_ops.ts writes src/dsl/ops.generated.ts. One op per `pl`
@@ -108,6 +111,9 @@ export interface OpDef {
   /** The README op table row this op belongs to (ops sharing `key` share one row). */
   readonly row?: OpRow;
 }
+
+/** The tile a tensor-level op's `tileExpr` computes: its shape and (a partial edge tile) its validShape. */
+export interface TileAt { readonly shape: readonly number[]; readonly validShape: readonly number[] | null }
 
 /** A row of the README op table: `call` (the spelling), `does` (what it computes). */
 export interface OpRow { readonly key: string; readonly call: string; readonly does: string }
@@ -151,10 +157,30 @@ export const opForMath = (fn: string): OpDef | undefined => byMath.get(fn);
 export function resolvePlOp(pl: string, firstValueType: Type | undefined, otherValueTypes: readonly Type[] = []): OpDef | undefined {
   const cands = opsForPl(pl);
   if (cands.length <= 1) return cands[0];
-  // a number as the first operand (pl.sub(1.0, x)): the first tile/tensor operand decides
-  const decider = firstValueType?.kind === "scalar" ? (otherValueTypes.find((t) => t.kind === "tile" || t.kind === "tensor") ?? firstValueType) : firstValueType;
+  // a number as the first operand (pl.sub(1.0, x)), or one that takes its level from its use
+  // (pl.full: undefined here): the first tile/tensor operand decides
+  const decider = !firstValueType || firstValueType.kind === "scalar" ? (otherValueTypes.find((t) => t.kind === "tile" || t.kind === "tensor") ?? firstValueType) : firstValueType;
   const want = decider?.kind === "tensor" ? "tensor" : decider?.kind === "scalar" ? "scalar" : "tile";
   return cands.find((c) => c.level === want) ?? cands.find((c) => c.level === "tile") ?? cands[0];
+}
+
+/**
+ * Whether a call takes its level (tile or tensor) from where it is used: an op without value
+ * operands (pl.full) that has both a tile and a tensor form. Written as an operand of a
+ * tensor-level op (or as pl.assign's value) it is the tensor form, else the tile form.
+ */
+export function levelFromUse(e: Expr): boolean {
+  if (e.kind !== "call" || e.op === "call" || !ops.has(e.op)) return false;
+  const op = ops.get(e.op)!;
+  return !!op.pl && op.params.every((p) => p.kind !== "value") && opsForPl(op.pl).some((o) => o.level === "tensor") && opsForPl(op.pl).some((o) => o.level === "tile");
+}
+
+/** A level-from-use call (levelFromUse) as its `level` form: same attributes, type inferred again. */
+export function atLevel(e: Expr, level: OpLevel): Expr {
+  if (e.kind !== "call" || !levelFromUse(e)) return e;
+  const op = opsForPl(ops.get(e.op)!.pl!).find((o) => o.level === level);
+  if (!op || op.name === e.op) return e;
+  return mkCall(op.name, e.args, e.attrs, inferCall(op, e.args, e.attrs, e.span), e.span);
 }
 
 /** Type-check and build the result type of `op(args, attrs)`; throws TsptoTypeError located at span. */

@@ -251,6 +251,7 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
 function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+  checkElementwise(value);
   const tileOf = new Map<Expr, Expr>();
   for (const l of ls) {
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
@@ -270,20 +271,27 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
   const toTile = (e: Expr): Expr => {
     for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
     if (e.kind !== "call" || !isTensorOp(e)) return e;
-    if (!isElementwiseTensorOp(e.op)) {
-      throw new TsptoCompileError("E_TENSOR_FORM", `pl.${getOp(e.op).pl}: a tensor-level ${e.op === "tensor.matmul" ? "matmul" : "reduction"} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
-        "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
-    }
     const args = e.args.map(toTile);
     const def = getOp(e.op);
-    if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span));
+    if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span), { shape: tile, validShape: valid });
     return call(tileOpOf(def), args, e.attrs, e.span);
   };
   return toTile(value);
 }
 
-function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string): Stmt[] {
-  const what = `pl.${outOffsets ? "assemble" : "assign"}`;
+/** Every tensor-level op of an elementwise expression must be elementwise (checked before its leaves are loaded). */
+function checkElementwise(e: Expr): void {
+  if (e.kind !== "call" || !isTensorOp(e)) return;
+  if (!isElementwiseTensorOp(e.op)) {
+    const pl = getOp(e.op).pl ?? e.op;
+    const kind = /^(matmul|matmulAcc|matmulBias|batchMatmul)$/.test(pl) ? "matmul" : REDUCE_NAMES.has(pl) ? "reduction" : pl;
+    throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
+      "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
+  }
+  e.args.forEach(checkElementwise);
+}
+
+function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string, what = `pl.${outOffsets ? "assemble" : "assign"}`): Stmt[] {
   const ot = out.type as TensorType;
   const vt = value.kind === "const" ? null : value.type;
   if (!vt || vt.kind !== "tensor") throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
@@ -295,7 +303,15 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     return mkEval(call("tile.store", args, {}, span), span);
   };
   if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
-  if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias")) return lowerMatmul(value, store, ctx, span, fname);
+  if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias" || value.op === "tensor.batchMatmul")) return lowerMatmul(value, store, ctx, span, fname);
+  if (value.kind === "call" && value.op === "tensor.reshape") return lowerReshape(value, store, ctx, span, fname);
+  if (value.kind === "call" && value.op === "tensor.concat") {
+    // each operand written into its columns of the result: [..., 0 : Na] and [..., Na : Na + Nb]
+    const [a, b] = value.args;
+    const last = shape.length - 1, na = (exprType(a) as TensorType).shape[last] as number;
+    const bBase = base.map((o, ax) => (ax === last ? add(o, mkConst(na, "int64", span), span) : o));
+    return [...lowerWrite(out, list(base, span), a, ctx, span, fname, what), ...lowerWrite(out, list(bBase, span), b, ctx, span, fname, what)];
+  }
   const ls = leaves(value);
   // a dynamic extent is read (pl.dim) from the written tensor or a tensor read
   const ext = extents(shape, [out, ...ls.map((l) => l.tensor)], `${what} on tensor '${out.name}'`, span);
@@ -414,12 +430,14 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
   // M and N may be dynamic (run-time trip counts, 1-wide tail tiles), and K (whole k tiles
   // then single columns, accumulated in k order onto a zero Acc tile)
-  const as = at.shape, bs = bt.shape;
+  // batchMatmul: the same per batch, on [1, rows, cols] windows seen as [rows, cols] (a reshape that drops the 1)
+  const batch = value.op === "tensor.batchMatmul" ? staticShape(at, "pl.batchMatmul", span)[0] : 0;
+  const as = at.shape.slice(batch ? 1 : 0), bs = bt.shape.slice(batch ? 1 : 0);
   const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
   const srcs = [...la, ...lb].map((l) => l.tensor);
   const [mE, nE, kE] = extents([m, n, k], srcs, "pl.matmul", span);
   const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
-  const budget = tileBudget(ctx, 3, [at.dtype, "float32"], "pl.matmul", span, fname);
+  const budget = tileBudget(ctx, batch ? 6 : 3, [at.dtype, "float32"], "pl.matmul", span, fname);
   let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
     if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
@@ -427,19 +445,24 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ka = typeof k === "number" ? axisOf(k, tk) : null;
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
   const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
-  return tileLoops([axis(mE, tm), axis(nE, tn)], span, ([oi, oj], valid, [tm, tn]) => {
+  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), axis(mE, tm), axis(nE, tn)], span, (offsets, valid0, tile) => {
     const inner: Stmt[] = [];
+    const ob = batch ? offsets[0] : null;
+    const [oi, oj] = batch ? offsets.slice(1) : offsets;
+    const valid = valid0 && batch ? valid0.slice(1) : valid0;
+    const [tm, tn] = batch ? tile.slice(1) : tile;
     const vm = valid ? valid[0] : tm, vn = valid ? valid[1] : tn;
     /** Load the operand tiles for the k tile at offset ok (valid extent vk, extent kt). */
-    const operands = (ok: Expr, vk: number, body: Stmt[], tk0 = tk): [Var, Var] => {
+    const operands = (ok: Expr, vk: number, body: Stmt[], tk0 = tk): [Expr, Expr] => {
       const tk = tk0;
-      const win = (l: Leaf, r: Expr, c: Expr, shape: number[], v: number[]): Var => {
-        const offs = [r, c].map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
+      const win = (l: Leaf, r: Expr, c: Expr, shape: number[], v: number[]): Expr => {
+        const offs = (ob ? [ob, r, c] : [r, c]).map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
         const full = v[0] === shape[0] && v[1] === shape[1];
-        const ld = call("tile.load", [l.tensor, list(offs, span)], full ? { shape } : { shape, validShape: v }, span);
+        const [sh, vs] = ob ? [[1, ...shape], [1, ...v]] : [shape, v];
+        const ld = call("tile.load", [l.tensor, list(offs, span)], full ? { shape: sh } : { shape: sh, validShape: vs }, span);
         const tv = mkVar(`${l.tensor.name}_tile`, ld.type, span);
         body.push(mkAssign([tv], ld, span));
-        return tv;
+        return ob ? call("tile.reshape", [tv], { shape }, span) : tv;
       };
       const ta = aT ? win(la[0], ok, oi, [tk, tm], [vk, vm]) : win(la[0], oi, ok, [tm, tk], [vm, vk]);
       const tb = bT ? win(lb[0], oj, ok, [tn, tk], [vn, vk]) : win(lb[0], ok, oj, [tk, tn], [vk, vn]);
@@ -498,9 +521,66 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     }
     const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
     const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);
-    inner.push(store(result, [oi, oj]));
+    inner.push(ob ? store(call("tile.reshape", [result], { shape: [1, tm, tn] }, span), [ob, oi, oj]) : store(result, [oi, oj]));
     return inner;
   }, "m");
+}
+
+/**
+ * A chunk of `e` consecutive elements (row-major) of a tensor of `shape`, starting at a multiple
+ * of e, as a window: [1, ..., 1, c, shape[j+1], ..., shape[last]] at axis j. It is one whenever c
+ * divides shape[j], or j is the first axis (the last chunk then has fewer rows); null otherwise.
+ */
+function chunkWindow(shape: readonly number[], e: number): { axis: number; shape: number[] } | null {
+  let suffix = 1;
+  for (let j = shape.length - 1; j >= 0; j--) {
+    if (e % suffix === 0 && e / suffix <= shape[j]) {
+      const c = e / suffix;
+      if (j > 0 && shape[j] % c !== 0) return null;
+      return { axis: j, shape: shape.map((d, ax) => (ax < j ? 1 : ax === j ? c : d)) };
+    }
+    suffix *= shape[j];
+  }
+  return null;
+}
+
+/**
+ * A tensor-level reshape: the elements are cut into chunks of e consecutive elements that are
+ * windows of both shapes (the largest such e that fits a tile); each chunk is loaded in the
+ * operand's shape (an elementwise expression of tensors, computed on the tile), reshaped and
+ * stored in the result's shape. The chunk offsets come from the flat position of the chunk.
+ */
+function lowerReshape(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+  const x = value.args[0];
+  const xt = exprType(x) as TensorType;
+  const from = staticShape(xt, "pl.reshape", span), to = staticShape(value.type as TensorType, "pl.reshape", span);
+  const ls = leaves(x);
+  const budget = tileBudget(ctx, ls.length + 2, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], "pl.reshape", span, fname);
+  const total = from.reduce((p, d) => p * d, 1);
+  let e = Math.min(total, budget);
+  for (; e > 1; e--) {
+    const rem = total % e;
+    if (chunkWindow(from, e) && chunkWindow(to, e) && (rem === 0 || (chunkWindow(from, rem) && chunkWindow(to, rem)))) break;
+  }
+  /** The offsets of the window of the chunk at flat position p (a constant or a loop variable). */
+  const offsetsAt = (shape: readonly number[], axis: number, p: Expr): Expr[] => {
+    const strides = shape.map((_, ax) => shape.slice(ax + 1).reduce((q, d) => q * d, 1));
+    return shape.map((d, ax) => {
+      if (ax > axis) return zero(span);
+      if (p.kind === "const") return mkConst(Math.floor(Number(p.value) / strides[ax]) % d, "int64", span);
+      let q = p;
+      if (strides[ax] !== 1) q = call("scalar.floor", [call("scalar.div", [p, mkConst(strides[ax], "int64", span)], {}, span)], {}, span);
+      return ax === 0 ? q : call("scalar.mod", [q, mkConst(d, "int64", span)], {}, span);
+    });
+  };
+  return tileLoops([axisOf(total, e)], span, ([p], valid) => {
+    const inner: Stmt[] = [];
+    const n = valid ? valid[0] : e;
+    const wIn = chunkWindow(from, n)!, wOut = chunkWindow(to, n)!;
+    const tx = tileExpr(x, ls, from, wIn.shape, offsetsAt(from, wIn.axis, p), null, span, inner);
+    inner.push(store(call("tile.reshape", [tx], { shape: wOut.shape }, span), offsetsAt(to, wOut.axis, p)));
+    return inner;
+  }, "p");
 }
 
 /** A tensor-level transpose of a tensor (or window): each output tile is the transposed tile of the swapped window. */

@@ -26,7 +26,7 @@ export function generateLanguageOps(): string {
     "// time throws E_NOT_RUNNABLE.",
     "/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unused-vars */",
     "import type {",
-    "  AnyTile, BOOL, BoolOf, CmpMode, DType, FP32, INT32, Mem, Operand, PadValue, RoundMode, Scalar, Tensor, Tile, TileOrTensor,",
+    "  AnyTile, BOOL, BoolOf, CmpMode, DType, FP32, Full, INT32, Mem, Operand, PadValue, RoundMode, Scalar, Tensor, Tile, TileOrTensor,",
     "} from \"./language.js\";",
     "import { notRunnable } from \"./not_runnable.js\";",
     "",

@@ -459,9 +459,9 @@ function emitMatmul(ctx: CudaCtx, call: Call, dest: TileDest, accArg: Expr | nul
     // area in shared memory and multiplies them with WMMA, accumulating in fp32.
     const H = at.dtype === "float16" ? "__half" : "__nv_bfloat16";
     const conv = at.dtype === "float16" ? "__float2half_rn" : "__float2bfloat16_rn";
-    const st = ctx.fresh("stage"), lane = ctx.fresh("lane"), warp = ctx.fresh("warp"), t = ctx.fresh("t"), kk = ctx.fresh("k"), e = ctx.fresh("e");
+    const st = at.dtype === "float16" ? "tspto_wmma_stage_f16" : "tspto_wmma_stage_bf16"; // the prelude's (one per translation unit)
+    const lane = ctx.fresh("lane"), warp = ctx.fresh("warp"), t = ctx.fresh("t"), kk = ctx.fresh("k"), e = ctx.fresh("e");
     const fa = ctx.fresh("fa"), fb = ctx.fresh("fb"), fc = ctx.fresh("fc");
-    ctx.line(`__shared__ __align__(32) ${H} ${st}[${256 / 32}][2][256];`);
     ctx.line(`const int ${lane} = threadIdx.x & 31, ${warp} = threadIdx.x >> 5;`);
     ctx.open(`for (int64_t ${t} = ${warp}; ${t} < ${(m / 16) * (n / 16)}; ${t} += (blockDim.x >> 5)) {`);
     const i0 = ctx.fresh("i0"), j0 = ctx.fresh("j0");

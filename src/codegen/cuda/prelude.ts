@@ -36,6 +36,14 @@ struct TsptoCudaArgs {
   int64_t errflag;
 };
 
+// The tensor-core matmul's per-warp staging blocks (a 16x16 block of a and of b per warp, as
+// __half / __nv_bfloat16): one static array per element type for the whole translation unit, so
+// a kernel with many matmul sites (a tensor-level matmul's peeled edge tiles and k loops) holds
+// one, not one per site (12 sites of 8 KiB passed the 48 KiB static limit). A warp uses only
+// its own block, site after site.
+__shared__ __align__(32) __half tspto_wmma_stage_f16[${CUDA_BLOCK_THREADS / 32}][2][256];
+__shared__ __align__(32) __nv_bfloat16 tspto_wmma_stage_bf16[${CUDA_BLOCK_THREADS / 32}][2][256];
+
 namespace {
 
 #define TSPTO_D __device__ __forceinline__

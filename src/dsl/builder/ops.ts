@@ -4,7 +4,7 @@
 import { ts } from "../typescript.js";
 import { TsptoCompileError, TsptoSyntaxError, TsptoTypeError } from "../../ir/errors.js";
 import { exprType, mkCall, mkConst, mkList, type AttrValue, type Const, type Expr } from "../../ir/nodes.js";
-import { dimsOperand, dimsOptionKeys, effectsOf, inferCall, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
+import { atLevel, dimsOperand, dimsOptionKeys, effectsOf, inferCall, levelFromUse, opsForPl, plOpNames, resolvePlOp, type ParamKind } from "../../ir/registry.js";
 import { validSources } from "../../ir/valid.js";
 import { constToValue } from "../resolve.js";
 import { ExprBuilder } from "./expressions.js";
@@ -68,15 +68,17 @@ export abstract class PlOpBuilder extends ExprBuilder {
     }
     const firstIdx = params.findIndex((p) => p.kind === "value");
     const first = firstIdx >= 0 && firstIdx < args.length ? this.expr(args[firstIdx]) : undefined;
-    // a number first (pl.sub(1.0, x)): the other value operands decide between the tile and tensor op
+    // a number first (pl.sub(1.0, x)), or a pl.full (its level comes from this use): the other
+    // value operands decide between the tile and tensor op
     const others = new Map<number, Expr>();
-    if (first && exprType(first).kind === "scalar") {
+    if (first && (exprType(first).kind === "scalar" || levelFromUse(first))) {
       params.forEach((p, i) => {
         const a = args[i];
         if (i !== firstIdx && p.kind === "value" && a && !(ts.isIdentifier(a) && a.text === "undefined")) others.set(i, this.expr(a));
       });
     }
-    const def = resolvePlOp(name, first && exprType(first), [...others.values()].map(exprType))!;
+    const def = resolvePlOp(name, first && !levelFromUse(first) ? exprType(first) : undefined,
+      [...others.values()].filter((x) => !levelFromUse(x)).map(exprType))!;
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
     const runtimeLists = new Map<string, Expr>(); // "dims" options with runtime extents: trailing operands
@@ -87,7 +89,12 @@ export abstract class PlOpBuilder extends ExprBuilder {
         return;
       }
       switch (p.kind) {
-        case "value": irArgs.push(i === firstIdx ? first! : others.get(i) ?? this.expr(a)); break;
+        case "value": {
+          const x = i === firstIdx ? first! : others.get(i) ?? this.expr(a);
+          // pl.full written as an operand of a tensor-level op is a tensor
+          irArgs.push(def.level === "tensor" ? atLevel(x, "tensor") : x);
+          break;
+        }
         case "values": irArgs.push(this.listArg(a, name, p.name)); break;
         case "options": this.optionsArg(a, name, p.options ?? {}, attrs, runtimeLists); break;
         case "dims": throw new Error(`internal: pl.${name}: "dims" is an option kind, not a parameter kind`);

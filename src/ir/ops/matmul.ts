@@ -182,8 +182,8 @@ registerOp({
 registerOp({
   name: "tile.batchMatmul", pl: "batchMatmul", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
   doc: "batchMatmul(a[B,M,K], b[B,K,N]) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul)",
-  decl: ["(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>"],
-  row: { key: "batchMatmul", call: "batchMatmul(a[B,M,K], b[B,K,N])", does: "→ `[B,M,N]`: `a[i] @ b[i]` for each batch `i` (rank-3 tiles; as `matmul`)" },
+  decl: ["(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>", "(a: Tensor, b: Tensor): Tensor"],
+  row: { key: "batchMatmul", call: "batchMatmul(a[B,M,K], b[B,K,N])", does: "→ `[B,M,N]`: `a[i] @ b[i]` for each batch `i` (rank 3; as `matmul`; tensors: auto-tiled per batch, K accumulated tile by tile)" },
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
   infer(ctx) {
     const a = expectTile(ctx, 0, "the left operand of batchMatmul"), b = expectTile(ctx, 1, "the right operand of batchMatmul");

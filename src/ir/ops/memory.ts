@@ -1,8 +1,8 @@
 // Data movement: load, store, move, createTile, full, assign.
 import { registerOp } from "../registry.js";
-import { tileT, typeStr, MEMS, numel, type Dim, type Mem, type TensorType, type TileType } from "../types.js";
+import { tensorT, tileT, typeStr, MEMS, numel, type Dim, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
-import { BINARY } from "./elementwise.js";
+import { BINARY, newTensor } from "./elementwise.js";
 import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, staticDims, stridesOf, validShapeOption } from "./common.js";
 
 registerOp({
@@ -101,7 +101,7 @@ registerOp({
 registerOp({
   name: "tile.create", pl: "createTile", level: "tile", pure: true,
   decl: ["<D extends DType>(shape: readonly number[], dtype: D, mem?: Mem): AnyTile<D>"],
-  row: { key: "create", call: "createTile(shape, dtype, mem?)` / `full(shape, dtype, value)", does: "a new tile, zero-filled / filled with a constant" },
+  row: { key: "create", call: "createTile(shape, dtype, mem?)", does: "a new tile, zero-filled" },
   doc: "createTile(shape, dtype, mem?): a new tile (zero-filled)",
   params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "mem", kind: "mem", optional: true }],
   infer(ctx) {
@@ -113,21 +113,38 @@ registerOp({
   },
 });
 
-registerOp({
-  name: "tile.full", pl: "full", level: "tile", pure: true,
-  decl: ["<D extends DType>(shape: readonly number[], dtype: D, value: number): AnyTile<D>"],
-  row: { key: "create", call: "", does: "" },
-  doc: "full(shape, dtype, value): a tile filled with a constant",
-  params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "value", kind: "number" }],
-  infer(ctx) {
-    if (typeof ctx.attrs.value !== "number") ctx.fail(`value must be a constant number, got ${JSON.stringify(ctx.attrs.value)}`);
-    return tileT(expectShape(ctx, "shape", ctx.attrs.shape), expectDType(ctx, "dtype", ctx.attrs.dtype));
-  },
-  evaluate(_a, attrs, _env, call) {
-    const t = call.type as TileType;
-    return mkTile(t.shape, t.dtype, t.mem, null, new Float64Array(numel(t.shape)).fill(toDType(attrs.value as number, t.dtype)));
-  },
-});
+// pl.full has no operand to choose its level by: it is a tile, and a tensor where its use asks for one
+// (written in place as an operand of a tensor-level op or as pl.assign's value; the parser retypes it).
+for (const level of ["tile", "tensor"] as const) {
+  registerOp({
+    name: `${level}.full`, pl: "full", level, pure: true,
+    decl: level === "tile" ? ["<D extends DType>(shape: readonly number[], dtype: D, value: number): Full<D>"] : undefined,
+    row: { key: "full", call: "full(shape, dtype, value)", does: "filled with a constant: a tile, or a tensor where it is written as an operand of a tensor-level op or as `pl.assign`'s value (auto-tiled)" },
+    doc: level === "tile"
+      ? "full(shape, dtype, value): a tile filled with a constant; a tensor where it is written as an operand of a tensor-level op or as pl.assign's value"
+      : "full(shape, dtype, value) as a tensor (an operand of a tensor-level op, or pl.assign's value): every element the constant (inside pl.at; lowered to constant tiles)",
+    params: [{ name: "shape", kind: "ints" }, { name: "dtype", kind: "dtype" }, { name: "value", kind: "number" }],
+    infer(ctx) {
+      if (typeof ctx.attrs.value !== "number") ctx.fail(`value must be a constant number, got ${JSON.stringify(ctx.attrs.value)}`);
+      const shape = expectShape(ctx, "shape", ctx.attrs.shape), dtype = expectDType(ctx, "dtype", ctx.attrs.dtype);
+      return level === "tile" ? tileT(shape, dtype) : tensorT(shape, dtype);
+    },
+    // a tile of the tensor: the constant in the tile's shape (a partial edge tile keeps its validShape)
+    tileExpr: level === "tensor" ? (_args, attrs, build, at) => {
+      const { dtype, value } = attrs;
+      if (!at.validShape) return build("tile.full", [], { shape: [...at.shape], dtype, value });
+      return build("tile.broadcastTo", [build("tile.full", [], { shape: at.shape.map(() => 1), dtype, value })], { shape: [...at.shape], validShape: [...at.validShape] });
+    } : undefined,
+    evaluate(_a, attrs, _env, call) {
+      const t = call.type as TileType | TensorType;
+      const v = toDType(attrs.value as number, t.dtype);
+      if (t.kind === "tile") return mkTile(t.shape, t.dtype, t.mem, null, new Float64Array(numel(t.shape)).fill(v));
+      const out = newTensor(t.shape as number[], t.dtype);
+      for (let i = 0; i < out.data.length; i++) writeElem(out, i, v);
+      return out;
+    },
+  });
+}
 
 registerOp({
   name: "tensor.assign", pl: "assign", level: "tensor", pure: false,
@@ -137,6 +154,10 @@ registerOp({
   params: [{ name: "out", kind: "value" }, { name: "value", kind: "value" }],
   infer(ctx) {
     const out = expectKind(ctx, 0, ["tensor"], "the target of assign");
+    if (ctx.argTypes[1]?.kind === "tile") {
+      ctx.fail(`the value must be a tensor, got ${typeStr(ctx.argTypes[1])}`,
+        `write a tile with pl.store(tile, offsets, ${argName(ctx.args[0])}); a pl.full is a tensor only where it is written in place (pl.assign(out, pl.full(shape, dtype, value))), bound to a name it is a tile`);
+    }
     const v = expectKind(ctx, 1, ["tensor"], "the value of assign");
     if (v.dtype !== out.dtype || v.shape.length !== out.shape.length || v.shape.some((d, i) => typeof d === "number" && typeof out.shape[i] === "number" && d !== out.shape[i])) {
       ctx.fail(`value ${typeStr(v)} does not match target '${argName(ctx.args[0])}' ${typeStr(out)}`);

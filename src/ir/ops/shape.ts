@@ -1,7 +1,8 @@
 // Shape ops: reshape, slice, concat, assemble, fillpad, read; and createTensor (an
 // orchestration-level device buffer).
 import { registerOp, type InferCtx } from "../registry.js";
-import { numel, scalarT, shapeStr, tensorT, tileT, typeStr, type DType, type TensorType, type TileType } from "../types.js";
+import { numel, scalarT, shapeStr, tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
+import type { Expr } from "../nodes.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import {
@@ -10,11 +11,14 @@ import {
 
 const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
 
+/** The tensor operands an op reads (variables; windows and expressions say so themselves). */
+const tensorReads = (args: readonly Expr[]) => ({ reads: args.map((a, i) => (a.kind !== "const" && a.type.kind === "tensor" ? i : -1)).filter((i) => i >= 0), writes: [] });
+
 // ------------------------------------------------------------------ reshape
 registerOp({
   name: "tile.reshape", pl: "reshape", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D>"],
-  row: { key: "reshape", call: "reshape(x, shape)", does: "the same elements, row-major, in another shape" },
+  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>"],
+  row: { key: "reshape", call: "reshape(x, shape)", does: "the same elements, row-major, in another shape (a tile with a validShape only adds or drops dims of 1)" },
   doc: "reshape(x, shape): the same elements (row-major order) as a tile of another shape with as many elements",
   params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }],
   infer(ctx) {
@@ -23,12 +27,53 @@ registerOp({
     if (numel(shape) !== numel(x.shape)) {
       ctx.fail(`cannot reshape ${typeStr(x)} (${numel(x.shape)} elements) to ${shapeStr(shape)} (${numel(shape)} elements)`, "the new shape must have as many elements as the old one");
     }
-    if (x.validShape) ctx.fail(`cannot reshape a tile with a validShape (${shapeStr(x.validShape)})`, `pad it first: pl.fillpad(${where(ctx, 0)}, "zero")`);
-    return tileT(shape, x.dtype, x.mem);
+    if (!x.validShape) return tileT(shape, x.dtype, x.mem);
+    const valid = unitReshapeValid(x.shape, x.validShape, shape);
+    if (!valid) {
+      ctx.fail(`cannot reshape a tile with a validShape (${shapeStr(x.validShape)}) to ${shapeStr(shape)}`,
+        `only adding or dropping dimensions of 1 keeps a validShape; pad it first: pl.fillpad(${where(ctx, 0)}, "zero")`);
+    }
+    return tileT(shape, x.dtype, x.mem, valid);
   },
   evaluate([x], _attrs, _env, call) {
     const t = call.type as TileType;
-    return mkTile(t.shape, t.dtype, t.mem, null, Float64Array.from((x as TileValue).data));
+    return mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null, Float64Array.from((x as TileValue).data));
+  },
+});
+
+/**
+ * The validShape of a tile of `from` (valid `valid`) reshaped to `to` when the reshape only adds
+ * or drops dimensions of 1 (`[1, M, K]` <-> `[M, K]`: the layout and the valid region are the
+ * same); null for any other reshape.
+ */
+function unitReshapeValid(from: readonly number[], valid: readonly Dim[], to: readonly number[]): Dim[] | null {
+  if (from.some((d, i) => d === 1 && valid[i] !== 1)) return null;
+  const kept = from.map((d, i) => [d, valid[i]] as const).filter(([d]) => d !== 1);
+  const toKept = to.filter((d) => d !== 1);
+  if (toKept.length !== kept.length || toKept.some((d, i) => d !== kept[i][0])) return null;
+  let k = 0;
+  return to.map((d) => (d === 1 ? 1 : kept[k++][1]));
+}
+
+registerOp({
+  name: "tensor.reshape", pl: "reshape", level: "tensor", pure: true,
+  doc: "reshape(t, shape) on a tensor: the same elements (row-major order) in another shape (inside pl.at; lowered to tiles that are whole rectangles of both shapes)",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of reshape");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    if (!x.shape.every((d) => typeof d === "number")) ctx.fail(`reshape needs a static shape, got ${typeStr(x)}`, "give the tensor a static shape");
+    if (numel(shape) !== numel(x.shape as number[])) {
+      ctx.fail(`cannot reshape ${typeStr(x)} (${numel(x.shape as number[])} elements) to ${shapeStr(shape)} (${numel(shape)} elements)`, "the new shape must have as many elements as the old one");
+    }
+    return tensorT(shape, x.dtype);
+  },
+  effects: (args) => tensorReads(args),
+  evaluate([xv], _attrs, _env, call) {
+    const x = xv as TensorValue, t = call.type as TensorType;
+    const out = newTensor(t.shape as number[], t.dtype);
+    for (let i = 0; i < out.data.length; i++) writeElem(out, i, readElem(x, i));
+    return out;
   },
 });
 
@@ -87,8 +132,8 @@ registerOp({
 // ------------------------------------------------------------------ concat
 registerOp({
   name: "tile.concat", pl: "concat", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>"],
-  row: { key: "concat", call: "concat(a[M,Na], b[M,Nb])", does: "`[M, Na+Nb]`, side by side" },
+  decl: ["<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>", "<D extends DType>(a: Tensor<any, D>, b: Tensor<any, D>): Tensor<any, D>"],
+  row: { key: "concat", call: "concat(a[M,Na], b[M,Nb])", does: "`[M, Na+Nb]`, side by side (tensors: any rank, along the last axis)" },
   doc: "concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis)",
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
   infer(ctx) {
@@ -109,6 +154,37 @@ registerOp({
     for (let r = 0; r < m; r++) {
       for (let c = 0; c < na; c++) out.data[r * n + c] = a.data[r * na + c];
       for (let c = 0; c < nb; c++) out.data[r * n + na + c] = b.data[r * nb + c];
+    }
+    return out;
+  },
+});
+
+registerOp({
+  name: "tensor.concat", pl: "concat", level: "tensor", pure: true,
+  doc: "concat(a[..., Na], b[..., Nb]) on tensors -> [..., Na+Nb]: a and b side by side along the last axis (inside pl.at; each operand is written into its columns of the result tile by tile)",
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  infer(ctx) {
+    const a = expectKind(ctx, 0, ["tensor"], "the first operand of concat");
+    const b = expectKind(ctx, 1, ["tensor"], "the second operand of concat");
+    for (const [t, i] of [[a, 0], [b, 1]] as const) {
+      if (!t.shape.every((d) => typeof d === "number")) ctx.fail(`concat needs static shapes, got ${typeStr(t)} for '${where(ctx, i)}'`, "give the tensor a static shape");
+    }
+    const r = a.shape.length;
+    if (b.shape.length !== r || a.shape.some((d, ax) => ax < r - 1 && d !== b.shape[ax])) {
+      ctx.fail(`shapes do not concatenate: '${where(ctx, 0)}' is ${typeStr(a)} but '${where(ctx, 1)}' is ${typeStr(b)}`,
+        "concat joins tensors along the last axis: both need the same rank and the same extents on every other axis");
+    }
+    if (a.dtype !== b.dtype) ctx.fail(`dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${where(ctx, 1)}, "${a.dtype}")`);
+    return tensorT([...a.shape.slice(0, r - 1), (a.shape[r - 1] as number) + (b.shape[r - 1] as number)], a.dtype);
+  },
+  effects: (args) => tensorReads(args),
+  evaluate([av, bv], _attrs, _env, call) {
+    const a = av as TensorValue, b = bv as TensorValue, t = call.type as TensorType;
+    const out = newTensor(t.shape as number[], t.dtype);
+    const na = a.shape[a.shape.length - 1], nb = b.shape[b.shape.length - 1], n = na + nb;
+    for (let r = 0; r < out.data.length / n; r++) {
+      for (let c = 0; c < na; c++) writeElem(out, r * n + c, readElem(a, r * na + c));
+      for (let c = 0; c < nb; c++) writeElem(out, r * n + na + c, readElem(b, r * nb + c));
     }
     return out;
   },
@@ -175,8 +251,8 @@ export function padValue(d: DType, pad: string): number {
 }
 registerOp({
   name: "tile.fillpad", pl: "fillpad", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D>"],
-  row: { key: "fillpad", call: "fillpad(x, padValue = \"zero\")", does: "the pad outside x's validShape set to 0 / the dtype's lowest (`\"min\"`) / highest (`\"max\"`)" },
+  decl: ["<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, padValue?: PadValue): Tensor<any, D>"],
+  row: { key: "fillpad", call: "fillpad(x, padValue = \"zero\")", does: "the pad outside x's validShape set to 0 / the dtype's lowest (`\"min\"`) / highest (`\"max\"`); a tensor has no pad: its fillpad is the tensor" },
   doc: `fillpad(x, padValue = "zero"): x with the region outside its validShape set to 0 / the dtype's lowest ("min") / highest ("max"); the result is fully valid`,
   params: [{ name: "x", kind: "value" }, { name: "padValue", kind: "string", optional: true }],
   infer(ctx) {
@@ -193,6 +269,27 @@ registerOp({
     const pv = padValue(t.dtype, String(attrs.padValue ?? "zero"));
     const xs = stridesOf(x.shape);
     forWindow(x.shape, (k) => { if (k.some((v, ax) => v >= x.validShape![ax])) out.data[dot(k, xs)] = pv; });
+    return out;
+  },
+});
+
+registerOp({
+  name: "tensor.fillpad", pl: "fillpad", level: "tensor", pure: true,
+  doc: `fillpad(t, padValue = "zero") on a tensor: t itself (a tensor has no pad region; the tile form pads a partial tile)`,
+  params: [{ name: "x", kind: "value" }, { name: "padValue", kind: "string", optional: true }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of fillpad");
+    const pad = ctx.attrs.padValue ?? "zero";
+    if (!(PAD_VALUES as readonly unknown[]).includes(pad)) ctx.fail(`unknown pad value ${JSON.stringify(pad)}`, `use "zero", "min" (the dtype's lowest value) or "max" (its highest)`);
+    return x;
+  },
+  effects: (args) => tensorReads(args),
+  // a tile of the result is the operand's tile: the tiles of a tensor expression store only their valid region
+  tileExpr: ([x]) => x,
+  evaluate([xv]) {
+    const x = xv as TensorValue;
+    const out = newTensor(x.shape, x.dtype);
+    for (let i = 0; i < out.data.length; i++) writeElem(out, i, readElem(x, i));
     return out;
   },
 });

@@ -3,8 +3,9 @@
 // pl.matmul(a, b, opts) -> [M,N] (K accumulated tile by tile with matmulAcc, in k order, so the
 // result equals the tile-level matmul of the whole operands). The reference semantics run the
 // tile op on the whole tensor.
-// Also broadcastTo(x, shape, { validShape? }): a tile op that stretches the dims of 1 of a tile
-// (what tensor-to-tile uses for broadcast operands of elementwise expressions).
+// Also broadcastTo(x, shape, { validShape? }): stretches the dims of 1 of a tile (what
+// tensor-to-tile uses for broadcast operands of elementwise expressions) or of a tensor; and
+// batchMatmul(a[B,M,K], b[B,K,N]) on tensors (per batch, as matmul).
 import { registerOp, type InferCtx, type OpDef } from "../registry.js";
 import { tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
@@ -138,8 +139,11 @@ registerOp({
 
 registerOp({
   name: "tile.broadcastTo", pl: "broadcastTo", level: "tile", pure: true, fusable: false,
-  decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>"],
-  row: { key: "broadcastTo", call: "broadcastTo(x, shape, { validShape? })", does: "x's dims of 1 stretched to `shape` (NumPy broadcasting; what tensor-level elementwise ops do with `[1,N]`, `[M,1]` operands)" },
+  decl: [
+    "<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>",
+    "<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>",
+  ],
+  row: { key: "broadcastTo", call: "broadcastTo(x, shape, { validShape? })", does: "x's dims of 1 stretched to `shape` (NumPy `broadcast_to`; what tensor-level elementwise ops do with `[1,N]`, `[M,1]` operands); `validShape` (tiles only): the result's valid region" },
   doc: "broadcastTo(x, shape, { validShape? }): x with its dims of 1 stretched to shape",
   params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "dims" } }],
   infer(ctx) {
@@ -183,4 +187,44 @@ registerOp({
     [shape[a1], shape[a2]] = [shape[a2], shape[a1]];
     return shape;
   }),
+});
+
+registerOp({
+  name: "tensor.broadcastTo", pl: "broadcastTo", level: "tensor", pure: true,
+  doc: "broadcastTo(t, shape) on a tensor: t with its dims of 1 stretched to shape (inside pl.at; each tile loads t once along a stretched axis)",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "opts", kind: "options", optional: true, options: { validShape: "ints" } }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of broadcastTo");
+    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
+    if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
+      ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
+    }
+    if (ctx.attrs.validShape != null) ctx.fail("validShape is for tiles: a tensor has no pad region", "drop the option, or broadcast a tile");
+    return tensorT(shape, x.dtype);
+  },
+  effects: (args) => reads(args as never),
+  // the operand's tile in the result's tile shape is already stretched (tensor-to-tile loads a [1, N] leaf once and widens it)
+  tileExpr: ([x]) => x,
+  evaluate: viaTile("tile.broadcastTo", (_args, attrs) => [...(attrs.shape as number[])]),
+});
+
+registerOp({
+  name: "tensor.batchMatmul", pl: "batchMatmul", level: "tensor", pure: true,
+  doc: "batchMatmul(a[B,M,K], b[B,K,N]) on tensors -> [B,M,N]: a[i] @ b[i] for each batch i (inside pl.at; auto-tiled per batch, K accumulated tile by tile in k order, as matmul)",
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  infer(ctx) {
+    const a = expectKind(ctx, 0, ["tensor"], "the left operand of batchMatmul"), b = expectKind(ctx, 1, ["tensor"], "the right operand of batchMatmul");
+    if (a.shape.length !== 3 || b.shape.length !== 3) ctx.fail(`needs rank-3 tensors [B, M, K] and [B, K, N], got ${typeStr(a)} and ${typeStr(b)}`, "use pl.matmul for 2-D tensors");
+    if (![...a.shape, ...b.shape].every((d) => typeof d === "number")) ctx.fail(`needs static shapes, got ${typeStr(a)} and ${typeStr(b)}`, "give the tensors static shapes");
+    if (a.shape[0] !== b.shape[0]) ctx.fail(`batch sizes differ: '${argName(ctx.args[0])}' is ${typeStr(a)} but '${argName(ctx.args[1])}' is ${typeStr(b)}`, "a[B, M, K] @ b[B, K, N] needs the same B");
+    if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
+    if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a.dtype}")`);
+    if (a.shape[2] !== b.shape[1]) {
+      ctx.fail(`inner dimensions differ: '${argName(ctx.args[0])}' is ${typeStr(a)} (K = ${a.shape[2]}) but '${argName(ctx.args[1])}' is ${typeStr(b)} (K = ${b.shape[1]})`,
+        "a[B, M, K] @ b[B, K, N] needs a's last extent to equal b's middle one");
+    }
+    return tensorT([a.shape[0], a.shape[1], b.shape[2]], matmulAccDType(a.dtype));
+  },
+  effects: (args) => reads(args as never),
+  evaluate: viaTile("tile.batchMatmul", ([a, b]) => [a.shape[0], a.shape[1], b.shape[2]]),
 });

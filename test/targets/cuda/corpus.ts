@@ -1,5 +1,6 @@
 // The programs the cuda tests compile: every ported example (examples/*.ts exporting
-// main(platform)) and the seed program of API.md §1. The examples are run once on the interp
+// main(platform)), the seed program of API.md §1 and the tensor-level shape forms
+// (test/passes/fixtures/tensor_shapes.ts). The examples are run once on the interp
 // platform with a private disk cache; each specialization they compiled left its lowered
 // program (program.json) in that cache, and those are the programs (the lowering does not
 // depend on the platform).
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { pl, randn, zeros } from "tspto";
 import { Program } from "../../../src/ir/index.js";
+import { tensorShapePrograms } from "../../passes/fixtures/tensor_shapes.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../examples/", import.meta.url));
 
@@ -45,7 +47,7 @@ export const addKernel = pl.jit(function addKernel(a: pl.Tensor, b: pl.Tensor, o
 });
 export const seedProgram = (): Program => addKernel.lower(randn([ROWS, COLS], { seed: 0 }), randn([ROWS, COLS], { seed: 1 }), zeros([ROWS, COLS]));
 
-/** Lowered programs of every example specialization (by cache entry name) plus the seed. */
+/** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms. */
 export async function corpusPrograms(): Promise<Map<string, Program>> {
   const cache = mkdtempSync(join(tmpdir(), "tspto-cuda-corpus-"));
   const saved = process.env.TSPTO_CACHE_DIR;
@@ -61,5 +63,6 @@ export async function corpusPrograms(): Promise<Map<string, Program>> {
     if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
   }
   out.set("seed_addKernel", seedProgram());
+  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
   return out;
 }
