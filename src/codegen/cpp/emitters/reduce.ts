@@ -43,20 +43,10 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         ctx.line(`${o}[${r}] = ${b}nan ? std::numeric_limits<float>::quiet_NaN() : tspto_u2f((uint32_t)(${b}best ^ ((${b}best >> 31) & 0x7fffffff)));`);
         ctx.close();
       } else if (axis === "row" && kind === "sum") {
-        rowSumLoops(ctx, d, m, n, elem, o, null);
+        rowLaneLoops(ctx, sumLanes(d), S, m, n, elem, o, null);
       } else if (axis === "row") {
         // integer row max / min: 8 lanes seeded with the row's first element
-        const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
-        ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
-        ctx.line(`${A} ${l}[8];`);
-        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = (${A})${elem(`${r} * ${n}`)};`);
-        ctx.line(`int64_t ${j} = 0;`);
-        ctx.open(`for (; ${j} + 8 <= ${n}; ${j} += 8) {`);
-        ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${op(`${l}[q]`, `(${A})${elem(`${r} * ${n} + ${j} + q`)}`)};`);
-        ctx.close();
-        ctx.line(`for (; ${j} < ${n}; ++${j}) ${l}[${j} & 7] = ${op(`${l}[${j} & 7]`, `(${A})${elem(`${r} * ${n} + ${j}`)}`)};`);
-        ctx.line(`${o}[${r}] = ${fin(op(op(op(`${l}[0]`, `${l}[1]`), op(`${l}[2]`, `${l}[3]`)), op(op(`${l}[4]`, `${l}[5]`), op(`${l}[6]`, `${l}[7]`))))};`);
-        ctx.close();
+        rowLaneLoops(ctx, { A, op, fin, seed: (first) => `(${A})${first}` }, S, m, n, elem, o, null);
       } else {
         const B = 256;
         const c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), a = ctx.fresh("a"), i = ctx.fresh("i"), c = ctx.fresh("c");
@@ -84,15 +74,27 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
  */
 /** Elements of a rowSumKeep strip (a multiple of the 8 lanes: each strip starts at lane 0). */
 const KEEP_STRIP = 128;
-function rowSumLoops(ctx: KernelCtx, d: DType, m: number, n: number, elem: (i: string) => string, o: string, keep: string | null): void {
-  const S = scratchCType(d);
+/** How a row reduction keeps its 8 lanes: their C type, combine, final value, and seed (from the row's first element). */
+interface Lanes { A: string; op: (a: string, b: string) => string; fin: (acc: string) => string; seed: (first: string) => string }
+const sumLanes = (d: DType): Lanes => {
   const A = isFloat(d) ? "double" : "int64_t";
-  const op = (a: string, b: string): string => (!isFloat(d) && d === "int64" ? `tspto_add_sat(${a}, ${b})` : `(${a} + ${b})`);
-  const fin = (acc: string): string => (isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`);
+  return {
+    A,
+    op: (a, b) => (!isFloat(d) && d === "int64" ? `tspto_add_sat(${a}, ${b})` : `(${a} + ${b})`),
+    fin: (acc) => (isFloat(d) ? roundF(d, `(float)(${acc})`) : `${SAT[d]}(${acc})`),
+    seed: () => `(${A})0`,
+  };
+};
+/**
+ * Per row: 8 lanes (element j goes to lane j & 7), combined pairwise at the end. With `keep`,
+ * the elements are computed in strips into keep (rowSumKeep) and the lanes read them there.
+ */
+function rowLaneLoops(ctx: KernelCtx, lanes: Lanes, S: string, m: number, n: number, elem: (i: string) => string, o: string, keep: string | null): void {
+  const { A, op, fin } = lanes;
   const r = ctx.fresh("r"), j = ctx.fresh("j"), l = ctx.fresh("l");
   ctx.open(`for (int64_t ${r} = 0; ${r} < ${m}; ++${r}) {`);
   ctx.line(`${A} ${l}[8];`);
-  ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = (${A})0;`);
+  ctx.line(`for (int q = 0; q < 8; ++q) ${l}[q] = ${lanes.seed(elem(`${r} * ${n}`))};`);
   ctx.line(`int64_t ${j} = 0;`);
   if (keep) {
     // strips of KEEP_STRIP elements: compute the strip into keep (a plain loop the compiler
@@ -126,7 +128,7 @@ def("tile.rowSumKeep", {
     const [m, n] = x.shape as number[];
     const elem = ctx.elements(call.args[0]);
     const e = destPtr(ctx, dests[0]), o = destPtr(ctx, dests[1]);
-    rowSumLoops(ctx, x.dtype, m, n, elem, o, e);
+    rowLaneLoops(ctx, sumLanes(x.dtype), scratchCType(x.dtype), m, n, elem, o, e);
   },
 });
 
