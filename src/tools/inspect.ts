@@ -206,7 +206,7 @@ export function inspectArtifact(dirArg: string): InspectReport {
 }
 
 function paramLine(p: CompiledParam, i: number, w: number): string {
-  const type = p.kind === "tensor" ? `tensor [${(p.shape ?? []).map((d) => (d === -1 ? "?" : d)).join(", ")}] ${p.dtype}` : `scalar ${p.dtype}${p.value !== undefined ? ` = ${p.value} (specialized)` : ""}`;
+  const type = p.kind === "tensor" ? `tensor [${(p.shape ?? []).map((d, k) => (d === -1 ? JSON.stringify(p.dimNames?.[k] ?? "?") : d)).join(", ")}] ${p.dtype}` : `scalar ${p.dtype}${p.value !== undefined ? ` = ${p.value} (specialized)` : ""}`;
   return `    ${String(i).padStart(2)}  ${p.name.padEnd(w)}  ${p.direction.padEnd(5)}  ${type}`;
 }
 

@@ -97,6 +97,17 @@ describe("tspto inspect <outputDir>", () => {
     expect(out).toContain("dfx outputs  none (run with RunConfig({ enableChipSwimlane: true, enableDepGen: true })");
   });
 
+  it("names a dynamic dimension in the parameter list", () => {
+    const dyn = pl.jit(function dynInspect(x: pl.Tensor<["M", 8], pl.FP32>, out: pl.Out<pl.Tensor<["M", 8], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.exp(x)); });
+    });
+    const ddir = join(work, "dyn");
+    ir.compile(dyn.lower(randn([4, 8]), zeros([4, 8])), { platform: "cpu", outputDir: ddir });
+    const r = tspto("inspect", ddir);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/\n +0 {2}x +in +tensor \["M", 8\] float32\n/);
+  });
+
   it("--json gives the same facts as data", async () => {
     const r = await run("inspect", dir, "--json");
     expect(r.code).toBe(0);
