@@ -12,7 +12,7 @@ import {
 import { materialize, elementsOf } from "./fused.js";
 import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
-import { comment, describe, ident, internal, staticTensor, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
+import { comment, describe, ident, internal, tileDataBytes, tileLeaves, convertScalar, toInt64 } from "./cexpr.js";
 import { offsetsOf, windowCheck } from "./emitters/memory.js";
 
 interface Block {
