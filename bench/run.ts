@@ -167,12 +167,15 @@ async function matmul(ort: ReturnType<typeof loadOrt>) {
   (C.data as Float32Array).forEach((x, i) => { err = Math.max(err, Math.abs(x - ref[i]) / (1 + Math.abs(ref[i]))); });
   const threads = availableParallelism();
   const peak = new FmaPeak(join(work, "peak"), threads);
-  const t = { tspto: [] as number[], ort: [] as number[], peak: [] as number[] };
+  const t = { tspto: [] as number[], ort: [] as number[], peak: [] as number[], tsptoWarm: [] as number[], ortWarm: [] as number[] };
   for (let r = -2; r < ROUNDS; r++) {
     let s = nowMs(); h(ra, rb, rc); const a = nowMs() - s;
     s = nowMs(); await sess.run(feeds); const o = nowMs() - s;
     const pk = await peak.measure();
-    if (r >= 0) { t.tspto.push(a); t.ort.push(o); t.peak.push(pk); }
+    // 3c/3d: each contender again, right after an untimed call of its own (cores awake)
+    h(ra, rb, rc); s = nowMs(); h(ra, rb, rc); const aw = nowMs() - s;
+    await sess.run(feeds); s = nowMs(); await sess.run(feeds); const ow = nowMs() - s;
+    if (r >= 0) { t.tspto.push(a); t.ort.push(o); t.peak.push(pk); t.tsptoWarm.push(aw); t.ortWarm.push(ow); }
   }
   const ghz = await peak.clockGHz();
   peak.close();
@@ -181,11 +184,15 @@ async function matmul(ort: ReturnType<typeof loadOrt>) {
   let mhz = NaN;
   try { mhz = Number(/^cpu MHz\s*:\s*([\d.]+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]); } catch { /* not linux */ }
   const gf = (ms: number) => (2 * MM ** 3) / (ms / 1e3) / 1e9;
-  const m = { tspto: median(t.tspto), ort: median(t.ort), peak: median(t.peak) };
+  const m = { tspto: median(t.tspto), ort: median(t.ort), peak: median(t.peak), tsptoWarm: median(t.tsptoWarm), ortWarm: median(t.ortWarm) };
   notes.push(`3. matmul ${MM}³ f32: ${(MM / MT) ** 2} independent tasks of [${MT}, ${MT}] output tiles (region dependencies spread them over the cores; a 256-wide tile reads each a and b window once per 256 outputs: [128, 128] tiles, 64 tasks, measured 280–285 GFLOP/s against 314–324 on the quiet machine) accumulating over K in ${KT} steps in place (PlanMemory gives the loop-carried acc tile, its initial value and each matmulAcc result one address: no copy per step); fpContract "fast": every step one FMA (6 × 64 register blocks: 24 zmm accumulators, 4 b vectors and 6 broadcasts of a per 24 FMAs); a and b read straight from the tensors (no tile copies), b packed in 64-column panels of 32 KiB per k step; max relative difference to onnxruntime ${err.toExponential(2)}. FMA peak: a register-only loop of ${peak.lanes}-lane FMAs (24 independent accumulators whose start values the compiler cannot see, so none is merged: test/bench/fma_peak.test.ts counts 24 FMAs in the compiled loop; flops = ${peak.lanes} lanes × 2 × 24 × iterations × threads) on ${threads} threads, measured in the same rounds: median ${fmt(m.peak, 1)} GFLOP/s. Cross-check: the bound ${threads} cores × 2 FMA pipes × ${peak.lanes} lanes × 2 flops × clock is ${fmt(threads * 2 * peak.lanes * 2 * mhz / 1e3, 1)} GFLOP/s at the ${fmt(mhz, 0)} MHz of /proc/cpuinfo (the nominal clock a VM reports) and ${fmt(threads * 2 * peak.lanes * 2 * ghz, 1)} GFLOP/s at the ${fmt(ghz, 2)} GHz a dependent imul chain measures on one core (turbo); the measured peak is ${fmt(m.peak / (threads * 2 * peak.lanes * 2 * ghz) * 100, 0)}% of the latter (${fmt(m.peak / (threads * peak.lanes * 2 * ghz), 2)} FMAs per cycle per core at that clock, not 2: the clock drops under sustained 512-bit FMAs, and other processes share the cores). An earlier version of this loop counted 24 FMAs where the compiler had kept 16 (chains with equal start values merged) and reported a peak 1.5× too high.`);
   const lim = "the 6 × 64 micro-kernel alone (L1-resident operands) runs at about 94% of one core's FMA rate, a whole [128, 128] k step with warm L2 at about 80% (measured with 128-wide tiles); in the bench the contenders alternate, so every tspto call comes after the cores ran something else or idled: the same kernel called back to back runs at 303–312 GFLOP/s (0.69–0.71 of the peak), but at 249–255 GFLOP/s when the calls are 50 ms apart, with or without a 256 MiB sweep of the caches in between (a and b re-read into the caches before the call change nothing): the loss is the cores coming back from idle (clock and vCPU wake-up on this VM; a tiny kernel's dispatch grows from 10 to 100 µs after 50 ms idle), not the caches; prefetching did not help (figures measured by hand: a standalone harness of the generated kernel, thread CPU time, and a handle called 15 times back to back, 50 ms apart, and with a cache sweep between calls, quiet machine).";
   row({ id: "3a", what: `matmul ${MM}×${MM}×${MM} f32 vs onnxruntime-node MatMul`, tspto: `${fmt(gf(m.tspto), 1)} GFLOP/s (${fmt(m.tspto)} ms)`, peer: `${fmt(gf(m.ort), 1)} GFLOP/s (${fmt(m.ort)} ms)`, result: `${fmt(m.ort / m.tspto)}×`, goal: "≥ 1.2×", met: m.ort / m.tspto >= 1.2, note: "matmul" }, lim);
   row({ id: "3b", what: `matmul ${MM}³ f32 as a fraction of the machine's FMA peak (${threads} threads)`, tspto: `${fmt(gf(m.tspto), 1)} GFLOP/s`, peer: `${fmt(m.peak, 1)} GFLOP/s`, result: `${fmt(gf(m.tspto) / m.peak)}`, goal: "≥ 0.7", met: gf(m.tspto) / m.peak >= 0.7 }, lim);
+  // not the goal rows (those are 3a/3b above, measured as every other row is): the same
+  // kernels with the cores awake, to show what the idle wake-up costs each contender
+  row({ id: "3c", what: `matmul ${MM}³ back to back (each contender timed right after an untimed call of its own) vs onnxruntime-node`, tspto: `${fmt(gf(m.tsptoWarm), 1)} GFLOP/s (${fmt(m.tsptoWarm)} ms)`, peer: `${fmt(gf(m.ortWarm), 1)} GFLOP/s (${fmt(m.ortWarm)} ms)`, result: `${fmt(m.ortWarm / m.tsptoWarm)}×`, goal: "—", met: null });
+  row({ id: "3d", what: `matmul ${MM}³ back to back as a fraction of the FMA peak`, tspto: `${fmt(gf(m.tsptoWarm), 1)} GFLOP/s`, peer: `${fmt(m.peak, 1)} GFLOP/s`, result: `${fmt(gf(m.tsptoWarm) / m.peak)}`, goal: "—", met: null });
 }
 
 async function layerNorm(ort: ReturnType<typeof loadOrt>) {
