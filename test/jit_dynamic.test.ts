@@ -4,6 +4,8 @@
 // their messages, on cpu and interp against independent formulas.
 import { describe, it, expect, vi } from "vitest";
 import { Binder } from "../src/runtime/binder.js";
+import { readArtifact } from "../src/artifact/index.js";
+import { ArgKind } from "../src/targets/index.js";
 import { pl, ChipWorker, RunConfig, randn, zeros } from "tspto";
 import { TsptoError } from "../src/ir/index.js";
 
@@ -178,6 +180,23 @@ describe("dynamic dimensions", () => {
     } finally { w.close(); }
   });
 
+  it("the interp device checks the extent slots itself (a launch that skips the binder)", () => {
+    const compiled = twice.compile(randn([16, 64]), zeros([16, 64]), cfgOf("interp"));
+    const w = new ChipWorker(cfgOf("interp"));
+    try {
+      const dev = w.device;
+      const id = dev.load(readArtifact(compiled.outputDir));
+      const kinds = Uint8Array.of(ArgKind.HostIn, ArgKind.HostOut, ArgKind.Int);
+      let err: unknown;
+      try { dev.launch(id, [new Float32Array(64), new Float32Array(64), 0], kinds); } catch (e) { err = e; }
+      expect((err as TsptoError).code).toBe("E_ARG");
+      expect((err as Error).message).toContain("launch: dynamic dimension 'M' is 0; it must be an integer >= 1");
+      const x = randn([16, 64], { seed: 3 }), out = new Float32Array(16 * 64);
+      dev.launch(id, [x.data, out, 16], kinds);
+      expect(maxDiff(out, Array.from(x.data as Float32Array, (v) => Math.fround(Math.fround(v * 2) + 1)))).toBe(0);
+    } finally { w.close(); }
+  });
+
   it("tensors that share a dimension name must agree on its extent (E_ARG names both)", () => {
     for (const platform of PLATFORMS) {
       let err: unknown;
@@ -230,6 +249,19 @@ describe("dynamic dimensions", () => {
       expect((err as Error).message).toContain(`createTensor(["N", 16]): "N" is not a dynamic dimension of the entry's parameters`);
       expect((err as Error).message).toMatch(/jit_dynamic\.test\.ts:\d+:\d+/);
     }
+  });
+
+  it("createTensor's shape takes constants and dimension names only: the messages say so", () => {
+    const notConst = pl.jit(function notConst(x: pl.Tensor<["M", 16], pl.FP32>, n: pl.Scalar<pl.INT64>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor([n, 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, x); pl.assign(out, x); });
+    });
+    expect(() => notConst(randn([4, 16]), 4, zeros([4, 16]))).toThrow(/pl\.createTensor: 'shape' must be a list of constant integers and dynamic dimension names/);
+    const badName = pl.jit(function badName(x: pl.Tensor<["M", 16], pl.FP32>, out: pl.Out<pl.Tensor<["M", 16], pl.FP32>>) {
+      const tmp = pl.createTensor(["M-1", 16], pl.FP32);
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(tmp, x); pl.assign(out, x); });
+    });
+    expect(() => badName(randn([4, 16]), zeros([4, 16]))).toThrow(/shape must be a non-empty list of positive integers and dynamic dimension names, got \["M-1",16\]/);
   });
 
   it("what a dynamic dimension cannot do is a compile error that says so", () => {
