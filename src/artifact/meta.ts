@@ -1,7 +1,7 @@
 // compiled_meta.json: what the runtime knows about a built program (it never reads IR). The
 // schema is the same for every target: the platform names the target that built it, and a
 // target that builds a loadable binary records it in `library` with its sha256.
-import { DTYPES, TsptoError } from "../ir/index.js";
+import { DTYPES, TsptoError, dimSymbolsOf } from "../ir/index.js";
 import type { DType } from "../ir/index.js";
 import { META_FILE } from "./layout.js";
 
@@ -25,6 +25,10 @@ export interface CompiledParam {
   /** Scalars specialized at compile time: the value the program was compiled for. */
   value?: number | boolean;
 }
+
+/** The dynamic dimensions of a program's parameters, in the order their extents follow the parameters at launch. */
+export const dimSlotNames = (params: readonly CompiledParam[]): string[] =>
+  dimSymbolsOf(params.map((p) => p.dimNames && p.dimNames.map((d, k) => d ?? p.shape![k])));
 
 export interface CompiledKernel { name: string; symbol: string; scratchBytes: number }
 

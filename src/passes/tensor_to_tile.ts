@@ -360,6 +360,22 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   });
 }
 
+/**
+ * Appends to `out` the loop `for k in range(start, stop, step): acc = next(k, acc)` carrying
+ * acc from `acc0` (`next` may add statements to the body before its value); returns the
+ * carried result after the loop.
+ */
+function carry(out: Stmt[], acc0: Var, start: Expr, stop: Expr, step: number, next: (k: Var, acc: Var, body: Stmt[]) => Expr, span: Span): Var {
+  const kv = mkVar("k", INDEX, span);
+  const accIn = mkVar("acc", acc0.type, span), accOut = mkVar("acc", acc0.type, span);
+  const body: Stmt[] = [];
+  const value = next(kv, accIn, body);
+  const accNext = mkVar("acc", value.kind === "const" ? acc0.type : value.type, span);
+  body.push(mkAssign([accNext], value, span), mkYield([accNext], span));
+  out.push(mkFor({ loopVar: kv, start, stop, step: c64(step, span), iterArgs: [accIn], inits: [acc0], body, results: [accOut], span }));
+  return accOut;
+}
+
 /** How the partial results of a reduction along a dynamic axis combine. */
 const COMBINE: Record<string, string> = { sum: "tile.add", max: "tile.maximum", min: "tile.minimum", prod: "tile.mul" };
 
@@ -400,15 +416,7 @@ function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr
     const rest = scalarOp("scalar.sub", whole, one, span);
     const wholeStop = scalarOp("scalar.add", one, scalarOp("scalar.sub", rest, scalarOp("scalar.mod", rest, c64(tc, span), span), span), span);
     for (const [start, stop, w] of [[one, wholeStop, tc], [wholeStop, whole, 1]] as const) {
-      const kv = mkVar("k", INDEX, span);
-      const accIn = mkVar("acc", acc.type, span), accOut = mkVar("acc", acc.type, span);
-      const body: Stmt[] = [];
-      const p = part(kv, w, body);
-      const next = call(COMBINE[kind], [accIn, p], {}, span);
-      const accNext = mkVar("acc", next.type, span);
-      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
-      inner.push(mkFor({ loopVar: kv, start, stop, step: c64(w, span), iterArgs: [accIn], inits: [acc], body, results: [accOut], span }));
-      acc = accOut;
+      acc = carry(inner, acc, start, stop, w, (kv, accIn, body) => call(COMBINE[kind], [accIn, part(kv, w, body)], {}, span), span);
     }
     inner.push(store(acc, row ? [o, zero(span)] : [zero(span), o]));
     return inner;
@@ -479,17 +487,10 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
       return tv;
     };
     /** acc = matmulAcc(acc, a, b) over k tiles of extent kt from start to stop (a loop carrying acc). */
-    const accumulate = (acc0: Var, start: Expr, stop: Expr, kt: number): Var => {
-      const kv = mkVar("k", INDEX, span);
-      const accIn = mkVar("acc", acc0.type, span), accOut = mkVar("acc", acc0.type, span);
-      const body: Stmt[] = [];
+    const accumulate = (acc0: Var, start: Expr, stop: Expr, kt: number): Var => carry(inner, acc0, start, stop, kt, (kv, accIn, body) => {
       const [ak, bk] = operands(kv, kt, body, kt);
-      const next = call("tile.matmulAcc", [accIn, ak, bk], opts, span);
-      const accNext = mkVar("acc", next.type, span);
-      body.push(mkAssign([accNext], next, span), mkYield([accNext], span));
-      inner.push(mkFor({ loopVar: kv, start, stop, step: mkConst(kt, "int64", span), iterArgs: [accIn], inits: [acc0], body, results: [accOut], span }));
-      return accOut;
-    };
+      return call("tile.matmulAcc", [accIn, ak, bk], opts, span);
+    }, span);
     let acc: Var;
     if (!ka) {
       // a dynamic K: whole k tiles up to K - K % tk, then one column at a time

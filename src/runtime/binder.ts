@@ -2,8 +2,8 @@
 // signature (compiled_meta.json) and packs them for Device.launch, once per call. Every call
 // form (a jit call, worker.run, a registration handle, runAsync) packs through it; the jit's
 // fast path uses `tryPack`, which is the same check without building an error.
-import type { CompiledMeta } from "../artifact/index.js";
-import { TsptoRuntimeError, dimSymbolsOf, type ErrorWhere } from "../ir/index.js";
+import { TsptoRuntimeError, type ErrorWhere } from "../ir/index.js";
+import { dimSlotNames, type CompiledMeta } from "../artifact/index.js";
 import { checkHostView, checkScalar } from "./args.js";
 import { ArgKind } from "../targets/index.js";
 import { callerSpan } from "./caller.js";
@@ -102,7 +102,7 @@ export class Binder {
   constructor(meta: CompiledMeta, owner: DeviceTensorOwner) {
     this.name = meta.name;
     this.sig = signatureOf(meta);
-    this.symbols = dimSymbolsOf(this.sig.map((p) => p.dimNames && p.dimNames.map((d, k) => d ?? p.shape[k])));
+    this.symbols = dimSlotNames(meta.params);
     this.#extent = new Array(this.symbols.length).fill(0);
     this.#symAxis = this.sig.map((p) => Int32Array.from(p.shape, (_d, k) => (p.dimNames?.[k] ? this.symbols.indexOf(p.dimNames[k]!) : -1)));
     const n = this.sig.length + this.symbols.length;

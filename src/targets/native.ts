@@ -4,8 +4,8 @@
 // scheduler). Only the targets use it; the runtime talks to a `Device` (target.ts).
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { DTYPE_BYTES, TsptoRuntimeError, dimSymbolsOf } from "../ir/index.js";
-import type { CompiledMeta } from "../artifact/index.js";
+import { DTYPE_BYTES, TsptoRuntimeError } from "../ir/index.js";
+import { dimSlotNames, type CompiledMeta } from "../artifact/index.js";
 import { packageRoot } from "../ir/package_root.js";
 import { fromNativeError, type NativeErrorContext } from "./native_errors.js";
 import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
@@ -118,7 +118,7 @@ export type ArgBytes = number | readonly number[];
 
 /** The loadModule byte counts of a program's launch slots (parameters, then dynamic dimensions). */
 export function argBytesOf(meta: CompiledMeta): ArgBytes[] {
-  const symbols = dimSymbolsOf(meta.params.map((p) => p.dimNames && p.dimNames.map((d, k) => d ?? p.shape![k])));
+  const symbols = dimSlotNames(meta.params);
   const slots: ArgBytes[] = meta.params.map((p) => {
     if (p.kind !== "tensor") return -1;
     const shape = p.shape ?? [];
