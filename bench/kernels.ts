@@ -31,19 +31,24 @@ export const softmaxRows = pl.jit(function softmaxRows(a: pl.Tensor, out: pl.Out
   return out;
 });
 
-/** MT: the output tile of a task ([MT, MT], 256: 16 tasks, the a and b windows each read once per 256 outputs); KT: the k step. */
-export const MM = 1024, MT = 256, KT = 128;
-/** 3. Matmul: one task per [MT, MT] output tile, accumulating over K in KT steps. */
+/**
+ * TM x TN: the output tile of a task ([256, 512]: 8 tasks; per k step a task reads a [256, 128]
+ * window of a and a [128, 512] window of b, each element once per 512 or 256 outputs); KT: the
+ * k step. The accumulator is the task's only scratch (512 KiB): the operand windows are read
+ * straight from a and b (PlanMemory gives them no scratch on cpu).
+ */
+export const MM = 1024, TM = 256, TN = 512, KT = 128;
+/** 3. Matmul: one task per [TM, TN] output tile, accumulating over K in KT steps. */
 export const matmul1k = pl.jit(function matmul1k(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
-  for (const i of pl.range(0, MM, MT)) {
-    for (const j of pl.range(0, MM, MT)) {
+  for (const i of pl.range(0, MM, TM)) {
+    for (const j of pl.range(0, MM, TN)) {
       pl.at(pl.Level.CORE_GROUP, () => {
-        const a0 = pl.move(pl.load(a, [i, 0], [MT, KT], { mem: pl.Mem.Mat }), pl.Mem.Left);
-        const b0 = pl.move(pl.load(b, [0, j], [KT, MT], { mem: pl.Mem.Mat }), pl.Mem.Right);
+        const a0 = pl.move(pl.load(a, [i, 0], [TM, KT], { mem: pl.Mem.Mat }), pl.Mem.Left);
+        const b0 = pl.move(pl.load(b, [0, j], [KT, TN], { mem: pl.Mem.Mat }), pl.Mem.Right);
         let acc = pl.matmul(a0, b0);
         for (const k of pl.range(KT, MM, KT)) {
-          const ak = pl.move(pl.load(a, [i, k], [MT, KT], { mem: pl.Mem.Mat }), pl.Mem.Left);
-          const bk = pl.move(pl.load(b, [k, j], [KT, MT], { mem: pl.Mem.Mat }), pl.Mem.Right);
+          const ak = pl.move(pl.load(a, [i, k], [TM, KT], { mem: pl.Mem.Mat }), pl.Mem.Left);
+          const bk = pl.move(pl.load(b, [k, j], [KT, TN], { mem: pl.Mem.Mat }), pl.Mem.Right);
           acc = pl.matmulAcc(acc, ak, bk);
         }
         pl.store(acc, [i, j], c);

@@ -8,6 +8,8 @@ export interface PassContext {
   readonly scratchCapacity: number;
   /** Floating-point contraction of float matmul (FpContract pass): "fast" (fused multiply-add) or "off"; absent: DEFAULT_FP_CONTRACT. */
   readonly fpContract?: FpContract;
+  /** The code generator reads forwardable matmul operands in place (DeviceDescription.matmulOperandsInPlace): they need no scratch. */
+  readonly matmulOperandsInPlace?: boolean;
 }
 
 /** The default contraction mode: fused multiply-add in float matmul (twice the arithmetic peak). */
@@ -31,6 +33,8 @@ export interface PipelineOptions {
   dump?: boolean;
   /** Float matmul contraction mode (default DEFAULT_FP_CONTRACT). */
   fpContract?: FpContract;
+  /** See PassContext.matmulOperandsInPlace. */
+  matmulOperandsInPlace?: boolean;
   /** Replace or wrap passes (tests inject a broken pass this way). */
   passes?: readonly Pass[];
 }
@@ -41,7 +45,7 @@ export class PassManager {
   constructor(readonly passes: readonly Pass[]) {}
 
   run(input: Program, opts: PipelineOptions = {}): PipelineResult {
-    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT) };
+    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT), matmulOperandsInPlace: opts.matmulOperandsInPlace === true };
     const verify = opts.verify ?? process.env.TSPTO_VERIFY === "1";
     const dumps: PassDump[] = [];
     const timings: { pass: string; ms: number }[] = [];

@@ -9,11 +9,17 @@
 //   - a yielded value computed by an op that may write over its input (IN_PLACE) from the
 //     iterArg itself, which nothing reads after that op in the body, shares the iterArg's
 //     address too (no copy back at the end of each iteration).
+// On a target whose code generator reads a matmul's operand straight from its tensor window
+// (PassContext.matmulOperandsInPlace: forwardableMatmulOperands), those operand tiles and the
+// loads they move from take no scratch and get no address: a [256, 512] accumulator with
+// [256, 128] and [128, 512] operand windows then needs 512 KiB, not 1.25 MiB (the loads and
+// their moves to Left/Right, some live at once).
 import {
   TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 import { replaceVars } from "./util.js";
+import { forwardableMatmulOperands } from "./forward_loads.js";
 
 export const memoryPlanPass: Pass = {
   name: "PlanMemory",
@@ -54,8 +60,9 @@ function planFunc(f: Func, ctx: PassContext): Func {
   let pos = 0;
   const loops: { start: number }[] = [];
   const pendingUses: { id: number; pos: number; loopStarts: number[] }[] = [];
+  const inPlace = ctx.matmulOperandsInPlace ? forwardableMatmulOperands(f).skipped : new Set<number>();
   const def = (v: Var, at: number) => {
-    if (v.type.kind !== "tile" || alias.has(v.id)) return;
+    if (v.type.kind !== "tile" || alias.has(v.id) || inPlace.has(v.id)) return;
     iv.set(v.id, { v, start: at, end: at, bytes: tileBytes(v.type) });
   };
   const use = (e: Expr, at: number) => forEachExpr([{ kind: "eval", expr: e, span: e.span } as Stmt], (x) => {

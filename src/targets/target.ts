@@ -16,6 +16,12 @@ export type { ArtifactRef };
 export interface DeviceDescription {
   /** Per-core on-chip scratch capacity in bytes (PlanMemory and TensorToTile check against it). */
   readonly scratchBytes: number;
+  /**
+   * The target's code generator reads a float matmul operand that is a plain load (or a move of
+   * one) used only by that matmul straight from its tensor window (forwardableMatmulOperands):
+   * PlanMemory then gives those tiles no scratch.
+   */
+  readonly matmulOperandsInPlace?: boolean;
 }
 
 /** Argument kinds of Device.launch (the `kinds` array). */

@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import { INDEX, Program, exprType, mkAssign, mkEval, mkFor, mkFunc, mkVar, mkYield, type Expr, type Func, type Stmt, type TileType, type Var } from "../../src/ir/index.js";
 import { IN_PLACE, memoryPlanPass } from "../../src/passes/plan_memory.js";
 import { c, call, load, tensorVar } from "../codegen/helpers.js";
+import { pl, RunConfig, randn, zeros } from "tspto";
+import { readArtifact } from "../../src/artifact/index.js";
 
 const N = 16;
 const let_ = (stmts: Stmt[], name: string, value: Expr): Var => { const v = mkVar(name, exprType(value)); stmts.push(mkAssign([v], value)); return v; };
@@ -105,5 +107,87 @@ describe("PlanMemory: loop-carried tiles", () => {
     expect(m.get("p")).not.toBe(m.get("q"));
     expect(m.get("x")).not.toBe(m.get("p"));
     expect(m.get("x")).not.toBe(m.get("q"));
+  });
+});
+
+// Matmul operands that the cpu code generator reads straight from their tensor window
+// (forwardableMatmulOperands) take no scratch where the target says so
+// (DeviceDescription.matmulOperandsInPlace): only the accumulator counts against the capacity.
+describe("PlanMemory: matmul operands read in place", () => {
+  const kernel = (twiceUsed: boolean) => {
+    const a = tensorVar("a", [N, 4 * N]), b = tensorVar("b", [4 * N, N]), out = tensorVar("out", [N, N]);
+    const s: Stmt[] = [];
+    const a0 = let_(s, "a0", load(a, [c(0), c(0)], [N, N]));
+    const b0 = let_(s, "b0", load(b, [c(0), c(0)], [N, N]));
+    const acc0 = let_(s, "acc0", call("tile.matmul", [a0, b0]));
+    // a second use of a0 makes it an ordinary tile (materialized in scratch)
+    const fin = twiceUsed ? let_(s, "fin", call("tile.add", [acc0, a0])) : acc0;
+    s.push(mkEval(call("tile.store", [fin, { kind: "list", items: [c(0), c(0)], span: fin.span } as never, out])));
+    return new Program("p", "k", [mkFunc({ name: "k", fnKind: "incore", params: [{ var: a, dir: "in" }, { var: b, dir: "in" }, { var: out, dir: "out" }], returnTypes: [], body: s })]);
+  };
+  const planned = (p: Program, inPlace: boolean) => {
+    const f = memoryPlanPass.run(p, { scratchCapacity: 1 << 20, matmulOperandsInPlace: inPlace }).functions[0];
+    const addrs = new Map<string, number | null | undefined>();
+    for (const st of f.body) if (st.kind === "assign") for (const t of st.targets) addrs.set(t.name, (t.type as TileType).addr);
+    return { addrs, bytes: f.attrs.scratchBytes };
+  };
+  const tile = N * N * 4;
+
+  it("in place: the operand loads get no address and the accumulator alone is the scratch", () => {
+    const { addrs, bytes } = planned(kernel(false), true);
+    expect(addrs.get("a0") ?? null).toBeNull();
+    expect(addrs.get("b0") ?? null).toBeNull();
+    expect(addrs.get("acc0")).toBe(0);
+    expect(bytes).toBe(tile);
+  });
+  it("a target without it (cuda): every tile has an address", () => {
+    const { addrs, bytes } = planned(kernel(false), false);
+    for (const n of ["a0", "b0", "acc0"]) expect(typeof addrs.get(n)).toBe("number");
+    expect(bytes).toBe(3 * tile);
+  });
+  it("an operand used twice is not read in place: it keeps its scratch", () => {
+    const { addrs } = planned(kernel(true), true);
+    expect(typeof addrs.get("a0")).toBe("number");
+    expect(addrs.get("b0") ?? null).toBeNull();
+  });
+
+  // [256, 512] accumulator with [256, 128] and [128, 512] operand windows: 512 KiB of scratch on
+  // cpu (the operands are read from a and b), 1.25 MiB with staged operands; still E_SCRATCH where operands are
+  // staged (a 1 MiB target without in-place reads, through the pass pipeline directly).
+  const big = pl.jit(function bigTile(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const a0 = pl.move(pl.load(a, [0, 0], [256, 128], { mem: pl.Mem.Mat }), pl.Mem.Left);
+      const b0 = pl.move(pl.load(b, [0, 0], [128, 512], { mem: pl.Mem.Mat }), pl.Mem.Right);
+      let acc = pl.matmul(a0, b0);
+      for (const k of pl.range(128, 256, 128)) {
+        const ak = pl.move(pl.load(a, [0, k], [256, 128], { mem: pl.Mem.Mat }), pl.Mem.Left);
+        const bk = pl.move(pl.load(b, [k, 0], [128, 512], { mem: pl.Mem.Mat }), pl.Mem.Right);
+        acc = pl.matmulAcc(acc, ak, bk);
+      }
+      pl.store(acc, [0, 0], out);
+    });
+    return out;
+  });
+  it("end to end: a [256, 512] accumulator fits on cpu and interp and matches an fp64 reference", () => {
+    const A = randn([256, 256], { seed: 31 }), B = randn([256, 512], { seed: 32 });
+    const ref = new Float64Array(256 * 512);
+    const ad = A.data as Float32Array, bd = B.data as Float32Array;
+    for (let i = 0; i < 256; i++) for (let k = 0; k < 256; k++) { const x = ad[i * 256 + k]; for (let j = 0; j < 512; j++) ref[i * 512 + j] += x * bd[k * 512 + j]; }
+    const outs: Float32Array[] = [];
+    for (const platform of ["cpu", "interp"]) {
+      const out = zeros([256, 512]);
+      const compiled = big.compile(A, B, out, new RunConfig({ platform }));
+      expect(readArtifact(compiled.outputDir).meta.scratchBytes).toBe(256 * 512 * 4);
+      big(A, B, out, new RunConfig({ platform }));
+      const o = out.data as Float32Array;
+      let worst = 0;
+      for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(o[i] - ref[i]) / (1 + Math.abs(ref[i])));
+      expect(worst).toBeLessThan(5e-5);  // fp32 sums of 256 products
+      outs.push(o);
+    }
+    // interp models the cpu's fused multiply-adds in the same k order: the same bits
+    expect(outs[0]).toEqual(outs[1]);
+    // the same kernel planned again for a 1 MiB target that stages its operands
+    expect(() => memoryPlanPass.run(big.lower(A, B, zeros([256, 512])), { scratchCapacity: 1 << 20, matmulOperandsInPlace: false })).toThrow(/\[E_SCRATCH\] tiles of kernel 'bigTile_incore_0' need 1310720 bytes of on-chip scratch, capacity is 1048576 bytes; live here: acc: Tile<\[256, 512\], float32, Acc> 512 KiB, b0: Tile<\[128, 512\], float32, Right> 256 KiB, a0/);
   });
 });

@@ -50,11 +50,11 @@ export class FnGen implements KernelCtx {
     readonly submitHook?: SubmitHook,
   ) {
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
-    if (mode === "kernel") this.scratchBytes = this.planCheck();
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
     if (mode === "kernel") for (const [id, fw] of forwardableReads(fn, this.forwarded)) this.forwarded.set(id, fw);
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
     this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
+    if (mode === "kernel") this.scratchBytes = this.planCheck();
   }
 
   validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
@@ -71,7 +71,11 @@ export class FnGen implements KernelCtx {
   private newName(v: Var): string { return `${ident(v.name)}_${this.n++}`; }
 
   // ---------------------------------------------------------------- scratch plan
-  /** Every tile variable has an address inside the function's scratch arena; returns the arena size. */
+  /**
+   * Every tile variable has an address inside the function's scratch arena (except matmul
+   * operands read straight from their tensor, which PlanMemory leaves without one on this
+   * target: DeviceDescription.matmulOperandsInPlace); returns the arena size.
+   */
   private planCheck(): number {
     let end = 0;
     const tiles: Var[] = [];
@@ -85,7 +89,7 @@ export class FnGen implements KernelCtx {
       }
     });
     for (const v of tiles) {
-      if (v.type.kind !== "tile") continue;
+      if (v.type.kind !== "tile" || (this.matmulFw.skipped.has(v.id) && (v.type.addr === null || v.type.addr === undefined))) continue;
       end = Math.max(end, this.tileAddr(v) + tileDataBytes(v.type));
     }
     const attr = this.fn.attrs.scratchBytes;

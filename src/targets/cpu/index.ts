@@ -11,7 +11,7 @@ export const CPU_SCRATCH_BYTES = 1 << 20;
 export const cpuTarget: Target = {
   name: "cpu",
   summary: "generated C++ on the native runtime (a simulated chip: host memory arena, thread pool)",
-  description: { scratchBytes: CPU_SCRATCH_BYTES },
+  description: { scratchBytes: CPU_SCRATCH_BYTES, matmulOperandsInPlace: true },
   build: buildCpu,
   cacheKeyParts: toolchainIdentity,
   openDevice: (opts) => new CpuDevice(opts),

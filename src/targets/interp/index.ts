@@ -12,7 +12,9 @@ import { InterpDevice } from "./device.js";
 export const interpTarget: Target = {
   name: "interp",
   summary: "the TypeScript reference interpreter of the IR",
-  description: { scratchBytes: 1 << 20 },
+  // The cpu target's capacity and plan (the interpreter reads no scratch itself: it keeps the
+  // cpu plan so that a kernel that fits on cpu fits here too).
+  description: { scratchBytes: 1 << 20, matmulOperandsInPlace: true },
   cacheKeyParts: () => [],
   openDevice: (opts) => new InterpDevice(opts),
   build(program, opts) {
