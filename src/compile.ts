@@ -2,7 +2,7 @@
 // The glue between the rooms: the target's device facts into the passes (when the program is
 // not lowered yet), the target's build, the runtime handle.
 import type { Program } from "./ir/index.js";
-import { checkFpContract, isLowered, lowerProgram, type Pass, type PassDump } from "./passes/index.js";
+import { checkFpContract, isLowered, lowerProgram, replanMemory, type Pass, type PassDump } from "./passes/index.js";
 import { DEFAULT_PLATFORM, getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
@@ -42,6 +42,9 @@ export function compile(program: Program, opts: CompileOptions = {}): CompiledPr
     const r = lowerFor(program, target.name, { dump: !!opts.dumpPasses, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
     lowered = r.program;
     dumps = r.dumps;
+  } else {
+    // lowered for another target's facts (f.lower() uses the default platform's)
+    lowered = replanMemory(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace === true });
   }
   const ref = target.build(lowered, {
     outputDir: opts.outputDir,

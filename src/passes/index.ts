@@ -16,6 +16,7 @@ import { fuseRowsPass } from "./fuse_rows.js";
 import { fuseRowReductionsPass } from "./fuse_row_reductions.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, DEFAULT_FP_CONTRACT, checkFpContract, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
+export { replanMemory } from "./plan_memory.js";
 export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
 

@@ -15,7 +15,7 @@
 // [256, 128] and [128, 512] operand windows then needs 512 KiB, not 1.25 MiB (the loads and
 // their moves to Left/Right, some live at once).
 import {
-  TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Stmt, type TileType, type Var,
+  TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Program, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 import { replaceVars } from "./util.js";
@@ -134,7 +134,22 @@ function planFunc(f: Func, ctx: PassContext): Func {
     if (a === undefined) return undefined;
     return mkVar(v.name, { ...(v.type as TileType), addr: a }, v.span);
   });
-  return Object.freeze({ ...f, body: Object.freeze(body), attrs: Object.freeze({ ...f.attrs, scratchBytes: high }) });
+  // operandsInPlace: this plan left matmul operands without scratch (a target that stages them
+  // must plan the program again: replanMemory)
+  const { operandsInPlace: _was, ...rest } = f.attrs;
+  const attrs = inPlace.size > 0 ? { ...rest, scratchBytes: high, operandsInPlace: true } : { ...rest, scratchBytes: high };
+  return Object.freeze({ ...f, body: Object.freeze(body), attrs: Object.freeze(attrs) });
+}
+
+/**
+ * A lowered program is handed to a target (ir.compile of `f.lower(...)`, lowered with the
+ * default platform's facts): when its memory plan left matmul operands without scratch and
+ * this target's code generator stages them, plan its memory again with the target's facts
+ * (every tile gets an address; E_SCRATCH where they do not fit). Otherwise the program as is.
+ */
+export function replanMemory(p: Program, ctx: PassContext): Program {
+  if (ctx.matmulOperandsInPlace || !p.functions.some((f) => f.attrs.operandsInPlace === true)) return p;
+  return memoryPlanPass.run(p, ctx);
 }
 
 /**

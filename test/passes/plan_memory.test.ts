@@ -9,6 +9,8 @@ import { IN_PLACE, memoryPlanPass } from "../../src/passes/plan_memory.js";
 import { c, call, load, tensorVar } from "../codegen/helpers.js";
 import { pl, RunConfig, randn, zeros } from "tspto";
 import { readArtifact } from "../../src/artifact/index.js";
+import { replanMemory } from "../../src/passes/index.js";
+import { generateCuda } from "../../src/codegen/cuda/index.js";
 
 const N = 16;
 const let_ = (stmts: Stmt[], name: string, value: Expr): Var => { const v = mkVar(name, exprType(value)); stmts.push(mkAssign([v], value)); return v; };
@@ -187,7 +189,32 @@ describe("PlanMemory: matmul operands read in place", () => {
     }
     // interp models the cpu's fused multiply-adds in the same k order: the same bits
     expect(outs[0]).toEqual(outs[1]);
-    // the same kernel planned again for a 1 MiB target that stages its operands
-    expect(() => memoryPlanPass.run(big.lower(A, B, zeros([256, 512])), { scratchCapacity: 1 << 20, matmulOperandsInPlace: false })).toThrow(/\[E_SCRATCH\] tiles of kernel 'bigTile_incore_0' need 1310720 bytes of on-chip scratch, capacity is 1048576 bytes; live here: acc: Tile<\[256, 512\], float32, Acc> 512 KiB, b0: Tile<\[128, 512\], float32, Right> 256 KiB, a0/);
+    // the same kernel handed to a 1 MiB target that stages its operands (as ir.compile does)
+    expect(() => replanMemory(big.lower(A, B, zeros([256, 512])), { scratchCapacity: 1 << 20, matmulOperandsInPlace: false })).toThrow(/\[E_SCRATCH\] tiles of kernel 'bigTile_incore_0' need 1310720 bytes of on-chip scratch, capacity is 1048576 bytes; live here: acc: Tile<\[256, 512\], float32, Acc> 512 KiB, b0: Tile<\[128, 512\], float32, Right> 256 KiB, a0/);
+  });
+
+  const small = pl.jit(function smallMm(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const a0 = pl.move(pl.load(a, [0, 0], [64, 64], { mem: pl.Mem.Mat }), pl.Mem.Left);
+      const b0 = pl.move(pl.load(b, [0, 0], [64, 64], { mem: pl.Mem.Mat }), pl.Mem.Right);
+      pl.store(pl.matmul(a0, b0), [0, 0], out);
+    });
+    return out;
+  });
+  it("replanMemory: a program lowered for cpu gets every tile an address for a target that stages operands; unchanged otherwise", () => {
+    const lowered = small.lower(randn([64, 64]), randn([64, 64]), zeros([64, 64]));
+    const kernelOf = (p: Program) => p.functions.find((f) => f.fnKind === "incore")!;
+    expect(kernelOf(lowered).attrs.operandsInPlace).toBe(true);
+    expect(kernelOf(lowered).attrs.scratchBytes).toBe(64 * 64 * 4);
+    expect(replanMemory(lowered, { scratchCapacity: 1 << 20, matmulOperandsInPlace: true })).toBe(lowered);
+    const again = replanMemory(lowered, { scratchCapacity: 1 << 20, matmulOperandsInPlace: false });
+    const k = kernelOf(again);
+    expect(k.attrs.operandsInPlace).toBeUndefined();
+    expect(k.attrs.scratchBytes).toBeGreaterThan(64 * 64 * 4);
+    for (const st of k.body) if (st.kind === "assign") for (const t of st.targets) if (t.type.kind === "tile") expect(typeof (t.type as TileType).addr, t.name).toBe("number");
+    // the cuda code generator takes it (it stages operands in scratch)
+    expect(generateCuda(again).source).toContain("k_");
+    expect(() => generateCuda(lowered)).toThrow(/has no scratch address/);
   });
 });
+

@@ -2,14 +2,19 @@
 // main(platform)), the seed program of API.md §1 and the tensor-level shape forms
 // (test/passes/fixtures/tensor_shapes.ts). The examples are run once on the interp
 // platform with a private disk cache; each specialization they compiled left its lowered
-// program (program.json) in that cache, and those are the programs (the lowering does not
-// depend on the platform).
+// program (program.json) in that cache, and those are the programs, their memory planned
+// again for cuda's facts where interp's plan differs (replanMemory: interp, like cpu, gives
+// matmul operands read in place no scratch; the cuda code generator stages them).
 import { mkdtempSync, readdirSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { pl, randn, zeros } from "tspto";
 import { Program } from "../../../src/ir/index.js";
+import { replanMemory } from "../../../src/passes/index.js";
+import { cudaTarget } from "../../../src/targets/cuda/index.js";
+
+const forCuda = (p: Program): Program => replanMemory(p, { scratchCapacity: cudaTarget.description.scratchBytes, matmulOperandsInPlace: cudaTarget.description.matmulOperandsInPlace === true });
 import { tensorShapePrograms } from "../../passes/fixtures/tensor_shapes.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../examples/", import.meta.url));
@@ -60,9 +65,9 @@ export async function corpusPrograms(): Promise<Map<string, Program>> {
   const out = new Map<string, Program>();
   for (const d of readdirSync(cache).sort()) {
     const file = join(cache, d, "program.json");
-    if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
+    if (existsSync(file)) out.set(d, forCuda(Program.fromJSON(JSON.parse(readFileSync(file, "utf8")))));
   }
-  out.set("seed_addKernel", seedProgram());
-  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
+  out.set("seed_addKernel", forCuda(seedProgram()));
+  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, forCuda(p));
   return out;
 }
