@@ -366,7 +366,43 @@ function loopCase(r: Rand, id: number): Case {
   };
 }
 
-const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase];
+/**
+ * A row reduction inside a tensor-level expression (`pl.assign(o, op(f(x), rowMax(g(x))))`,
+ * TensorToTile's whole-row tiles): float32, random elementwise f and g, half with a dynamic
+ * row count. rowSum only over exact-in-fp64 operands (no transcendental op in g), so the
+ * reference's sequential fp64 sum rounds to the same float as the cpu's lane sums.
+ */
+function rowReductionExprCase(r: Rand, id: number): Case {
+  const shape = [int(r, 1, 45), int(r, 1, 90)];
+  const [M, N] = shape;
+  const d: DType = "float32";
+  const inputs: Input[] = [];
+  const newLeaf = (dd: DType): Input => {
+    const inp = { name: `x${id}_${inputs.length}`, shape, dtype: dd, values: randomValues(r, M * N, dd) };
+    inputs.push(inp);
+    return inp;
+  };
+  const g = genExpr(r, int(r, 0, 2), d, inputs, newLeaf);
+  const kind = pick(r, g.transcendental ? ["rowMax", "rowMin"] : ["rowSum", "rowMax", "rowMin"]);
+  const red = Array.from({ length: M }, (_, i) => {
+    const vals = Array.from({ length: N }, (_, j) => g.eval(i * N + j));
+    if (kind === "rowSum") return store(vals.reduce((s, v) => s + v, 0), d);
+    if (vals.some(Number.isNaN)) return NaN;
+    return kind === "rowMax" ? Math.max(...vals) : Math.min(...vals);
+  });
+  const f = genExpr(r, int(r, 0, 2), d, inputs, newLeaf);
+  const op = pick(r, ["rowExpandSub", "rowExpandAdd", "rowExpandMul", "sub", "add", "mul"] as const);
+  const fn = (x: number, y: number) => (op.endsWith("ub") ? x - y : op.endsWith("dd") ? x + y : x * y);
+  const expected = Array.from({ length: M * N }, (_, k) => store(fn(f.eval(k), red[Math.floor(k / N)]), d));
+  const body = `pl.assign(o${id}, pl.${op}(${f.src}, pl.${kind}(${g.src})));`;
+  const dynRows = r() < 0.5;
+  return {
+    id, kind: "rowReductionExpr", body, inputs, out: { name: `o${id}`, shape, dtype: d, init: new Array(M * N).fill(0) }, expected,
+    tol: floatTol(d, f.transcendental || g.transcendental), what: `row reduction in an expression ${d}[${dynRows ? `R${id}=` : ""}${shape}] ${body}`, dynRows,
+  };
+}
+
+const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase, rowReductionExprCase];
 
 // ------------------------------------------------------------------ batches
 export interface Batch { seed: number; name: string; cases: Case[]; source: string }
