@@ -465,14 +465,21 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     axes[rank - 1] = axisFor(ext[rank - 1], budget);
     if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
   }
-  return tileLoops(axes, span, (offsets, valid, tile) => {
+  return tileLoops(axes, span, (offsets, valid0, tile0) => {
     const inner: Stmt[] = [];
+    // whole-row tiles: the last rows of a static extent are a tile of their own shape ([rem, C],
+    // no valid region); a tile outside a loop (one whole tile, or those last rows) goes into a
+    // loop of one trip, so that FuseRows runs each such block row by row (it fuses a kernel body
+    // or a loop body whose tiles all have one row count)
+    const peeled = nRed > 0 && valid0 !== null;
+    const alone = nRed > 0 && offsets[0].kind === "const";
+    const tile = peeled ? valid0 : tile0, valid = peeled ? null : valid0;
     const result = tileExpr(value, ls, shape, tile, offsets, valid, span, inner);
     if (result.kind !== "var" && (result.kind !== "call" || result.type.kind !== "tile")) {
       throw new TsptoCompileError("E_ASSIGN_VALUE", `${what} to '${out.name}' needs a tensor value`, span);
     }
     inner.push(store(result, offsets));
-    return inner;
+    return alone ? [loop(mkVar("rows", INDEX, span), c64(0, span), c64(1, span), 1, inner, span)] : inner;
   });
 }
 

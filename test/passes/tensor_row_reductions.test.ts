@@ -5,9 +5,25 @@
 // FuseRows runs them row by row like the same computation written on tiles. Checked against
 // independent JS formulas on cpu and interp (static and dynamic row counts, partial row tiles),
 // cpu == interp bit for bit, the lowered form, and the messages of what stays unsupported.
-import { describe, expect, it } from "vitest";
-import { pl, RunConfig, randn, zeros } from "tspto";
+import { afterAll, describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ir, pl, RunConfig, randn, zeros } from "tspto";
 import { TsptoCompileError } from "../../src/ir/index.js";
+
+const dirs: string[] = [];
+afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+/** The pass dump text after `pass` of a compile of fn's lowering (interp: no C++ build). */
+function dumpAfter(fn: { lower(...a: unknown[]): ir.Program }, args: unknown[], pass: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "tspto-trr-"));
+  dirs.push(dir);
+  const c = ir.compile(fn.lower(...args), { platform: "interp", dumpPasses: true, outputDir: dir });
+  const d = join(c.outputDir, "passes_dump");
+  const file = readdirSync(d).find((f) => new RegExp(`^\\d+_after_${pass}\\.ts$`).test(f));
+  if (!file) throw new Error(`no dump after ${pass}`);
+  return readFileSync(join(d, file), "utf8");
+}
 
 const f = Math.fround;
 const cfg = (platform: string) => new RunConfig({ platform });
@@ -116,12 +132,17 @@ describe("row reductions inside tensor expressions: one computation on every pla
     expect(la.data).toEqual(lb.data);
   });
   it("lowers to rowExpand / colExpand tile ops that FuseRows runs row by row (no stretched copies)", () => {
-    // before FuseRows (a partial row tile keeps the block as it is): the tile forms as written by hand
-    const ragged = layerNorm.lower(randn([77, C]), randn([1, C]), randn([1, C]), zeros([77, C])).asText();
-    for (const op of ["pl.rowSum(", "pl.rowExpandSub(", "pl.rowExpandDiv(", "pl.colExpandMul(", "pl.colExpandAdd("]) expect(ragged).toContain(op);
-    expect(ragged).not.toContain("broadcastTo");
-    // whole row tiles: FuseRows folds the row broadcasts into scalar reads of each row's [1, 1] values
-    const text = layerNorm.lower(randn([96, C]), randn([1, C]), randn([1, C]), zeros([96, C])).asText();
+    const args = [randn([77, C]), randn([1, C]), randn([1, C]), zeros([77, C])];
+    // after TensorToTile: the tile forms as written by hand; 77 rows = one whole tile of 48 rows
+    // and a [29, C] tile of the last rows (no valid region), each in a loop of one trip
+    const tiled = dumpAfter(layerNorm, args, "TensorToTile");
+    for (const op of ["pl.rowSum(", "pl.rowExpandSub(", "pl.rowExpandDiv(", "pl.colExpandMul(", "pl.colExpandAdd("]) expect(tiled).toContain(op);
+    expect(tiled).not.toContain("broadcastTo");
+    expect(tiled).not.toContain("validShape");
+    expect(tiled).toMatch(/pl\.load\(x, \[48, 0\], \[29, 320\]\)/);
+    // FuseRows runs both blocks row by row, folding the row broadcasts into reads of each row's [1, 1] values
+    const text = layerNorm.lower(...args).asText();
+    expect(text.match(/for \(const row\w* of pl\.range\(0, (48|29), 1\)\)/g)).toHaveLength(2);
     expect(text).toContain("pl.read(");
     expect(text).not.toContain("broadcastTo");
     const sm = softmax.lower(randn([256, 256]), zeros([256, 256])).asText();
