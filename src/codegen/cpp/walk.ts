@@ -118,22 +118,23 @@ export abstract class StmtWalker {
   }
 
   /**
-   * Declare the function's parameters from their argument slots (`slot(i)`: the C++ int64 of
-   * slot i); `tensorDecl` is the declaration of a tensor parameter's local.
+   * Declare the function's parameters from their argument slots (`slot(i, tensor)`: the C++
+   * of slot i, read for a tensor or a scalar); `tensorDecl` is the declaration of a tensor
+   * parameter's local.
    */
-  protected declareParams(params: readonly Param[], slot: (i: number) => string, tensorDecl: (name: string, t: TensorType, raw: string) => string): void {
+  protected declareParams(params: readonly Param[], slot: (i: number, tensor: boolean) => string, tensorDecl: (name: string, t: TensorType, raw: string) => string): void {
     params.forEach((p, i) => {
       const v = p.var;
       const t = v.type;
       if (t.kind === "tensor") {
         const st = this.checkTensor(t, `parameter '${v.name}'`, v.span);
         const name = this.newName(v);
-        this.line(`${tensorDecl(name, t, slot(i))}  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
+        this.line(`${tensorDecl(name, t, slot(i, true))}  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
         this.bindTensor(v, name, st);
       } else if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
-        const raw = slot(i);
+        const raw = slot(i, false);
         const val = ct === "double" ? `tspto_bitsd(${raw})` : ct === "bool" ? `${raw} != 0` : raw;
         this.line(`const ${ct} ${name} = ${val};  // ${comment(v.name)}: ${t.dtype}`);
         this.names.set(v.id, { name, ctype: ct });
