@@ -78,7 +78,7 @@ export abstract class StmtWalker {
   /** An assignment of several targets. */
   protected abstract assignMulti(targets: readonly Var[], value: Expr, span: Span): void;
   /** Bind a tensor target to an op's result where the target has a way to (cpu: calls, allocations); false: no way. */
-  protected bindTensorCall(t: Var, st: TensorType, value: Call, span: Span): boolean { void t; void st; void value; void span; return false; }
+  protected bindTensorCall(_t: Var, _st: TensorType, _value: Call, _span: Span): boolean { return false; }
   /** A tensor type this target can hold in a local (cuda: static shapes only). */
   protected abstract checkTensor(t: TensorType, what: string, span: Span): TensorType;
   /** The C++ extents of a tensor local of type t. */

@@ -12,7 +12,10 @@
 //    column reductions: one thread per column. Matmul: fp16/bf16 operands on tensor cores
 //    (WMMA 16x16x16, fp32 accumulation) when the shapes are multiples of 16, else (and for
 //    fp32 and integers) one thread per output element with fp32 FMA / int64 accumulation.
-//    Scalars and control flow are uniform: every thread computes them.
+//    Scalars and control flow are uniform: every thread computes them. The statement walk
+//    (loops, if, carried values, scalars) is the cpu generator's StmtWalker (../cpp/walk.ts);
+//    KernelGen below gives its cuda hooks (barriers, block-parallel tile copies, static
+//    tensors, device-heap temporaries) and the tile code.
 //  - kernels/entry.cpp (built by the host C++ compiler into build/libentry.so): the
 //    orchestration as `tspto_entry(rt, args)` (the cpu code generator's, see
 //    generateEntryCpp) where each call is one rt->submit whose function is the kernel's index
