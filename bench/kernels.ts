@@ -88,6 +88,26 @@ export const layerNormRows = pl.jit(function layerNormRows(x: pl.Tensor, gamma: 
   return out;
 });
 
+/** 2b. The same softmax written on whole tensors (row reductions inside the expression; TensorToTile tiles whole rows). */
+export const softmaxTensor = pl.jit(function softmaxTensor(a: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const e = pl.exp(pl.rowExpandSub(a, pl.rowMax(a)));
+    pl.assign(out, pl.rowExpandDiv(e, pl.rowSum(e)));
+  });
+  return out;
+});
+
+/** 8b. The same layer norm written on whole tensors. */
+export const layerNormTensor = pl.jit(function layerNormTensor(x: pl.Tensor, gamma: pl.Tensor, beta: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const mean = pl.mul(pl.rowSum(x), LN_INV);
+    const centered = pl.rowExpandSub(x, mean);
+    const variance = pl.mul(pl.rowSum(pl.mul(centered, centered)), LN_INV);
+    pl.assign(out, pl.add(pl.mul(pl.rowExpandDiv(centered, pl.sqrt(pl.add(variance, LN_EPS))), gamma), beta));
+  });
+  return out;
+});
+
 export const TS_ROWS = 4096, TS_COLS = 1024, TS_BAND = 64;
 /** 8. The issue-12 loop: two pl.at scopes over disjoint 64-row windows (region dependencies). */
 export const twoScopes = pl.jit(function twoScopes(a: pl.Tensor, mid: pl.Out<pl.Tensor>, out: pl.Out<pl.Tensor>) {
@@ -122,19 +142,22 @@ export function softmaxOf(rows: number) {
   }, { scope: { ROWS: rows, TR } });
 }
 
-/** Matmul n x n x n: one task per [t, t] output tile (t = min(128, n)), k in t steps. */
+/**
+ * Matmul n x n x n: one task per [tm, tn] output tile, k in kt steps: [256, 512] tiles from
+ * 1024 on (row 3's kernel), [t, t] with t = min(128, n) below (at least 4 tasks from 256 on).
+ */
 export function matmulOf(n: number) {
-  const T = Math.min(128, n), N = n;
+  const big = n >= 1024, TMS = big ? 256 : Math.min(128, n), TNS = big ? 512 : Math.min(128, n), K = Math.min(128, n), N = n;
   return pl.jit(function matmulSweep(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
-    for (const i of pl.range(0, N, T)) {
-      for (const j of pl.range(0, N, T)) {
+    for (const i of pl.range(0, N, TMS)) {
+      for (const j of pl.range(0, N, TNS)) {
         pl.at(pl.Level.CORE_GROUP, () => {
-          const a0 = pl.move(pl.load(a, [i, 0], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Left);
-          const b0 = pl.move(pl.load(b, [0, j], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Right);
+          const a0 = pl.move(pl.load(a, [i, 0], [TMS, K], { mem: pl.Mem.Mat }), pl.Mem.Left);
+          const b0 = pl.move(pl.load(b, [0, j], [K, TNS], { mem: pl.Mem.Mat }), pl.Mem.Right);
           let acc = pl.matmul(a0, b0);
-          for (const k of pl.range(T, N, T)) {
-            const ak = pl.move(pl.load(a, [i, k], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Left);
-            const bk = pl.move(pl.load(b, [k, j], [T, T], { mem: pl.Mem.Mat }), pl.Mem.Right);
+          for (const k of pl.range(K, N, K)) {
+            const ak = pl.move(pl.load(a, [i, k], [TMS, K], { mem: pl.Mem.Mat }), pl.Mem.Left);
+            const bk = pl.move(pl.load(b, [k, j], [K, TNS], { mem: pl.Mem.Mat }), pl.Mem.Right);
             acc = pl.matmulAcc(acc, ak, bk);
           }
           pl.store(acc, [i, j], c);
@@ -142,5 +165,5 @@ export function matmulOf(n: number) {
       }
     }
     return c;
-  }, { scope: { N: n, T } });
+  }, { scope: { N: n, TMS, TNS, K } });
 }

@@ -18,7 +18,7 @@
 // emitted as a peeled copy of the loop body after the loop.
 import {
   TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkIf, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
-  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, matmulAccDType,
+  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, EXPAND_OPS, matmulAccDType,
   tileElemBytes, typeStr, type Attrs, type Dim, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
@@ -251,8 +251,13 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
 function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
-  checkElementwise(value);
+  // a tile of whole rows (the last axis whole, from 0): row reductions of the space's rows can be computed on it
+  const last = offsets[offsets.length - 1];
+  const wholeRows = tile.length === 2 && typeof space[1] === "number" && tile[1] === space[1] && last?.kind === "const" && Number(last.value) === 0 ? { rows: space[0], cols: space[1] } : null;
+  checkElementwise(value, wholeRows);
   const tileOf = new Map<Expr, Expr>();
+  // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
+  const rowVec = new Map<Expr, Expr>(), colVec = new Map<Expr, Expr>();
   for (const l of ls) {
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
     const bc = lt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
@@ -266,29 +271,148 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     const load = call("tile.load", [l.tensor, list(offs, span)], attrs, span);
     const tv = mkVar(`${l.tensor.name}_tile`, load.type, span);
     inner.push(mkAssign([tv], load, span));
-    tileOf.set(l.key, bc.some(Boolean) ? call("tile.broadcastTo", [tv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span) : tv);
+    const t = bc.some(Boolean) ? call("tile.broadcastTo", [tv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span) : tv;
+    if (wholeRows && bc[0] !== bc[1]) (bc[0] ? colVec : rowVec).set(t, tv);
+    tileOf.set(l.key, t);
   }
+  // Row reductions inside the expression (`x - rowMax(x)`, on tiles of whole rows): one [t, 1]
+  // tile per reduction node (a local used twice is one node), computed from the same whole-row
+  // tile of its operand; [rows, 1] values made of reductions, [M, 1] leaves and scalars
+  // (`rowSum(x) * (1 / C)`) stay [t, 1] tiles (toVec). A binary op with such a value as its
+  // vector becomes the tile's rowExpand op (`rowExpandSub(x, mean)`, as written on tiles), and
+  // one with a [1, C] leaf (gamma, beta) the colExpand op; any other use stretches it like a
+  // leaf. A node the expression uses more than once (a local such as e = exp(x - max), read by
+  // rowSum(e) and by the division) gets a tile of its own, computed once. (FuseRows then runs
+  // such a block row by row, as the same computation written on tiles.)
+  const memo = new Map<Expr, Expr>();
+  const uses = new Map<Expr, number>();
+  const count = (e: Expr): void => {
+    if (e.kind !== "call" || !isTensorOp(e)) return;
+    const n = (uses.get(e) ?? 0) + 1;
+    uses.set(e, n);
+    if (n === 1) e.args.forEach(count);
+  };
+  if (wholeRows) count(value);
+  const stretch = (rv: Expr, span2: Span): Expr => {
+    const r = call("tile.broadcastTo", [rv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span2);
+    rowVec.set(r, rv);
+    return r;
+  };
+  // A [rows, 1] value inside a whole-row expression (a reduction, a [M, 1] leaf, or elementwise
+  // ops of those and scalars: `rowSum(x) * (1 / C)`) is computed on [t, 1] tiles; null: not such a value.
+  const vecMemo = new Map<Expr, Expr>();
+  const toVec = (e: Expr): Expr | null => {
+    const t = e.kind === "const" ? null : e.type;
+    if (!t || t.kind !== "tensor") return e;  // a scalar operand
+    if (!wholeRows || t.shape.length !== 2 || t.shape[1] !== 1 || t.shape[0] !== wholeRows.rows || tile[1] === 1) return null;
+    const done = vecMemo.get(e);
+    if (done) return done;
+    let r: Expr | null = null;
+    for (const [k, v] of tileOf) {
+      if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) r = v.kind === "call" && v.op === "tile.broadcastTo" ? v.args[0] : null;
+    }
+    if (r === null && e.kind === "call" && isTensorOp(e)) {
+      if (isRowReduction(e.op)) {
+        const name = e.op.slice("tensor.".length);
+        const xt = toTile(e.args[0]);
+        const xtt = exprType(xt) as TileType;
+        const scratch = name in REDUCTIONS ? [call("tile.create", [], { shape: [...xtt.shape], dtype: xtt.dtype }, e.span)] : [];
+        r = call(`tile.${name}`, [xt, ...scratch], {}, e.span);
+      } else if (isElementwiseTensorOp(e.op) && !getOp(e.op).tileExpr) {
+        const args = e.args.map(toVec);
+        if (args.every((x) => x !== null)) r = call(tileOpOf(getOp(e.op)), args as Expr[], e.attrs, e.span);
+      }
+      // a reduction is a tile of its own (not fusable); so is a [t, 1] value used more than once
+      if (r && (isRowReduction(e.op) || (uses.get(e) ?? 0) > 1)) {
+        const rv = mkVar(isRowReduction(e.op) ? e.op.slice("tensor.".length) : "v", exprType(r), e.span);
+        inner.push(mkAssign([rv], r, e.span));
+        r = rv;
+      }
+    }
+    if (r) vecMemo.set(e, r);
+    return r;
+  };
   const toTile = (e: Expr): Expr => {
     for (const [k, v] of tileOf) if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) return v;
     if (e.kind !== "call" || !isTensorOp(e)) return e;
-    const args = e.args.map(toTile);
-    const def = getOp(e.op);
-    if (def.tileExpr) return def.tileExpr(args, e.attrs, (op, xs, attrs = {}) => call(op, xs, attrs, e.span), { shape: tile, validShape: valid });
-    return call(tileOpOf(def), args, e.attrs, e.span);
+    const done = memo.get(e);
+    if (done) return done;
+    let r: Expr;
+    const vec = wholeRows && tile[1] !== 1 ? toVec(e) : null;
+    if (vec) {
+      r = stretch(vec, e.span);
+    } else if (isRowReduction(e.op)) {
+      // a [t, 1] output space (tile[1] === 1): the reduction's own tile
+      const name = e.op.slice("tensor.".length);
+      const xt = toTile(e.args[0]);
+      const xtt = exprType(xt) as TileType;
+      const scratch = name in REDUCTIONS ? [call("tile.create", [], { shape: [...xtt.shape], dtype: xtt.dtype }, e.span)] : [];
+      const rv = mkVar(name, inferCall(getOp(`tile.${name}`), [xt, ...scratch], {}, e.span), e.span);
+      inner.push(mkAssign([rv], call(`tile.${name}`, [xt, ...scratch], {}, e.span), e.span));
+      r = rv;
+    } else {
+      const args = e.args.map(toTile);
+      const def = getOp(e.op);
+      const op = def.tileExpr ? null : tileOpOf(def);
+      const suffix = op ? EXPAND_SUFFIX.get(op.slice("tile.".length)) : undefined;
+      const vecAt = (m: Map<Expr, Expr>) => (suffix && args.length === 2 && !rowVec.has(args[0]) && !colVec.has(args[0]) && m.has(args[1]) ? 1
+        : suffix && args.length === 2 && COMMUTES.has(suffix) && !rowVec.has(args[1]) && !colVec.has(args[1]) && m.has(args[0]) ? 0 : -1);
+      const atRow = vecAt(rowVec), atCol = atRow < 0 ? vecAt(colVec) : -1;
+      if (atRow >= 0) r = call(`tile.rowExpand${suffix}`, [args[1 - atRow], rowVec.get(args[atRow])!], {}, e.span);
+      else if (atCol >= 0) r = call(`tile.colExpand${suffix}`, [args[1 - atCol], colVec.get(args[atCol])!], {}, e.span);
+      else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid });
+      else r = call(op!, args, e.attrs, e.span);
+      if (wholeRows && (uses.get(e) ?? 0) > 1) {
+        const tv = mkVar("t", exprType(r), e.span);
+        inner.push(mkAssign([tv], r, e.span));
+        r = tv;
+      }
+    }
+    if (wholeRows) memo.set(e, r);  // (elsewhere a node used twice is rebuilt: the expression stays a tree)
+    return r;
   };
   return toTile(value);
 }
 
-/** Every tensor-level op of an elementwise expression must be elementwise (checked before its leaves are loaded). */
-function checkElementwise(e: Expr): void {
+/** tile binary op -> the suffix of its rowExpand form (rowExpandSub is sub with a [M, 1] vector). */
+const EXPAND_SUFFIX = new Map(Object.entries(EXPAND_OPS).map(([suffix, bin]) => [bin as string, suffix]));
+const COMMUTES = new Set(["Add", "Mul", "Max", "Min"]);
+
+/** Row reductions that may stand inside an elementwise expression (tileExpr computes them on whole-row tiles). */
+const isRowReduction = (op: string): boolean => {
+  const n = op.startsWith("tensor.") ? op.slice("tensor.".length) : "";
+  return REDUCTIONS[n]?.axis === "row" || PROD_REDUCTIONS[n] === "row";
+};
+/** How many row-reduction nodes an expression holds (each once, however often it is used). */
+function rowReductions(e: Expr, seen = new Set<Expr>()): number {
+  if (e.kind !== "call" || seen.has(e)) return 0;
+  seen.add(e);
+  return (isTensorOp(e) && isRowReduction(e.op) ? 1 : 0) + e.args.reduce((n, a) => n + rowReductions(a, seen), 0);
+}
+
+/**
+ * Every tensor-level op of an elementwise expression must be elementwise (checked before its
+ * leaves are loaded), except a row reduction of a tensor of the expression's own [rows, cols]
+ * when the tiles hold whole rows (`wholeRows`).
+ */
+function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null): void {
   if (e.kind !== "call" || !isTensorOp(e)) return;
+  if (isRowReduction(e.op)) {
+    const xt = exprType(e.args[0]) as TensorType;
+    if (wholeRows && xt.shape.length === 2 && xt.shape[0] === wholeRows.rows && xt.shape[1] === wholeRows.cols) { checkElementwise(e.args[0], wholeRows); return; }
+    const pl = getOp(e.op).pl ?? e.op;
+    throw new TsptoCompileError("E_TENSOR_FORM", wholeRows
+      ? `pl.${pl}: a row reduction inside an expression must reduce a tensor of the expression's own shape [${wholeRows.rows}, ${wholeRows.cols}], got ${typeStr(xt)}`
+      : `pl.${pl}: a row reduction inside an expression needs tiles of whole rows (a pl.assign / pl.assemble of a 2-D value with a static row length, or the operand of a row reduction)`, e.span,
+    "assign the reduction to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
+  }
   if (!isElementwiseTensorOp(e.op)) {
     const pl = getOp(e.op).pl ?? e.op;
     const kind = /^(matmul|matmulAcc|matmulBias|batchMatmul)$/.test(pl) ? "matmul" : REDUCE_NAMES.has(pl) ? "reduction" : pl;
     throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
-      "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer passed in), then use that tensor");
+      "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
   }
-  e.args.forEach(checkElementwise);
+  e.args.forEach((a) => checkElementwise(a, wholeRows));
 }
 
 function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string, what = `pl.${outOffsets ? "assemble" : "assign"}`): Stmt[] {
@@ -317,11 +441,30 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   const ext = extents(shape, [out, ...ls.map((l) => l.tensor)], `${what} on tensor '${out.name}'`, span);
   if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, ext, store, ctx, span, fname);
 
-  const budget = tileBudget(ctx, ls.length, [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `over ${ls.length} tensors`, span, fname);
   const rank = shape.length;
-  const axes = ext.map((e) => axisFor(e, 1));
-  axes[rank - 1] = axisFor(ext[rank - 1], budget);
-  if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
+  const dtypes = [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)];
+  const nRed = rowReductions(value);
+  let axes: Axis[];
+  if (nRed > 0) {
+    // row reductions inside the value (softmax, layer norm written on tensors): tiles of whole
+    // rows; each reduction adds its [t, 1] result and a scratch tile of its operand's shape
+    const cols = shape[rank - 1];
+    if (rank !== 2 || typeof cols !== "number") {
+      throw new TsptoCompileError("E_TENSOR_FORM", `${what} to '${out.name}': row reductions inside the value need a 2-D value with a static row length, got ${typeStr(vt)}`, span,
+        "assign each reduction to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
+    }
+    const budget = tileBudget(ctx, ls.length + 2 * nRed + 1, dtypes, `over ${ls.length} tensors and ${nRed} row reduction(s)`, span, fname);
+    if (cols > budget) {
+      throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': ${what} to '${out.name}' computes ${nRed} row reduction(s) on whole rows of ${cols} elements, more than a tile holds here (${budget})`, span,
+        "assign each reduction to a tensor of its own first (a pl.createTensor buffer), or reduce slices of the rows (pl.slice) and combine them");
+    }
+    axes = [axisFor(ext[0], budget / cols), axisOf(cols, cols)];
+  } else {
+    const budget = tileBudget(ctx, ls.length, dtypes, `over ${ls.length} tensors`, span, fname);
+    axes = ext.map((e) => axisFor(e, 1));
+    axes[rank - 1] = axisFor(ext[rank - 1], budget);
+    if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
+  }
   return tileLoops(axes, span, (offsets, valid, tile) => {
     const inner: Stmt[] = [];
     const result = tileExpr(value, ls, shape, tile, offsets, valid, span, inner);
@@ -342,7 +485,7 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ls = leaves(x);
   const whole = xt.shape[row ? 1 : 0];
   const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
-  const budget = tileBudget(ctx, ls.length + 1, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  const budget = tileBudget(ctx, ls.length + 1 + 2 * rowReductions(x), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,

@@ -54,14 +54,12 @@ def("tensor.create", {
   kind: "tensor-alloc",
   emit(ctx, call, name) {
     const t = call.type as TensorType;
-    // a named dimension is one of the entry's dynamic dimensions: its extent is known at launch
+    // a named dimension is one of the entry's dynamic dimensions (entrySignature, src/codegen/signature.ts,
+    // rejects any other name with E_DYNAMIC before code generation): its extent is known at launch
     const dims = t.shape.map((d) => {
       if (typeof d === "number") return d;
       const local = ctx.dimLocal?.(d);
-      if (local === undefined) {
-        throw new TsptoCompileError("E_DYNAMIC", `createTensor(${shapeStr(t.shape)}): ${JSON.stringify(d)} is not a dynamic dimension of the entry's parameters`, call.span,
-          `name a dimension of a parameter's shape annotation (e.g. x: pl.Tensor<[${JSON.stringify(d)}, 64], pl.FP32>), or use a number`);
-      }
+      if (local === undefined) throw new TsptoCompileError("E_CODEGEN", `internal: createTensor dimension ${JSON.stringify(d)} has no extent local`, call.span);
       return local;
     });
     ctx.line(`const int64_t ${name} = rt->alloc(rt->ctx, ${cdim(cmul(cnumel(dims), DTYPE_BYTES[t.dtype]))});  // createTensor(${shapeStr(t.shape)}, ${t.dtype})`);
