@@ -17,9 +17,10 @@ export function ident(name: string): string {
 export const tileDataBytes = (t: TileType): number => numel(t.shape) * tileElemBytes(t.dtype);
 
 export type StaticTensor = TensorType & { shape: readonly number[] };
-export function staticTensor(t: TensorType, what: string, span: Span): StaticTensor {
+/** A tensor type with a static shape, or an E_DYNAMIC error naming the platform that needs one. */
+export function staticTensor(t: TensorType, what: string, span: Span, platform = "cpu"): StaticTensor {
   if (t.shape.some((d) => typeof d !== "number")) {
-    throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the cpu platform yet (${what}: ${typeStr(t)})`, span,
+    throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the ${platform} platform yet (${what}: ${typeStr(t)})`, span,
       "give the tensor a static shape, or use the interp platform");
   }
   return t as StaticTensor;
@@ -46,12 +47,13 @@ export function tileLeaves(e: Expr): Var[] {
   return out;
 }
 
-export function convertScalar(c: CExpr, to: ScalarCType): string {
+/** A scalar C++ expression converted to `to`; `trunc` names the float truncation (CUDA device code: "trunc"). */
+export function convertScalar(c: CExpr, to: ScalarCType, trunc = "std::trunc"): string {
   if (c.ctype === to) return c.code;
   if (to === "double") return `(double)${c.code}`;
   if (to === "bool") return `(bool)(${c.code})`;
-  return toInt64(c);
+  return toInt64(c, trunc);
 }
-export function toInt64(c: CExpr): string {
-  return c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(std::trunc(${c.code}))` : `(int64_t)${c.code}`;
+export function toInt64(c: CExpr, trunc = "std::trunc"): string {
+  return c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(${trunc}(${c.code}))` : `(int64_t)${c.code}`;
 }

@@ -3,8 +3,9 @@
 //   - every InCore function becomes `extern "C" void k_<name>(const int64_t* args)`;
 //   - the orchestration becomes `extern "C" int tspto_entry(rt, args)`, which runs the scalar
 //     control flow and submits one task per call.
-// The C++ of each function is function.ts's FnGen (statements), with fused.ts (tiles),
-// call.ts (orchestration calls) and cexpr.ts (helpers).
+// The C++ of each function is function.ts's FnGen (the statement walk of walk.ts, shared with
+// the cuda generator, with the cpu's hooks), with fused.ts (tiles), call.ts (orchestration
+// calls) and cexpr.ts (helpers).
 import type { Program } from "../../ir/index.js";
 import { CPP_PRELUDE } from "./prelude.js";
 import { FnGen } from "./function.js";

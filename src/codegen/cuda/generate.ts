@@ -12,7 +12,10 @@
 //    column reductions: one thread per column. Matmul: fp16/bf16 operands on tensor cores
 //    (WMMA 16x16x16, fp32 accumulation) when the shapes are multiples of 16, else (and for
 //    fp32 and integers) one thread per output element with fp32 FMA / int64 accumulation.
-//    Scalars and control flow are uniform: every thread computes them.
+//    Scalars and control flow are uniform: every thread computes them. The statement walk
+//    (loops, if, carried values, scalars) is the cpu generator's StmtWalker (../cpp/walk.ts);
+//    KernelGen below gives its cuda hooks (barriers, block-parallel tile copies, static
+//    tensors, device-heap temporaries) and the tile code.
 //  - kernels/entry.cpp (built by the host C++ compiler into build/libentry.so): the
 //    orchestration as `tspto_entry(rt, args)` (the cpu code generator's, see
 //    generateEntryCpp) where each call is one rt->submit whose function is the kernel's index
@@ -21,20 +24,17 @@
 //    cuLaunchKernel on the worker's stream (in-order, so no dependency tracking is needed);
 //    `tspto_cuda_report` formats a kernel's run-time failure record into the same messages
 //    as the cpu platform.
-import type { Call, Expr, Func, Program, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
-import { TsptoCompileError, exprType, forEachStmt, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
+import type { Call, Expr, Func, Program, Span, TensorType, TileType, Var } from "../../ir/index.js";
+import { exprType, forEachStmt, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import {
-  CPP_PRELUDE, generateEntryCpp, ident, checkSpmdAttr, kernelSymbols,
+  CPP_PRELUDE, generateEntryCpp, checkSpmdAttr, kernelSymbols, StmtWalker,
   type KernelCtx as CppCtx, type SpmdSubmit,
 } from "../cpp/index.js";
-import { tileLeaves } from "../cpp/cexpr.js";
-import {
-  cstr, doubleLit, intLit, scalarCType, scratchCType, spanWhere, storageCType,
-  type CExpr, type ScalarCType, type TensorRef,
-} from "../cpp/emitters/index.js";
+import { comment, describe, internal, staticTensor, tileDataBytes, tileLeaves, type StaticTensor } from "../cpp/cexpr.js";
+import { cstr, intLit, scratchCType, spanWhere, storageCType, type CDim } from "../cpp/emitters/index.js";
 import { forwardableLoads, type ForwardedLoad } from "../../passes/index.js";
 import { CUDA_BLOCK_THREADS, CUDA_MAX_SLOTS, CUDA_PRELUDE } from "./prelude.js";
-import { cudaEmitterFor, type CudaCtx, type ElemPlan, type TileDest, type FailSite } from "./emitters.js";
+import { cudaEmitterFor, type CudaCtx, type CudaEmitter, type ElemPlan, type TileDest, type FailSite } from "./emitters.js";
 
 /** Largest tile scratch held in shared memory (H100/H200: 227 KiB per block, minus the matmul staging). */
 export const SHARED_LIMIT = 200 * 1024;
@@ -64,20 +64,6 @@ export interface GeneratedCuda {
   scratchBytes: number;
   /** Threads per block. */
   blockThreads: number;
-}
-
-const internal = (msg: string, span?: Span, hint?: string): never => {
-  throw new TsptoCompileError("E_CODEGEN", `internal: ${msg}`, span, hint);
-};
-const comment = (s: string): string => s.replace(/[\r\n\\]/g, "/");
-const tileDataBytes = (t: TileType): number => numel(t.shape) * tileElemBytes(t.dtype);
-type StaticTensor = TensorType & { shape: readonly number[] };
-function staticTensor(t: TensorType, what: string, span: Span): StaticTensor {
-  if (t.shape.some((d) => typeof d !== "number")) {
-    throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the cuda platform yet (${what}: ${typeStr(t)})`, span,
-      "give the tensor a static shape, or use the interp platform");
-  }
-  return t as StaticTensor;
 }
 
 export function generateCuda(program: Program): GeneratedCuda {
@@ -159,32 +145,25 @@ function cudaSubmit(g: CppCtx, s: SpmdSubmit): void {
   g.close();
 }
 
-interface Block { readonly yieldTo: readonly Var[] | null; readonly loop: readonly Var[] | null }
-
-class KernelGen implements CudaCtx {
-  private readonly out: string[] = [];
-  private indent = 1;
-  private n = 0;
-  private readonly names = new Map<number, { name: string; ctype: ScalarCType }>();
-  private readonly tensors = new Map<number, TensorRef>();
+/** The CUDA of one InCore function: StmtWalker's walk (../cpp/walk.ts) with the cuda hooks. */
+class KernelGen extends StmtWalker implements CudaCtx {
   readonly failExit = "return;";
   readonly scratchBytes: number;
   readonly global: boolean;
   /** Loads read straight from the tensor by the store that uses them (src/passes/forward_loads.ts). */
   private readonly forwarded: Map<number, ForwardedLoad>;
+  protected readonly extents = null;
+  protected readonly nullTensor = "nullptr";
+  protected readonly annotateWhile = false;
 
-  constructor(private readonly fn: Func, private readonly symbol: string, private readonly sites: FailSite[]) {
+  constructor(fn: Func, private readonly symbol: string, private readonly sites: FailSite[]) {
+    super(fn, "trunc");
     this.forwarded = forwardableLoads(fn);
     this.scratchBytes = this.planCheck();
     this.global = this.scratchBytes > SHARED_LIMIT;
   }
 
-  line(s: string): void { this.out.push(s.startsWith("#") ? s : "  ".repeat(this.indent) + s); }
-  open(s: string): void { this.line(s); this.indent++; }
-  close(s = "}"): void { this.indent--; this.line(s); }
   ind(k: number): void { this.indent += k; }
-  fresh(prefix: string): string { return `_${prefix}${this.n++}`; }
-  private newName(v: Var): string { return `${ident(v.name)}_${this.n++}`; }
   sync(): void { this.line("__syncthreads();"); }
   site(s: FailSite): number { this.sites.push(s); return this.sites.length - 1; }
 
@@ -211,25 +190,7 @@ class KernelGen implements CudaCtx {
     const f = this.fn;
     this.out.push(`// InCore function '${comment(f.name)}' (${comment(spanWhere(f.span))}): one block per task, ${CUDA_BLOCK_THREADS} threads`);
     this.out.push(`extern "C" __global__ void __launch_bounds__(${CUDA_BLOCK_THREADS}) ${this.symbol}(const TsptoCudaArgs a) {`);
-    f.params.forEach((p, i) => {
-      const v = p.var, t = v.type;
-      if (t.kind === "tensor") {
-        const st = staticTensor(t, `parameter '${v.name}'`, v.span);
-        const name = this.newName(v);
-        const T = storageCType(t.dtype);
-        this.line(`${T}* const ${name} = (${T}*)(intptr_t)a.v[${i}];  // ${comment(v.name)}: ${comment(typeStr(t))}, ${p.dir}`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
-      } else if (t.kind === "scalar") {
-        const ct = scalarCType(t.dtype);
-        const name = this.newName(v);
-        const raw = `tspto_slot(a, ${i})`;
-        const val = ct === "double" ? `tspto_bitsd(${raw})` : ct === "bool" ? `${raw} != 0` : raw;
-        this.line(`const ${ct} ${name} = ${val};  // ${comment(v.name)}: ${t.dtype}`);
-        this.names.set(v.id, { name, ctype: ct });
-      } else {
-        internal(`parameter '${v.name}' of '${f.name}' has type ${typeStr(t)}; parameters are tensors or scalars`, v.span);
-      }
-    });
+    this.declareParams(f.params, (i, tensor) => (tensor ? `a.v[${i}]` : `tspto_slot(a, ${i})`), StmtWalker.pointerParam);
     this.line(this.global
       ? `uint8_t* const scratch = (uint8_t*)(intptr_t)a.gscratch + (int64_t)blockIdx.x * ${this.scratchBytes};  // tiles in device memory`
       : "uint8_t* const scratch = tspto_smem;  // tiles in shared memory");
@@ -239,123 +200,48 @@ class KernelGen implements CudaCtx {
     return this.out.join("\n");
   }
 
-  private stmts(ss: readonly Stmt[], b: Block): void { for (const s of ss) this.stmt(s, b); }
+  // ---------------------------------------------------------------- hooks of the walk (../cpp/walk.ts)
+  protected emitterOf(op: string, span: Span): CudaEmitter { return cudaEmitterFor(op, span); }
+  protected afterOp(): void { this.sync(); }
+  protected checkTensor(t: TensorType, what: string, span: Span): TensorType { return staticTensor(t, what, span, "cuda"); }
+  protected tensorDims(t: TensorType): CDim[] { return [...(t as StaticTensor).shape]; }
+  protected tensorCType(t: TensorType): string { return `${storageCType(t.dtype)}*`; }
 
-  private stmt(s: Stmt, b: Block): void {
-    switch (s.kind) {
-      case "assign": return this.assign(s.targets, s.value, s.span);
-      case "eval": return this.evalStmt(s.expr, s.span);
-      case "for": return this.forStmt(s);
-      case "while": return this.whileStmt(s);
-      case "if": return this.ifStmt(s, b);
-      case "yield":
-        if (!b.yieldTo) { if (s.values.length) internal("yield outside a loop or if with results", s.span); return; }
-        return this.parallelAssign(b.yieldTo, s.values, s.span);
-      case "break": case "continue":
-        if (!b.loop) return internal(`${s.kind} outside a loop`, s.span);
-        if (s.values.length) this.parallelAssign(b.loop, s.values, s.span);
-        this.line(`${s.kind};`);
-        return;
-      case "return": this.line("return;"); return;
-      case "scope": return internal("pl.at scope left in a lowered program", s.span);
+  protected assignMulti(targets: readonly Var[], value: Expr, span: Span): void {
+    const em = value.kind === "call" ? cudaEmitterFor(value.op, value.span) : null;
+    if (em?.kind !== "tile-multi" || !targets.every((t) => t.type.kind === "tile")) return internal(`assignment of ${targets.length} targets in a kernel`, span);
+    for (const st of em.steps(value as Call, targets)) {
+      const t = targets[st.target];
+      this.materialize(st.value, this.scratchDest(t), t.name);
     }
   }
 
-  private assign(targets: readonly Var[], value: Expr, span: Span): void {
-    if (targets.length !== 1) {
-      const em = value.kind === "call" ? cudaEmitterFor(value.op, value.span) : null;
-      if (em?.kind !== "tile-multi" || !targets.every((t) => t.type.kind === "tile")) return internal(`assignment of ${targets.length} targets in a kernel`, span);
-      for (const st of em.steps(value as Call, targets)) {
-        const t = targets[st.target];
-        this.materialize(st.value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type as TileType }, t.name);
-      }
-      return;
-    }
-    const t = targets[0];
-    switch (t.type.kind) {
-      case "scalar": {
-        const c = this.scalar(value);
-        const ct = scalarCType(t.type.dtype);
-        const name = this.newName(t);
-        this.line(`const ${ct} ${name} = ${convertScalar(c, ct)};`);
-        this.names.set(t.id, { name, ctype: ct });
-        return;
-      }
-      case "tile":
-        if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
-        return this.materialize(value, { ptr: `scratch + ${this.tileAddr(t)}`, addr: this.tileAddr(t), type: t.type }, t.name);
-      case "tensor": {
-        const st = staticTensor(t.type, `'${t.name}'`, t.span);
-        if (value.kind === "var") { this.tensors.set(t.id, { ...this.tensor(value), type: st }); return; }
-        if (value.kind === "call") {
-          const em = cudaEmitterFor(value.op, value.span);
-          if (em.kind === "tensor-stmt") {
-            this.open(`{  // ${comment(value.op)} -> ${comment(t.name)} (${comment(spanWhere(value.span))})`);
-            em.emit(this, value);
-            this.close();
-            this.sync();
-            this.tensors.set(t.id, { ...this.tensor(value.args[em.resultArg]), type: st });
-            return;
-          }
-        }
-        return internal(`cannot bind tensor '${t.name}' to ${value.kind === "call" ? `op '${value.op}'` : value.kind}`, span);
-      }
-      default:
-        return internal(`assignment to '${t.name}' of type ${typeStr(t.type)}`, span);
-    }
+  protected assignTile(t: Var, value: Expr): void {
+    if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
+    return this.materialize(value, this.scratchDest(t), t.name);
   }
 
-  private evalStmt(e: Expr, span: Span): void {
-    if (e.kind !== "call") return;
-    if (e.op === "call") return internal(`InCore function '${this.fn.name}' calls '${String(e.attrs.callee)}'`, span, "kernels cannot launch other kernels");
-    const em = cudaEmitterFor(e.op, e.span);
-    if (em.kind === "tensor-stmt") {
-      this.open(`{  // ${comment(e.op)} (${comment(spanWhere(e.span))})`);
-      em.emit(this, e);
-      this.close();
-      this.sync();
-    } else if (em.kind === "scalar") {
-      this.line(`(void)${this.scalar(e).code};`);
-    }
+  protected moveTile(r: Var, ra: number, _a: Var, aa: number): void {
+    this.copyTile(`scratch + ${ra}`, `scratch + ${aa}`, tileDataBytes(r.type as TileType));
+    this.sync();
   }
 
-  private initCarried(vars: readonly Var[], inits: readonly Expr[], span: Span): void {
-    const tileVars: Var[] = [], tileInits: Expr[] = [];
-    vars.forEach((v, k) => {
-      const t = v.type;
-      if (t.kind === "tile") { tileVars.push(v); tileInits.push(inits[k]); return; }
-      if (t.kind === "scalar") {
-        const ct = scalarCType(t.dtype);
-        const name = this.newName(v);
-        this.line(`${ct} ${name} = ${convertScalar(this.scalar(inits[k]), ct)};`);
-        this.names.set(v.id, { name, ctype: ct });
-        return;
-      }
-      if (t.kind === "tensor") {
-        const st = staticTensor(t, `'${v.name}'`, v.span);
-        const src = this.tensor(inits[k]);
-        const name = this.newName(v);
-        this.line(`${storageCType(st.dtype)}* ${name} = ${src.ptr};`);
-        this.tensors.set(v.id, { ptr: name, type: st, label: v.name, dims: st.shape });
-        return;
-      }
-      internal(`carried value '${v.name}' of type ${typeStr(t)}`, v.span);
+  /** Device-heap temporaries, one pointer per block in shared memory. */
+  protected tileTemporaries(dests: readonly Var[]): string[] {
+    const tmps = dests.map((d) => {
+      const tmp = this.fresh("tmp");
+      this.line(`__shared__ uint8_t* ${tmp};`);
+      this.line(`if (threadIdx.x == 0) ${tmp} = (uint8_t*)malloc(${tileDataBytes(d.type as TileType)});`);
+      return tmp;
     });
-    if (tileVars.length) this.parallelAssign(tileVars, tileInits, span);
+    this.sync();
+    return tmps;
   }
 
-  private bindResults(results: readonly Var[], iterArgs: readonly Var[]): void {
-    results.forEach((r, k) => {
-      const a = iterArgs[k];
-      if (r.type.kind === "tile") {
-        const ra = this.tileAddr(r), aa = this.tileAddr(a);
-        if (ra !== aa) { this.copyTile(`scratch + ${ra}`, `scratch + ${aa}`, tileDataBytes(r.type)); this.sync(); }
-      } else if (r.type.kind === "scalar") {
-        this.names.set(r.id, this.names.get(a.id)!);
-      } else if (r.type.kind === "tensor") {
-        this.tensors.set(r.id, { ...this.tensors.get(a.id)!, label: r.name });
-      }
-    });
+  protected releaseTemporaries(dests: readonly Var[], tmps: readonly string[]): void {
+    dests.forEach((d, k) => this.copyTile(`scratch + ${this.tileAddr(d)}`, tmps[k], tileDataBytes(d.type as TileType)));
+    this.sync();
+    this.line(`if (threadIdx.x == 0) { ${tmps.map((t) => `free(${t});`).join(" ")} }`);
   }
 
   /** Block-parallel byte copy between non-overlapping tiles (4-byte words: tiles are 64-byte aligned, sizes multiples of 4 or bytes). */
@@ -365,120 +251,8 @@ class KernelGen implements CudaCtx {
     else this.line(`for (int64_t ${i} = threadIdx.x; ${i} < ${bytes}; ${i} += blockDim.x) ((uint8_t*)(${dst}))[${i}] = ((const uint8_t*)(${src}))[${i}];`);
   }
 
-  private forStmt(s: Extract<Stmt, { kind: "for" }>): void {
-    const lo = this.fresh("lo"), hi = this.fresh("hi"), st = this.fresh("st");
-    this.line(`// for ${comment(s.loopVar.name)} (${comment(spanWhere(s.span))})`);
-    this.line(`const int64_t ${lo} = ${toInt64(this.scalar(s.start))}, ${hi} = ${toInt64(this.scalar(s.stop))}, ${st} = ${toInt64(this.scalar(s.step))};`);
-    this.initCarried(s.iterArgs, s.inits, s.span);
-    const i = this.newName(s.loopVar);
-    this.names.set(s.loopVar.id, { name: i, ctype: "int64_t" });
-    const step = s.step.kind === "const" ? Number(s.step.value) : null;
-    const cond = step !== null ? (step > 0 ? `${i} < ${hi}` : step < 0 ? `${i} > ${hi}` : "false")
-      : `(${st} > 0 ? ${i} < ${hi} : (${st} < 0 && ${i} > ${hi}))`;
-    this.open(`for (int64_t ${i} = ${lo}; ${cond}; ${i} += ${st}) {`);
-    this.stmts(s.body, { yieldTo: s.iterArgs, loop: s.iterArgs });
-    this.close();
-    this.bindResults(s.results, s.iterArgs);
-  }
-
-  private whileStmt(s: Extract<Stmt, { kind: "while" }>): void {
-    this.initCarried(s.iterArgs, s.inits, s.span);
-    this.open("while (true) {");
-    this.line(`if (!(${this.scalar(s.cond).code})) break;`);
-    this.stmts(s.body, { yieldTo: s.iterArgs, loop: s.iterArgs });
-    this.close();
-    this.bindResults(s.results, s.iterArgs);
-  }
-
-  private ifStmt(s: Extract<Stmt, { kind: "if" }>, b: Block): void {
-    for (const r of s.results) {
-      const t = r.type;
-      if (t.kind === "tile") { this.tileAddr(r); continue; }
-      const name = this.newName(r);
-      if (t.kind === "scalar") {
-        const ct = scalarCType(t.dtype);
-        this.line(`${ct} ${name} = ${ct === "bool" ? "false" : ct === "double" ? "0.0" : "0"};`);
-        this.names.set(r.id, { name, ctype: ct });
-      } else if (t.kind === "tensor") {
-        const st = staticTensor(t, `'${r.name}'`, r.span);
-        this.line(`${storageCType(st.dtype)}* ${name} = nullptr;`);
-        this.tensors.set(r.id, { ptr: name, type: st, label: r.name, dims: st.shape });
-      } else {
-        internal(`if result '${r.name}' of type ${typeStr(t)}`, r.span);
-      }
-    }
-    this.open(`if (${this.scalar(s.cond).code}) {  // ${comment(spanWhere(s.span))}`);
-    this.stmts(s.then, { yieldTo: s.results, loop: b.loop });
-    if (s.else.length) {
-      this.indent--;
-      this.line("} else {");
-      this.indent++;
-      this.stmts(s.else, { yieldTo: s.results, loop: b.loop });
-    }
-    this.close();
-  }
-
-  private parallelAssign(dests: readonly Var[], values: readonly Expr[], span: Span): void {
-    if (dests.length !== values.length) internal(`${values.length} values for ${dests.length} carried variables`, span);
-    const tiles: { dest: Var; value: Expr }[] = [];
-    const others: { dest: Var; code: string }[] = [];
-    dests.forEach((d, k) => {
-      const v = values[k];
-      const t = d.type;
-      if (t.kind === "tile") {
-        if (v.kind === "var" && v.type.kind === "tile" && this.tileAddr(v) === this.tileAddr(d)) return;
-        tiles.push({ dest: d, value: v });
-      } else if (t.kind === "scalar") {
-        const cur = this.names.get(d.id);
-        if (!cur) return internal(`'${d.name}' assigned before its declaration`, span);
-        const code = convertScalar(this.scalar(v), cur.ctype);
-        if (code !== cur.name) others.push({ dest: d, code });
-      } else if (t.kind === "tensor") {
-        const cur = this.tensors.get(d.id);
-        if (!cur) return internal(`'${d.name}' assigned before its declaration`, span);
-        const code = this.tensor(v).ptr;
-        if (code !== cur.ptr) others.push({ dest: d, code });
-      } else {
-        internal(`carried value '${d.name}' of type ${typeStr(t)}`, span);
-      }
-    });
-    if (tiles.length) {
-      const range = (v: Var): [number, number] => [this.tileAddr(v), this.tileAddr(v) + tileDataBytes(v.type as TileType)];
-      const overlaps = (x: [number, number], y: [number, number]) => x[0] < y[1] && y[0] < x[1];
-      const sources = tiles.map((p) => tileLeaves(p.value).map(range));
-      const conflict = tiles.some((p, k) => tiles.some((_q, m) => m !== k && sources[m].some((r) => overlaps(range(p.dest), r))));
-      if (!conflict) {
-        for (const p of tiles) this.materialize(p.value, { ptr: `scratch + ${this.tileAddr(p.dest)}`, addr: this.tileAddr(p.dest), type: p.dest.type as TileType }, p.dest.name);
-      } else {
-        // through device-heap temporaries (rare: carried tiles that swap places)
-        this.open("{  // carried tiles overlap their new values: go through temporaries");
-        const tmps = tiles.map((p) => {
-          const tmp = this.fresh("tmp");
-          this.line(`__shared__ uint8_t* ${tmp};`);
-          this.line(`if (threadIdx.x == 0) ${tmp} = (uint8_t*)malloc(${tileDataBytes(p.dest.type as TileType)});`);
-          return tmp;
-        });
-        this.sync();
-        tiles.forEach((p, k) => this.materialize(p.value, { ptr: tmps[k], addr: null, type: p.dest.type as TileType }, p.dest.name));
-        tiles.forEach((p, k) => this.copyTile(`scratch + ${this.tileAddr(p.dest)}`, tmps[k], tileDataBytes(p.dest.type as TileType)));
-        this.sync();
-        this.line(`if (threadIdx.x == 0) { ${tmps.map((t) => `free(${t});`).join(" ")} }`);
-        this.close();
-      }
-    }
-    const name = (d: Var) => (d.type.kind === "scalar" ? this.names.get(d.id)!.name : this.tensors.get(d.id)!.ptr);
-    if (others.length === 1) {
-      this.line(`${name(others[0].dest)} = ${others[0].code};`);
-    } else if (others.length > 1) {
-      this.open("{");
-      const tmps = others.map((p) => { const t = this.fresh("v"); this.line(`const auto ${t} = ${p.code};`); return t; });
-      others.forEach((p, k) => this.line(`${name(p.dest)} = ${tmps[k]};`));
-      this.close();
-    }
-  }
-
   /** Compute a tile-valued expression into `dest`, then __syncthreads(). */
-  private materialize(e: Expr, dest: TileDest & { addr: number | null }, label: string): void {
+  protected materialize(e: Expr, dest: TileDest & { addr: number | null }, label: string): void {
     if (e.kind === "var") {
       if (e.type.kind !== "tile") return internal(`'${e.name}' (${typeStr(e.type)}) used as a tile`, e.span);
       const src = this.tileAddr(e);
@@ -560,7 +334,7 @@ class KernelGen implements CudaCtx {
             const S = scratchCType(t.dtype);
             const fw = this.forwarded.get(x.id);
             if (fw) {
-              const off = fw.offsets.map((o, k) => `(${toInt64(this.scalar(o))}) * ${intLit(fw.strides[k])}`).join(" + ");
+              const off = fw.offsets.map((o, k) => `(${this.toInt64(this.scalar(o))}) * ${intLit(fw.strides[k])}`).join(" + ");
               this.line(`const ${S}* __restrict__ ${p} = (const ${S}*)${this.tensor(fw.tensor).ptr} + (${off});  // ${comment(x.name)} (forwarded load)`);
             } else {
               this.line(`const ${S}* __restrict__ ${p} = (const ${S}*)(scratch + ${this.tileAddr(x)});  // ${comment(x.name)}`);
@@ -608,39 +382,6 @@ class KernelGen implements CudaCtx {
       withLeaves: (leaf) => gen(e, leaf),
     };
   }
-
-  scalar(e: Expr): CExpr {
-    switch (e.kind) {
-      case "const": {
-        if (typeof e.value === "boolean" || e.dtype === "bool") return { code: e.value ? "true" : "false", ctype: "bool" };
-        if (isFloat(e.dtype)) return { code: doubleLit(Number(e.value)), ctype: "double" };
-        return { code: intLit(Number(e.value)), ctype: "int64_t" };
-      }
-      case "var": {
-        const n = this.names.get(e.id);
-        if (!n) return internal(`'${e.name}' (${typeStr(e.type)}) is not a scalar in scope here`, e.span);
-        return { code: n.name, ctype: n.ctype };
-      }
-      case "call": {
-        if (e.type.kind !== "scalar") return internal(`op '${e.op}' of type ${typeStr(e.type)} used as a scalar`, e.span);
-        const em = cudaEmitterFor(e.op, e.span);
-        if (em.kind === "scalar-stmt") return em.emit(this, e);
-        if (em.kind !== "scalar") return internal(`op '${e.op}' used as a scalar`, e.span);
-        return em.emit(e, e.args.map((x) => this.scalar(x)));
-      }
-      case "list":
-        return internal("a list used as a scalar", e.span);
-    }
-  }
-
-  tensor(e: Expr): TensorRef {
-    if (e.kind === "var") {
-      const t = this.tensors.get(e.id);
-      if (!t) return internal(`'${e.name}' (${typeStr(e.type)}) is not a tensor in scope here`, e.span);
-      return t;
-    }
-    return internal(`tensor operand must be a variable, got ${e.kind === "call" ? `op '${e.op}'` : e.kind}`, e.span);
-  }
 }
 
 /**
@@ -675,22 +416,4 @@ export function vectorLoop(ctx: CudaCtx, plan: ElemPlan, n: number, outs: readon
   const elem = plan.at(i);
   ctx.line(`for (int64_t ${i} = threadIdx.x; ${i} < ${n}; ${i} += blockDim.x) { ${outs.map((o) => `${o.ptr}[${i}] = ${o.value(elem)};`).join(" ")} }`);
   if (vec) ctx.close();
-}
-
-function describe(e: Expr): string {
-  if (e.kind === "var") return e.name;
-  if (e.kind === "const") return String(e.value);
-  if (e.kind === "call") return `${e.op}(${e.args.map(describe).join(", ")})`;
-  return "[...]";
-}
-
-
-function convertScalar(c: CExpr, to: ScalarCType): string {
-  if (c.ctype === to) return c.code;
-  if (to === "double") return `(double)${c.code}`;
-  if (to === "bool") return `(bool)(${c.code})`;
-  return toInt64(c);
-}
-function toInt64(c: CExpr): string {
-  return c.ctype === "int64_t" ? c.code : c.ctype === "double" ? `tspto_d2i64(trunc(${c.code}))` : `(int64_t)${c.code}`;
 }
