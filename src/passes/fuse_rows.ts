@@ -46,6 +46,13 @@ function fuseIn(ss: readonly Stmt[]): readonly Stmt[] {
   if (whole) return whole;
   let changed = false;
   const out = ss.map((s) => {
+    if (s.kind === "if" && !s.results.length) {
+      // the branches of an if (a loop's whole tile and its partial last tile, tensor_to_tile.ts)
+      const then = fuseIn(s.then), els = fuseIn(s.else);
+      if (then === s.then && els === s.else) return s;
+      changed = true;
+      return Object.freeze({ ...s, then: Object.freeze(then), else: Object.freeze(els) }) as Stmt;
+    }
     if (s.kind !== "for" || s.iterArgs.length) return s;
     const body = fuseIn(s.body);
     if (body === s.body) return s;

@@ -129,7 +129,7 @@ const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_RE
  * Per axis: a static extent d as `full` whole tiles of extent t, then a partial tile of `rem`
  * when d is not a multiple; or a dynamic extent (an int64 expression, `pl.dim` of a tensor).
  */
-type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined };
+type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined; oneLoop?: boolean };
 type Axis = StaticAxis | { dyn: Expr; t: number };
 const axisOf = (d: number, t: number): StaticAxis => ({ d, t, full: Math.floor(d / t), rem: d % t });
 
@@ -141,11 +141,17 @@ const loop = (v: Var, start: Expr, stop: Expr, step: number, body: Stmt[], span:
 /**
  * The loop nests that cover `axes` with tiles. All static: each axis runs its whole tiles (a
  * loop, or the constant 0 for one tile) and then, when the extent is not a multiple of the
- * tile, one partial tile at offset full * tile (a peeled copy). body gets the tile offsets,
- * for a combination with a partial tile the valid extents, and the tile shape.
- * With a dynamic axis the nests are built axis by axis (tiledAxes).
+ * tile, one partial tile at offset full * tile (a peeled copy) — except the first axis, whose
+ * whole tiles and partial tile are one loop (the last trip partial, tiledAxes' `oneLoop`), so
+ * that a kernel over it stays one loop SplitParallelLoops can split. body gets the tile
+ * offsets, for a combination with a partial tile the valid extents, and the tile shape.
+ * With a dynamic axis (or that first axis) the nests are built axis by axis (tiledAxes).
  */
 function tileLoops(axes: readonly Axis[], span: Span, body: TileBody, name = "i"): Stmt[] {
+  // a first axis of whole tiles and a partial one: ONE loop whose last trip takes the partial
+  // tile (an `if` on the offset), so that SplitParallelLoops can still spread it over the cores
+  const a0 = axes[0];
+  if (a0 && !a0.dyn && a0.full >= 1 && a0.rem > 0) return tiledAxes([{ ...a0, oneLoop: true }, ...axes.slice(1)], 0, [], [], [], span, body, name);
   if (axes.some((a) => a.dyn)) return tiledAxes(axes, 0, [], [], [], span, body, name);
   const st = axes as readonly StaticAxis[];
   let combos: ("full" | "rem")[][] = [[]];
@@ -178,8 +184,9 @@ function tileLoops(axes: readonly Axis[], span: Span, body: TileBody, name = "i"
  * far). A dynamic axis of extent d is ONE loop over tiles of t (a run-time trip count, so the
  * loop stays splittable across cores): a tile that fits (v + t <= d) is a whole tile; the last
  * one is covered row by row, `for j in [0, t): if (v + j < d)` with 1-wide tiles (no partial
- * tile whose extent is only known at run time). A static axis runs its whole tiles and a peeled
- * partial tile inside the enclosing loops.
+ * tile whose extent is only known at run time). A static axis marked oneLoop is one loop over
+ * its whole tiles and its partial tile, `if (v + t <= d)` whole else partial; any other static
+ * axis runs its whole tiles and a peeled partial tile inside the enclosing loops.
  */
 function tiledAxes(axes: readonly Axis[], ax: number, offs: Expr[], tile: number[], part: (number | null)[], span: Span, body: TileBody, name: string): Stmt[] {
   if (ax === axes.length) {
@@ -194,6 +201,12 @@ function tiledAxes(axes: readonly Axis[], ax: number, offs: Expr[], tile: number
     const fits = scalarOp("scalar.le", scalarOp("scalar.add", v, c64(a.t, span), span), a.dyn, span);
     const tail = loop(j, c64(0, span), c64(a.t, span), 1, [mkIf({ cond: scalarOp("scalar.lt", row, a.dyn, span), then: next(row, 1, null), else: [], results: [], span })], span);
     return [loop(v, c64(0, span), a.dyn, a.t, [mkIf({ cond: fits, then: next(v, a.t, null), else: [tail], results: [], span })], span)];
+  }
+  if (a.oneLoop) {
+    // static extent d = full whole tiles + a partial tile of rem: one loop, the last trip partial
+    const v = mkVar(`${name}${ax}`, INDEX, span);
+    const whole = scalarOp("scalar.le", scalarOp("scalar.add", v, c64(a.t, span), span), c64(a.d, span), span);
+    return [loop(v, c64(0, span), c64((a.full + 1) * a.t, span), a.t, [mkIf({ cond: whole, then: next(v, a.t, null), else: next(v, a.t, a.rem), results: [], span })], span)];
   }
   const out: Stmt[] = [];
   if (a.full === 1) out.push(...next(c64(0, span), a.t, null));

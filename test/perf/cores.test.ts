@@ -112,6 +112,18 @@ describe("results with 1 and with all core threads agree with the interpreter", 
     expect(tasks[1]).toBe(Math.min(ALL, 16));
   });
 
+  it("a static row count that is not a multiple of the tile: one loop (the last trip a partial tile), still split into bands", () => {
+    const a = randn([1021, 509], { seed: 3 }), b = randn([1021, 509], { seed: 4 });
+    const { tasks } = agree(add, () => [clone(a), clone(b), zeros([1021, 509])]);
+    expect(tasks[0]).toBe(1);
+    expect(tasks[1]).toBeGreaterThan(1);
+    const big = add.lower(zeros([1021, 509]), zeros([1021, 509]), zeros([1021, 509]));
+    let spmd: unknown;
+    forEachStmt(big.entryFunction.body, (s) => { if (s.kind === "eval" && s.expr.kind === "call") spmd = s.expr.attrs.spmd; });
+    expect(spmd).toMatchObject({ start: 0 });
+    expect((spmd as { stop: number }).stop).toBeGreaterThanOrEqual(1021);
+  });
+
   it("a fused chain on int32 is bit-identical", () => {
     const mk = (seed: number) => tensor(Int32Array.from({ length: 768 * 384 }, (_, i) => ((i * 2654435761 + seed) >>> 0) % 2001 - 1000), { shape: [768, 384], dtype: "int32" });
     const a = mk(1), b = mk(7);
