@@ -263,12 +263,14 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * the expression from tile ops. A leaf with a dimension of 1 where the space has more (NumPy
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
-function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[]): Expr {
+function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[],
+  given: ReadonlyMap<Expr, Expr> = new Map()): Expr {
   // a tile of whole rows (the last axis whole, from 0): row reductions of the space's rows can be computed on it
   const last = offsets[offsets.length - 1];
   const wholeRows = tile.length === 2 && typeof space[1] === "number" && tile[1] === space[1] && last?.kind === "const" && Number(last.value) === 0 ? { rows: space[0], cols: space[1] } : null;
-  checkElementwise(value, wholeRows);
-  const tileOf = new Map<Expr, Expr>();
+  checkElementwise(value, wholeRows, given);
+  // `given`: subexpressions whose tile the caller computed (a matmul's result under its epilogue)
+  const tileOf = new Map<Expr, Expr>(given);
   // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
   const rowVec = new Map<Expr, Expr>(), colVec = new Map<Expr, Expr>();
   for (const l of ls) {
@@ -408,11 +410,11 @@ function rowReductions(e: Expr, seen = new Set<Expr>()): number {
  * leaves are loaded), except a row reduction of a tensor of the expression's own [rows, cols]
  * when the tiles hold whole rows (`wholeRows`).
  */
-function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null): void {
-  if (e.kind !== "call" || !isTensorOp(e)) return;
+function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null, given: ReadonlyMap<Expr, Expr> = new Map()): void {
+  if (e.kind !== "call" || !isTensorOp(e) || given.has(e)) return;
   if (isRowReduction(e.op)) {
     const xt = exprType(e.args[0]) as TensorType;
-    if (wholeRows && xt.shape.length === 2 && xt.shape[0] === wholeRows.rows && xt.shape[1] === wholeRows.cols) { checkElementwise(e.args[0], wholeRows); return; }
+    if (wholeRows && xt.shape.length === 2 && xt.shape[0] === wholeRows.rows && xt.shape[1] === wholeRows.cols) { checkElementwise(e.args[0], wholeRows, given); return; }
     const pl = getOp(e.op).pl ?? e.op;
     throw new TsptoCompileError("E_TENSOR_FORM", wholeRows
       ? `pl.${pl}: a row reduction inside an expression must reduce a tensor of the expression's own shape [${wholeRows.rows}, ${wholeRows.cols}], got ${typeStr(xt)}`
@@ -425,7 +427,32 @@ function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null): 
     throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
       "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
   }
-  e.args.forEach((a) => checkElementwise(a, wholeRows));
+  e.args.forEach((a) => checkElementwise(a, wholeRows, given));
+}
+
+const MATMULS = new Set(["tensor.matmul", "tensor.matmulAcc", "tensor.matmulBias"]);
+/**
+ * The one 2-D matmul below the root of an elementwise expression (`relu(matmul(a, b) + bias)`,
+ * `matmul(q, k) * scale`): its epilogue is applied to each output tile before the store. Null
+ * when there is none, more than one, or other ops an epilogue cannot hold (reductions, shapes).
+ */
+function epilogueMatmul(value: Expr): Call | null {
+  if (value.kind !== "call" || !isTensorOp(value) || MATMULS.has(value.op)) return null;
+  let found: Call | null = null, ok = true;
+  const visit = (e: Expr): void => {
+    if (!ok || e.kind !== "call" || !isTensorOp(e)) return;
+    if (MATMULS.has(e.op)) { if (found && found !== e) ok = false; found = e; return; }
+    if (!isElementwiseTensorOp(e.op)) { ok = false; return; }
+    e.args.forEach(visit);
+  };
+  visit(value);
+  return ok ? found : null;
+}
+/** The leaves of an expression outside the subexpression `skip`. */
+function leavesOutside(e: Expr, skip: Expr, out: Leaf[] = []): Leaf[] {
+  if (e === skip) return out;
+  if (e.kind === "call" && !(e.op === "tensor.slice" && e.args[0].kind === "var")) { e.args.forEach((a) => leavesOutside(a, skip, out)); return out; }
+  return leaves(e, out);
 }
 
 function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassContext, span: Span, fname: string, what = `pl.${outOffsets ? "assemble" : "assign"}`): Stmt[] {
@@ -441,6 +468,15 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   };
   if (value.kind === "call" && value.op.startsWith("tensor.") && REDUCE_NAMES.has(value.op.slice(7))) return lowerReduce(value, store, ctx, span, fname);
   if (value.kind === "call" && (value.op === "tensor.matmul" || value.op === "tensor.matmulAcc" || value.op === "tensor.matmulBias" || value.op === "tensor.batchMatmul")) return lowerMatmul(value, store, ctx, span, fname);
+  const mm = epilogueMatmul(value);
+  if (mm && (exprType(mm) as TensorType).shape.length === 2 && shape.length === 2) {
+    // the matmul's output tiles, each finished by the rest of the expression before its store
+    const rest = leavesOutside(value, mm);
+    return lowerMatmul(mm, store, ctx, mm.span, fname, {
+      tiles: rest.length,
+      apply: (result, offsets, tile, valid, inner) => tileExpr(value, rest, shape, tile, offsets, valid, span, inner, new Map([[mm as Expr, result]])),
+    });
+  }
   if (value.kind === "call" && value.op === "tensor.reshape") return lowerReshape(value, store, ctx, span, fname);
   if (value.kind === "call" && value.op === "tensor.concat") {
     // each operand written into its columns of the result: [..., 0 : Na] and [..., Na : Na + Nb]
@@ -587,15 +623,20 @@ function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr
 }
 
 /** A tensor-level matmul: [tm, tn] output tiles, K in tiles of tk accumulated with matmulAcc in k order. */
-function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string): Stmt[] {
+/** What follows a matmul's output tile before its store: the rest of an elementwise expression (`tiles`: its leaf tiles). */
+interface Epilogue { tiles: number; apply(result: Expr, offsets: Expr[], tile: number[], valid: number[] | null, inner: Stmt[]): Expr }
+
+function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, ctx: PassContext, span: Span, fname: string, epilogue?: Epilogue): Stmt[] {
   const withAcc = value.op === "tensor.matmulAcc", withBias = value.op === "tensor.matmulBias";
   const [a, b] = withAcc ? value.args.slice(1) : value.args;
   const extra = withAcc ? value.args[0] : withBias ? value.args[2] : null;
   const la = leaves(a), lb = leaves(b);
   const isLeaf = (e: Expr) => (e.kind === "var" && e.type.kind === "tensor") || (e.kind === "call" && e.op === "tensor.slice" && e.args[0].kind === "var");
   if (!isLeaf(a) || !isLeaf(b) || (extra && !isLeaf(extra))) {
+    const transposed = [a, b].find((x) => x.kind === "call" && x.op === "tensor.transpose" && isLeaf(x.args[0]));
     throw new TsptoCompileError("E_TENSOR_FORM", "pl.matmul on tensors takes tensors or tensor windows (pl.slice) as its operands, not expressions", span,
-      "assign the expression to a tensor first, then multiply that tensor");
+      transposed ? `multiply by the transpose without building it: pl.matmul(a, b, { ${transposed === a ? "aTrans" : "bTrans"}: true })`
+        : "assign the expression to a tensor first, then multiply that tensor");
   }
   const aT = value.attrs.aTrans === true, bT = value.attrs.bTrans === true;
   const at = exprType(a) as TensorType, bt = exprType(b) as TensorType, rt = value.type as TensorType;
@@ -608,7 +649,7 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const srcs = [...la, ...lb].map((l) => l.tensor);
   const [mE, nE, kE] = extents([m, n, k], srcs, "pl.matmul", span);
   const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
-  const budget = tileBudget(ctx, batch ? 6 : 3, [at.dtype, "float32"], "pl.matmul", span, fname);
+  const budget = tileBudget(ctx, (batch ? 6 : 3) + (epilogue?.tiles ?? 0), [at.dtype, "float32"], "pl.matmul", span, fname);
   let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
     if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
@@ -685,7 +726,8 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     }
     const biased: Expr = withBias ? call("tile.colExpandAdd", [acc, window(extra!, zero(span), oj, [1, tn], [1, vn])], {}, span) : acc;
     const result = (acc.type as TileType).dtype === rt.dtype ? biased : call("tile.cast", [biased], { dtype: rt.dtype, mode: "round" }, span);
-    inner.push(ob ? store(call("tile.reshape", [result], { shape: [1, tm, tn] }, span), [ob, oi, oj]) : store(result, [oi, oj]));
+    const fin = epilogue && !ob ? epilogue.apply(result, [oi, oj], [tm, tn], valid ? [vm, vn] : null, inner) : result;
+    inner.push(ob ? store(call("tile.reshape", [result], { shape: [1, tm, tn] }, span), [ob, oi, oj]) : store(fin, [oi, oj]));
     return inner;
   }, "m");
 }

@@ -402,7 +402,36 @@ function rowReductionExprCase(r: Rand, id: number): Case {
   };
 }
 
-const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase, rowReductionExprCase];
+/** A matmul under an elementwise epilogue (`pl.assign(o, op(matmul(a, b), f(x)))`), float32, static shapes. */
+function matmulEpilogueCase(r: Rand, id: number): Case {
+  const [M, K, N] = [int(r, 1, 40), int(r, 1, 40), int(r, 1, 40)];
+  const d: DType = "float32";
+  const a: Input = { name: `x${id}_a`, shape: [M, K], dtype: d, values: randomValues(r, M * K, d) };
+  const b: Input = { name: `x${id}_b`, shape: [K, N], dtype: d, values: randomValues(r, K * N, d) };
+  const inputs: Input[] = [a, b];
+  const newLeaf = (dd: DType): Input => {
+    const inp = { name: `x${id}_${inputs.length}`, shape: [M, N], dtype: dd, values: randomValues(r, M * N, dd) };
+    inputs.push(inp);
+    return inp;
+  };
+  const f = genExpr(r, int(r, 0, 2), d, inputs.slice(2), newLeaf);
+  const op = pick(r, ["add", "sub", "mul", "maximum"] as const);
+  const mm = Array.from({ length: M * N }, (_, k) => {
+    const i = Math.floor(k / N), j = k % N;
+    let t = 0;
+    for (let q = 0; q < K; q++) t += a.values[i * K + q] * b.values[q * N + j];
+    return store(t, d);
+  });
+  const fn = (x: number, y: number) => (op === "add" ? x + y : op === "sub" ? x - y : op === "mul" ? x * y : Number.isNaN(x) || Number.isNaN(y) ? NaN : Math.max(x, y));
+  const expected = mm.map((v, k) => store(fn(v, f.eval(k)), d));
+  const body = `pl.assign(o${id}, pl.${op}(pl.matmul(${a.name}, ${b.name}), ${f.src}));`;
+  return {
+    id, kind: "matmulEpilogue", body, inputs, out: { name: `o${id}`, shape: [M, N], dtype: d, init: new Array(M * N).fill(0) }, expected,
+    tol: { rtol: 2e-4, atol: 2e-4 }, what: `matmul epilogue [${M},${K}]x[${K},${N}] ${body}`,
+  };
+}
+
+const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase, rowReductionExprCase, matmulEpilogueCase];
 
 // ------------------------------------------------------------------ batches
 export interface Batch { seed: number; name: string; cases: Case[]; source: string }
