@@ -245,8 +245,7 @@ void CudaDeviceCore::Close() {
   {
     // Modules that queued launches still hold are unloaded when those let go (or went with
     // the context, released below).
-    std::lock_guard<std::mutex> m(modules_mu_);
-    modules_.clear();
+    modules_.Clear();
   }
   std::lock_guard<std::mutex> m(mem_mu_);
   for (auto& kv : allocs_) api_->cuMemFree(kv.first);
@@ -494,24 +493,12 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes
     m->gscratch.push_back(gscratch[i]);
   }
   l.unlock();
-  std::lock_guard<std::mutex> ml(modules_mu_);
-  const uint32_t id = next_module_id_++;
-  modules_[id] = m;
-  module_loads_++;
-  return id;
+  return modules_.Add(std::move(m));
 }
 
 void CudaDeviceCore::UnloadModule(uint32_t id) {
   CheckOpen();
-  std::shared_ptr<Module> last;  // unloaded (if this was the last holder) outside the lock
-  std::lock_guard<std::mutex> ml(modules_mu_);
-  auto it = modules_.find(id);
-  if (it == modules_.end()) {
-    throw DeviceError("unloadModule: unknown module id " + std::to_string(id) +
-                      " (never loaded or already unloaded)", kCodeModule);
-  }
-  last = std::move(it->second);
-  modules_.erase(it);
+  modules_.Remove(id);  // unloaded (if this was the last holder) outside the table's lock
 }
 
 DeviceStats CudaDeviceCore::Stats() {
@@ -531,11 +518,8 @@ DeviceStats CudaDeviceCore::Stats() {
     s.pending_frees = deferred_.size();
     s.capacity = capacity_;
   }
-  {
-    std::lock_guard<std::mutex> l(modules_mu_);
-    s.modules_loaded = modules_.size();
-  }
-  s.module_loads = module_loads_;
+  s.modules_loaded = modules_.Loaded();
+  s.module_loads = modules_.Loads();
   s.tasks_run = tasks_run_;
   return s;
 }
@@ -595,16 +579,7 @@ void CudaDeviceCore::StageArgsLocked(Plan* plan) {
 void CudaDeviceCore::Prepare(Plan* plan, const char* method, bool stage_now) {
   CheckOpen();
   plan->device = this;
-  {
-    std::lock_guard<std::mutex> ml(modules_mu_);
-    auto it = modules_.find(plan->module_id);
-    if (it == modules_.end()) {
-      throw DeviceError(std::string(method) + ": unknown module id " + std::to_string(plan->module_id) +
-                            " (never loaded or already unloaded)",
-                        kCodeModule);
-    }
-    plan->module = it->second;
-  }
+  plan->module = modules_.Get(plan->module_id, method);
   const ArgLayout& expect = plan->module->arg_bytes;
   CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "device.h"
+#include "module_table.h"
 #include "scheduler.h"
 #include "tspto_abi.h"
 
@@ -154,10 +155,7 @@ class CudaDeviceCore {
   uint64_t err_dev_ = 0;         // the failure record (device memory, CUDA_ERR_WORDS int64)
   std::multimap<uint64_t, uint64_t> spare_;  // launch staging buffers kept for reuse: size -> address
 
-  std::mutex modules_mu_;
-  std::map<uint32_t, std::shared_ptr<Module>> modules_;
-  uint32_t next_module_id_ = 1;
-  std::atomic<uint64_t> module_loads_{0};
+  ModuleTable<Module> modules_;
 
   // per launch (launch_mu_)
   Module* cur_ = nullptr;

@@ -65,8 +65,7 @@ void DeviceCore::Close() {
   scheduler_->Shutdown();
   {
     // Launches still queued hold their module; its dlclose happens when they let go.
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    modules_.clear();
+    modules_.Clear();
   }
   {
     std::lock_guard<std::mutex> lock(orch_mu_);
@@ -146,24 +145,12 @@ uint32_t DeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes) {
   module->entry = entry;
   module->path = path;
   module->arg_bytes = std::move(arg_bytes);
-  std::lock_guard<std::mutex> lock(modules_mu_);
-  const uint32_t id = next_module_id_++;
-  modules_.emplace(id, std::move(module));
-  module_loads_.fetch_add(1, std::memory_order_relaxed);
-  return id;
+  return modules_.Add(std::move(module));
 }
 
 void DeviceCore::UnloadModule(uint32_t id) {
   CheckOpen();
-  std::shared_ptr<Module> last;  // dlclose (if this was the last holder) outside the lock
-  std::lock_guard<std::mutex> lock(modules_mu_);
-  auto it = modules_.find(id);
-  if (it == modules_.end()) {
-    throw DeviceError("unloadModule: unknown module id " + std::to_string(id) +
-                      " (never loaded or already unloaded)", kCodeModule);
-  }
-  last = std::move(it->second);
-  modules_.erase(it);
+  modules_.Remove(id);  // dlclose (if this was the last holder) outside the table's lock
 }
 
 // ---------------------------------------------------------------------------------------
@@ -252,16 +239,7 @@ void LaunchPlan::Release() {
 void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
   CheckOpen();
   plan->device = this;
-  {
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    auto it = modules_.find(plan->module_id);
-    if (it == modules_.end()) {
-      throw DeviceError(std::string(method) + ": unknown module id " +
-                            std::to_string(plan->module_id) + " (never loaded or already unloaded)",
-                        kCodeModule);
-    }
-    plan->module = it->second;
-  }
+  plan->module = modules_.Get(plan->module_id, method);
   const ArgLayout& expect = plan->module->arg_bytes;
   const size_t n = plan->args.size();
   CheckArgCount(plan->args, expect, method);
@@ -451,11 +429,8 @@ DeviceStats DeviceCore::Stats() {
   s.live_allocations = arena_->live_allocations();
   s.pending_frees = arena_->pending_frees();
   s.capacity = arena_->capacity();
-  {
-    std::lock_guard<std::mutex> lock(modules_mu_);
-    s.modules_loaded = modules_.size();
-  }
-  s.module_loads = module_loads_.load(std::memory_order_relaxed);
+  s.modules_loaded = modules_.Loaded();
+  s.module_loads = modules_.Loads();
   s.tasks_run = scheduler_->tasks_run();
   return s;
 }

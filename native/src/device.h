@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "arena.h"
+#include "module_table.h"
 #include "scheduler.h"
 #include "tspto_abi.h"
 
@@ -233,10 +234,7 @@ class DeviceCore {
   std::mutex close_mu_;   // serializes Close
   std::atomic<bool> closed_{false};
 
-  std::mutex modules_mu_;
-  std::map<uint32_t, std::shared_ptr<Module>> modules_;
-  uint32_t next_module_id_ = 1;
-  std::atomic<uint64_t> module_loads_{0};
+  ModuleTable<Module> modules_;
 
   // Per-launch failure state (reset at launch start).
   std::atomic<bool> failed_{false};
