@@ -384,14 +384,17 @@ bool Scheduler::RunHeld() {
   LockSpin(lock);
   const uint32_t slot = held_;
   held_ = kNone;
-  if (in_flight_.load(std::memory_order_relaxed) != 1) {
-    // Other tasks are in flight: the cores take it, so that no more than core_threads
-    // tasks ever run at once.
+  if (in_flight_.load(std::memory_order_relaxed) > config_.core_threads) {
+    // More tasks in flight than core threads: the cores take it, so that no more than
+    // core_threads tasks ever run at once.
     PushReady(slot);
     return false;
   }
-  // The only task in flight: run it here (nothing else can run meanwhile: the
-  // orchestration is busy). A kernel running here may not submit or wait.
+  // At most core_threads tasks in flight, this one included: run it here while the core
+  // threads run the others (the orchestration is waiting anyway), so a launch of n <=
+  // core_threads tasks wakes n - 1 core threads, not n (two row bands: one hand-off). Even if
+  // every other task runs at once, no more than core_threads run. A kernel running here may
+  // not submit or wait.
   Task& task = ring_[slot];
   task.state = State::kRunning;
   lock.unlock();

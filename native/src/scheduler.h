@@ -17,9 +17,11 @@
 //   arena; the runtime appends [scratch address, runtime-api address] to the task's slots.
 // * Idle threads spin briefly, then park on a condition variable: no CPU when idle.
 // * The last task submitted is held back until the next Submit. When the orchestration
-//   then waits (WaitAll) and it is the only task in flight, the orchestration thread runs
-//   it itself (with a scratch arena of its own): a launch of one small task costs no
-//   hand-off between threads. Never more than core_threads tasks run at once.
+//   then waits (WaitAll) and no more than core_threads tasks are in flight (this one
+//   included), the orchestration thread runs it itself (with a scratch arena of its own)
+//   while the core threads run the others: a launch of one small task costs no hand-off
+//   between threads, one of two row bands one hand-off. Never more than core_threads tasks
+//   run at once.
 //
 // Submit/WaitAll are called by the launch's orchestration thread (one launch at a time per
 // device); they are rejected on core threads (a kernel cannot submit or wait).

@@ -29,6 +29,15 @@ extern "C" void k_bump(const int64_t*) {
   for (volatile int i = 0; i < 2000; ++i) {}
   g_cell = v + 1;
 }
+// tracks how many tasks run at once (mode 6)
+static std::atomic<int> g_running{0}, g_peak{0};
+extern "C" void k_conc(const int64_t*) {
+  const int now = ++g_running;
+  int p = g_peak.load();
+  while (now > p && !g_peak.compare_exchange_weak(p, now)) {}
+  for (volatile int i = 0; i < 200000; ++i) {}
+  --g_running;
+}
 static TsptoAccess win(int64_t tensor, int32_t mode, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
   TsptoAccess a = {};
   a.mode = mode; a.rank = 2; a.tensor = tensor; a.elem_bytes = 4;
@@ -46,6 +55,7 @@ static TsptoAccess win(int64_t tensor, int32_t mode, int64_t r0, int64_t nr, int
 //           whole tensor as bytes (overlaps everything written before)
 //   mode 4: n k_bump tasks on alternating overlapping windows (rows 0..1 / rows 1..2)
 //   mode 5: one task with an invalid window (rank n)
+//   mode 6: n independent k_conc tasks; then the most that ran at once is written to buf (int32)
 extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
   const int64_t mode = args[0], n = args[1], buf = args[2];
   if (mode == 0) {
@@ -82,6 +92,12 @@ extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
     w.rank = (int32_t)n;
     if (n == 2) w.elem_bytes = 0;
     if (rt->submit(rt->ctx, k_empty, "badwin", 0, nullptr, 0, &w, 1) != 0) return 1;
+  } else if (mode == 6) {
+    g_peak = 0;
+    for (int64_t i = 0; i < n; ++i) if (rt->submit(rt->ctx, k_conc, "conc", 0, nullptr, 0, nullptr, 0) != 0) return 1;
+    const int rc = rt->wait_all(rt->ctx);
+    *reinterpret_cast<int32_t*>(buf) = g_peak.load();  // cpu device memory is host memory
+    return rc;
   } else {
     TsptoAccess a = {}; a.base = buf; a.nbytes = 4; a.mode = TSPTO_ACCESS_WRITE;
     for (int64_t i = 0; i < n; ++i) if (rt->submit(rt->ctx, k_count, "k_count", 0, nullptr, 0, &a, 1) != 0) return 1;
@@ -180,6 +196,37 @@ describe("scheduler", () => {
     const out = new Int32Array(1);
     d.d2h(out, buf, 4);
     expect(out[0]).toBe(400);
+  });
+
+  it("never more than core_threads tasks at once, the orchestration thread running the last one included", () => {
+    for (const cores of [1, 2, 3]) {
+      const d = device({ coreThreads: cores });
+      const id = d.loadModule(lib);
+      const buf = d.alloc(64);
+      for (const n of [1, cores, cores + 1, 12]) {
+        d.launch(id, [6, n, buf], K);
+        const peak = new Int32Array(1);
+        d.d2h(peak, buf, 4);
+        expect(peak[0], `${n} tasks on ${cores} core threads`).toBeGreaterThanOrEqual(1);
+        expect(peak[0], `${n} tasks on ${cores} core threads`).toBeLessThanOrEqual(cores);
+      }
+    }
+  });
+
+  it("a launch of no more tasks than core threads runs its last task on the orchestration thread (one hand-off less)", () => {
+    const d = device({ coreThreads: 2 });
+    const id = d.loadModule(lib);
+    d.setRecording(1, 0);
+    d.launch(id, [6, 2, d.alloc(64)], K);
+    const two = d.takeTrace()!;
+    d.launch(id, [6, 5, d.alloc(64)], K);
+    const five = d.takeTrace()!;
+    d.setRecording(0, 0);
+    // core 2 (= core_threads) is the orchestration thread's row
+    expect(two.tasks[1].core).toBe(2);
+    expect(two.tasks[0].core).toBeLessThan(2);
+    // more tasks than core threads: all of them on the core threads
+    expect(five.tasks.every((t) => t.core < 2)).toBe(true);
   });
 
   it("an invalid window is rejected with a message", () => {
