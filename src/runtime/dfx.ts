@@ -79,7 +79,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     for (let c = 0; c < coreCount; c++) {
       ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
     }
-    // Tasks the orchestration thread ran itself (the launch's only task in flight) have core == coreCount.
+    // Tasks the orchestration thread ran itself (a launch's last task, when no more tasks than cores were in flight) have core == coreCount.
     if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
     const orchTid = coreCount + 1;
     if (level >= 3) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
@@ -208,14 +208,18 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
 
 /**
  * Why a core ran no task in this launch (the swimlane's thread_name `args.idle`): no task at
- * all; fewer tasks than cores; no two tasks independent (every task waits for the one before:
- * the widest layer of the dependency graph is 1); or independent tasks existed but the other
- * cores (and the orchestration thread) took each one before this core woke up.
+ * all; fewer tasks than cores; as many tasks as cores, the last run by the orchestration thread
+ * itself; no two tasks independent (every task waits for the one before: the widest layer of
+ * the dependency graph is 1); or independent tasks existed but the other cores (and the
+ * orchestration thread) took each one before this core woke up.
  */
 export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number): string {
   if (tasks.length === 0) return "the launch submitted no task";
   if (tasks.length === 1) return "the launch had a single task";
   if (tasks.length < coreCount) return `only ${tasks.length} tasks for ${coreCount} cores`;
+  if (tasks.length === coreCount && tasks.some((t) => t.core === coreCount)) {
+    return `${tasks.length} tasks for ${coreCount} cores: the orchestration thread ran the last one itself (one hand-off less)`;
+  }
   const layer = new Map<number, number>();
   for (const t of tasks) layer.set(t.id, 0);
   for (const e of derivedEdges(tasks).sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));

@@ -28,6 +28,10 @@ describe("idle cores say why", () => {
     expect(idleReason([task(0, 0, 0, 1, []), task(1, 0, 1, 2, [])], 3)).toBe("only 2 tasks for 3 cores");
   });
 
+  it("as many tasks as cores, the last on the orchestration thread (core == cores)", () => {
+    expect(idleReason([task(0, 0, 0, 1, []), task(1, 2, 0, 1, [])], 2)).toBe("2 tasks for 2 cores: the orchestration thread ran the last one itself (one hand-off less)");
+  });
+
   it("a chain of dependent tasks: no independent task", () => {
     const chain = [0, 1, 2, 3].map((i) => task(i, 0, i, i + 1, [rw(4096n, 64, 3)]));
     expect(idleReason(chain, 2)).toBe("no independent task: each of the 4 tasks depends on the one before (widest layer of deps.json: 1)");
