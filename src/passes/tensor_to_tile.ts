@@ -313,6 +313,17 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     rowVec.set(r, rv);
     return r;
   };
+  /** A row reduction of the current tile's rows: a [t, 1] tile of its own (not fusable). */
+  const reduction = (e: Call): Var => {
+    const name = e.op.slice("tensor.".length);
+    const xt = toTile(e.args[0]);
+    const xtt = exprType(xt) as TileType;
+    const scratch = name in REDUCTIONS ? [call("tile.create", [], { shape: [...xtt.shape], dtype: xtt.dtype }, e.span)] : [];
+    const red = call(`tile.${name}`, [xt, ...scratch], {}, e.span);
+    const rv = mkVar(name, red.type, e.span);
+    inner.push(mkAssign([rv], red, e.span));
+    return rv;
+  };
   // A [rows, 1] value inside a whole-row expression (a reduction, a [M, 1] leaf, or elementwise
   // ops of those and scalars: `rowSum(x) * (1 / C)`) is computed on [t, 1] tiles; null: not such a value.
   const vecMemo = new Map<Expr, Expr>();
@@ -327,21 +338,16 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
       if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) r = v.kind === "call" && v.op === "tile.broadcastTo" ? v.args[0] : null;
     }
     if (r === null && e.kind === "call" && isTensorOp(e)) {
-      if (isRowReduction(e.op)) {
-        const name = e.op.slice("tensor.".length);
-        const xt = toTile(e.args[0]);
-        const xtt = exprType(xt) as TileType;
-        const scratch = name in REDUCTIONS ? [call("tile.create", [], { shape: [...xtt.shape], dtype: xtt.dtype }, e.span)] : [];
-        r = call(`tile.${name}`, [xt, ...scratch], {}, e.span);
-      } else if (isElementwiseTensorOp(e.op) && !getOp(e.op).tileExpr) {
+      if (isRowReduction(e.op)) r = reduction(e);
+      else if (isElementwiseTensorOp(e.op) && !getOp(e.op).tileExpr) {
         const args = e.args.map(toVec);
         if (args.every((x) => x !== null)) r = call(tileOpOf(getOp(e.op)), args as Expr[], e.attrs, e.span);
-      }
-      // a reduction is a tile of its own (not fusable); so is a [t, 1] value used more than once
-      if (r && (isRowReduction(e.op) || (uses.get(e) ?? 0) > 1)) {
-        const rv = mkVar(isRowReduction(e.op) ? e.op.slice("tensor.".length) : "v", exprType(r), e.span);
-        inner.push(mkAssign([rv], r, e.span));
-        r = rv;
+        // a [t, 1] value used more than once: a tile of its own, computed once
+        if (r && (uses.get(e) ?? 0) > 1) {
+          const rv = mkVar("v", exprType(r), e.span);
+          inner.push(mkAssign([rv], r, e.span));
+          r = rv;
+        }
       }
     }
     if (r) vecMemo.set(e, r);
@@ -357,14 +363,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     if (vec) {
       r = stretch(vec, e.span);
     } else if (isRowReduction(e.op)) {
-      // a [t, 1] output space (tile[1] === 1): the reduction's own tile
-      const name = e.op.slice("tensor.".length);
-      const xt = toTile(e.args[0]);
-      const xtt = exprType(xt) as TileType;
-      const scratch = name in REDUCTIONS ? [call("tile.create", [], { shape: [...xtt.shape], dtype: xtt.dtype }, e.span)] : [];
-      const rv = mkVar(name, inferCall(getOp(`tile.${name}`), [xt, ...scratch], {}, e.span), e.span);
-      inner.push(mkAssign([rv], call(`tile.${name}`, [xt, ...scratch], {}, e.span), e.span));
-      r = rv;
+      r = reduction(e);  // a [t, 1] output space (tile[1] === 1): the reduction's own tile
     } else {
       const args = e.args.map(toTile);
       const def = getOp(e.op);
