@@ -14,14 +14,15 @@ import { matmulFormsPass } from "./matmul_forms.js";
 import { fpContractPass } from "./contract.js";
 import { fuseRowsPass } from "./fuse_rows.js";
 import { fuseRowReductionsPass } from "./fuse_row_reductions.js";
+import { streamOutputsPass } from "./stream_outputs.js";
 
 export { PassManager, DEFAULT_SCRATCH_CAPACITY, DEFAULT_FP_CONTRACT, checkFpContract, type Pass, type PassContext, type PassDump, type PipelineOptions, type PipelineResult } from "./manager.js";
 export { replanMemory } from "./plan_memory.js";
-export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass };
+export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass, streamOutputsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
-export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass];
+export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass, streamOutputsPass];
 
 /** Is this program the output of the pipeline (ready for codegen)? */
 export const isLowered = (p: Program): boolean => p.entryFunction.attrs.lowered === true;

@@ -56,6 +56,12 @@ export class FnGen extends StmtWalker implements KernelCtx {
 
   validOf(e: Expr): (number | string)[] { return this.valid.of(e); }
 
+  streamOut(e: Expr): boolean {
+    if (this.mode !== "kernel" || e.kind !== "var") return false;
+    const idx = this.fn.attrs.streamOut;
+    return Array.isArray(idx) && this.fn.params.some((p, i) => p.var.id === e.id && idx.includes(i));
+  }
+
   matmulOperand(e: Expr): Call | null {
     return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
   }
@@ -129,13 +135,16 @@ export class FnGen extends StmtWalker implements KernelCtx {
     }
     this.stmts(f.body, { yieldTo: null, loop: null });
     if (this.mode === "entry" && f.body[f.body.length - 1]?.kind !== "return") this.line("return rt->wait_all(rt->ctx);");
+    if (this.mode === "kernel" && f.body[f.body.length - 1]?.kind !== "return" && this.fenceLine()) this.line(this.fenceLine().trim());
     this.out.push("}", "");
     return this.out.join("\n");
   }
 
   // ---------------------------------------------------------------- hooks of the walk (./walk.ts)
   protected emitterOf(op: string, span: Span): Emitter { return emitterFor(op, span); }
-  protected returnLine(): string { return this.mode === "kernel" ? "return;" : "return rt->wait_all(rt->ctx);"; }
+  protected returnLine(): string { return this.mode === "kernel" ? `${this.fenceLine()}return;` : "return rt->wait_all(rt->ctx);"; }
+  /** A kernel with streamed (non-temporal) stores orders them before it returns (the task's completion follows). */
+  private fenceLine(): string { return Array.isArray(this.fn.attrs.streamOut) ? "tspto_stream_fence(); " : ""; }
   protected checkTensor(t: TensorType): TensorType { return t; }
   protected tensorDims(t: TensorType, span: Span): CDim[] { return this.dimsOf(t, span); }
 

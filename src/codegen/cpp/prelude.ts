@@ -113,6 +113,44 @@ static inline float tspto_expf(float x) {
   return tspto_u2f(((xb | 0x00400000u) & nan) | (tspto_f2u(y) & ~nan));  // NaN -> the quiet NaN (x + x's bits)
 }
 
+// ------------------------------------------------------------------ streaming stores
+// A write-only output of the launch (pass StreamOutputs) of at least TSPTO_STREAM_MIN bytes:
+// each row is computed into a small buffer in L1 and copied out with non-temporal stores
+// (straight to memory: no read-for-ownership of each line, the caches keep the inputs).
+// tspto_stream_fence orders them before the task's completion is published.
+static inline void tspto_stream_store(void* dst, const void* src, int64_t n) {
+  uint8_t* d = (uint8_t*)dst;
+  const uint8_t* s = (const uint8_t*)src;
+#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
+#if defined(__AVX512F__)
+  const int64_t W = 64;
+#elif defined(__AVX__)
+  const int64_t W = 32;
+#else
+  const int64_t W = 16;
+#endif
+  int64_t head = (int64_t)((W - ((uintptr_t)d & (uintptr_t)(W - 1))) & (uintptr_t)(W - 1));
+  if (head > n) head = n;
+  std::memcpy(d, s, (size_t)head);
+  d += head; s += head; n -= head;
+  for (; n >= W; n -= W, d += W, s += W) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512((__m512i*)d, _mm512_loadu_si512((const void*)s));
+#elif defined(__AVX__)
+    _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));
+#else
+    _mm_stream_si128((__m128i*)d, _mm_loadu_si128((const __m128i*)s));
+#endif
+  }
+#endif
+  std::memcpy(d, s, (size_t)n);
+}
+static inline void tspto_stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 // ------------------------------------------------------------------ matmul
 // 16 floats as one value (GCC / clang vector extension): the register-blocked float matmul
 // holds its output block in these; on targets without 512-bit vectors the compiler splits them.

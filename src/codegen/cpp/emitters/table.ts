@@ -47,6 +47,8 @@ export interface KernelCtx {
   validOf(e: Expr): (number | string)[];
   /** The tile.load a matmul operand reads straight from its tensor (not materialized), or null. */
   matmulOperand?(e: Expr): Call | null;
+  /** Is this tensor (a store's destination) a write-only output of the launch (attrs.streamOut, pass StreamOutputs)? */
+  streamOut?(e: Expr): boolean;
   /** The C++ local holding a dynamic dimension's extent (a name in the function's parameters' shapes), or undefined. */
   dimLocal?(name: string): string | undefined;
   /** The statement that leaves the kernel after a run-time failure. */
