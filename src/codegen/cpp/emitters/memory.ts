@@ -62,11 +62,11 @@ export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef
 }
 
 /**
- * Nested loops over `region` (row-major); the innermost one is contiguous in both the tensor
- * and the tile. `body(tensorIndex, tileIndex)` gives the innermost statement.
+ * Nested loops over the rows of `region` (row-major, every axis but the last); `row(tb, sb, w)`
+ * emits the code of one contiguous row: w elements from tensor index tb and tile index sb.
  */
-function regionLoops(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
-  body: (ti: string, si: string) => string): void {
+function regionRows(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
+  row: (tb: string, sb: string, width: CDim) => void): void {
   const rank = region.length;
   const idx: string[] = [];
   for (let ax = 0; ax < rank - 1; ax++) {
@@ -74,45 +74,43 @@ function regionLoops(ctx: KernelCtx, region: readonly CDim[], tensorBase: string
     idx.push(v);
     ctx.open(`for (int64_t ${v} = 0; ${v} < ${region[ax]}; ++${v}) {`);
   }
-  const j = ctx.fresh("j");
   const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${cdim(tensorStrides[ax])}`), tensorBase[rank - 1]].join(" + ");
   const sOff = idx.map((v, ax) => `${v} * ${tileStrides[ax]}`).join(" + ") || "0";
   const tb = ctx.fresh("tb"), sb = ctx.fresh("sb");
   ctx.line(`const int64_t ${tb} = ${tOff}, ${sb} = ${sOff};`);
-  ctx.line("#pragma GCC ivdep");
-  ctx.line(`for (int64_t ${j} = 0; ${j} < ${region[rank - 1]}; ++${j}) ${body(`${tb} + ${j}`, `${sb} + ${j}`)}`);
+  row(tb, sb, region[rank - 1]);
   for (let ax = 0; ax < rank - 1; ax++) ctx.close();
 }
 
+/** regionRows with one statement per element: `body(tensorIndex, tileIndex)`, the innermost loop contiguous in both. */
+function regionLoops(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
+  body: (ti: string, si: string) => string): void {
+  regionRows(ctx, region, tensorBase, tensorStrides, tileStrides, (tb, sb, w) => {
+    const j = ctx.fresh("j");
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${w}; ++${j}) ${body(`${tb} + ${j}`, `${sb} + ${j}`)}`);
+  });
+}
+
 /**
- * The rows of a store to a write-only output of the launch (StreamOutputs): as regionLoops,
- * but each contiguous row is computed into an L1 buffer of at most STREAM_CHUNK elements and
- * copied out with non-temporal stores (tspto_stream_store); the kernel fences once before it
- * returns (FnGen, tspto_stream_fence).
+ * The rows of a store to a write-only output of the launch (StreamOutputs): each contiguous
+ * row is computed into an L1 buffer of at most STREAM_CHUNK elements and copied out with
+ * non-temporal stores (tspto_stream_store); the kernel fences once before it returns (FnGen,
+ * tspto_stream_fence).
  */
 function streamRows(ctx: KernelCtx, region: readonly CDim[], tensorBase: string[], tensorStrides: readonly CDim[], tileStrides: number[],
   T: string, out: string, value: (si: string) => string): void {
-  const rank = region.length;
-  const idx: string[] = [];
-  for (let ax = 0; ax < rank - 1; ax++) {
-    const v = ctx.fresh("r");
-    idx.push(v);
-    ctx.open(`for (int64_t ${v} = 0; ${v} < ${region[ax]}; ++${v}) {`);
-  }
-  const tOff = [...idx.map((v, ax) => `(${tensorBase[ax]} + ${v}) * ${cdim(tensorStrides[ax])}`), tensorBase[rank - 1]].join(" + ");
-  const sOff = idx.map((v, ax) => `${v} * ${tileStrides[ax]}`).join(" + ") || "0";
-  const tb = ctx.fresh("tb"), sb = ctx.fresh("sb"), buf = ctx.fresh("nt"), c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), j = ctx.fresh("j");
-  const w = region[rank - 1];
-  const chunk = typeof w === "number" ? Math.min(w, STREAM_CHUNK) : STREAM_CHUNK;
-  ctx.line(`const int64_t ${tb} = ${tOff}, ${sb} = ${sOff};`);
-  ctx.line(`alignas(64) ${T} ${buf}[${chunk}];`);
-  ctx.open(`for (int64_t ${c0} = 0; ${c0} < ${w}; ${c0} += ${chunk}) {`);
-  ctx.line(`const int64_t ${cn} = ${w} - ${c0} < ${chunk} ? ${w} - ${c0} : ${chunk};`);
-  ctx.line("#pragma GCC ivdep");
-  ctx.line(`for (int64_t ${j} = 0; ${j} < ${cn}; ++${j}) ${buf}[${j}] = ${value(`${sb} + ${c0} + ${j}`)};`);
-  ctx.line(`tspto_stream_store(&${out}[${tb} + ${c0}], ${buf}, ${cn} * (int64_t)sizeof(${T}));`);
-  ctx.close();
-  for (let ax = 0; ax < rank - 1; ax++) ctx.close();
+  regionRows(ctx, region, tensorBase, tensorStrides, tileStrides, (tb, sb, w) => {
+    const buf = ctx.fresh("nt"), c0 = ctx.fresh("c"), cn = ctx.fresh("cn"), j = ctx.fresh("j");
+    const chunk = typeof w === "number" ? Math.min(w, STREAM_CHUNK) : STREAM_CHUNK;
+    ctx.line(`alignas(64) ${T} ${buf}[${chunk}];`);
+    ctx.open(`for (int64_t ${c0} = 0; ${c0} < ${w}; ${c0} += ${chunk}) {`);
+    ctx.line(`const int64_t ${cn} = ${w} - ${c0} < ${chunk} ? ${w} - ${c0} : ${chunk};`);
+    ctx.line("#pragma GCC ivdep");
+    ctx.line(`for (int64_t ${j} = 0; ${j} < ${cn}; ++${j}) ${buf}[${j}] = ${value(`${sb} + ${c0} + ${j}`)};`);
+    ctx.line(`tspto_stream_store(&${out}[${tb} + ${c0}], ${buf}, ${cn} * (int64_t)sizeof(${T}));`);
+    ctx.close();
+  });
 }
 
 /** Elements per staged row chunk of a streaming store (1 KiB of float32; 4 KiB chunks measured 15% slower on the add). */
