@@ -265,10 +265,12 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  */
 function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[],
   given: ReadonlyMap<Expr, Expr> = new Map()): Expr {
-  // a tile of whole rows (the last axis whole, from 0): row reductions of the space's rows can be computed on it
-  const last = offsets[offsets.length - 1];
-  const wholeRows = tile.length === 2 && typeof space[1] === "number" && tile[1] === space[1] && last?.kind === "const" && Number(last.value) === 0 ? { rows: space[0], cols: space[1] } : null;
-  checkElementwise(value, wholeRows, given);
+  // a tile of whole rows (the last axis whole, from 0): row reductions of the space's rows can be
+  // computed on it; a tile of whole columns (the first axis whole, from 0): column reductions
+  const wholeOn = (ax: number) => tile.length === 2 && typeof space[ax] === "number" && tile[ax] === space[ax] && offsets[ax]?.kind === "const" && Number((offsets[ax] as { value: unknown }).value) === 0;
+  const whole: Whole = tile.length === 2 ? { rows: space[0], cols: space[1], row: wholeOn(1), col: wholeOn(0) } : null;
+  const wholeRows = whole?.row || whole?.col ? whole : null;  // some reduction may stand here
+  checkElementwise(value, whole, given);
   // `given`: subexpressions whose tile the caller computed (a matmul's result under its epilogue)
   const tileOf = new Map<Expr, Expr>(given);
   // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
@@ -308,12 +310,12 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     if (n === 1) e.args.forEach(count);
   };
   if (wholeRows) count(value);
-  const stretch = (rv: Expr, span2: Span): Expr => {
+  const stretch = (rv: Expr, axis: "row" | "col", span2: Span): Expr => {
     const r = call("tile.broadcastTo", [rv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span2);
-    rowVec.set(r, rv);
+    (axis === "row" ? rowVec : colVec).set(r, rv);
     return r;
   };
-  /** A row reduction of the current tile's rows: a [t, 1] tile of its own (not fusable). */
+  /** A reduction of the current tile's rows ([t, 1]) or columns ([1, t]): a tile of its own (not fusable). */
   const reduction = (e: Call): Var => {
     const name = e.op.slice("tensor.".length);
     const xt = toTile(e.args[0]);
@@ -324,13 +326,15 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     inner.push(mkAssign([rv], red, e.span));
     return rv;
   };
-  // A [rows, 1] value inside a whole-row expression (a reduction, a [M, 1] leaf, or elementwise
-  // ops of those and scalars: `rowSum(x) * (1 / C)`) is computed on [t, 1] tiles; null: not such a value.
+  // A [rows, 1] value inside a whole-row expression (a row reduction, a [M, 1] leaf, or
+  // elementwise ops of those and scalars: `rowSum(x) * (1 / C)`) is computed on [t, 1] tiles,
+  // and a [1, cols] value inside a whole-column expression on [1, t] tiles; null: not such a value.
   const vecMemo = new Map<Expr, Expr>();
-  const toVec = (e: Expr): Expr | null => {
+  const toVec = (e: Expr, axis: "row" | "col"): Expr | null => {
     const t = e.kind === "const" ? null : e.type;
     if (!t || t.kind !== "tensor") return e;  // a scalar operand
-    if (!wholeRows || t.shape.length !== 2 || t.shape[1] !== 1 || t.shape[0] !== wholeRows.rows || tile[1] === 1) return null;
+    const [keep, gone] = axis === "row" ? [0, 1] : [1, 0];  // the axis the value keeps, the one it was reduced along
+    if (!whole?.[axis] || t.shape.length !== 2 || t.shape[gone] !== 1 || t.shape[keep] !== (keep === 0 ? whole.rows : whole.cols) || tile[gone] === 1) return null;
     const done = vecMemo.get(e);
     if (done) return done;
     let r: Expr | null = null;
@@ -338,9 +342,9 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
       if (k === e || (k.kind === "var" && e.kind === "var" && k.id === e.id)) r = v.kind === "call" && v.op === "tile.broadcastTo" ? v.args[0] : null;
     }
     if (r === null && e.kind === "call" && isTensorOp(e)) {
-      if (isRowReduction(e.op)) r = reduction(e);
+      if (reductionAxis(e.op) === axis) r = reduction(e);
       else if (isElementwiseTensorOp(e.op) && !getOp(e.op).tileExpr) {
-        const args = e.args.map(toVec);
+        const args = e.args.map((a) => toVec(a, axis));
         if (args.every((x) => x !== null)) r = call(tileOpOf(getOp(e.op)), args as Expr[], e.attrs, e.span);
         // a [t, 1] value used more than once: a tile of its own, computed once
         if (r && (uses.get(e) ?? 0) > 1) {
@@ -359,11 +363,13 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     const done = memo.get(e);
     if (done) return done;
     let r: Expr;
-    const vec = wholeRows && tile[1] !== 1 ? toVec(e) : null;
-    if (vec) {
-      r = stretch(vec, e.span);
-    } else if (isRowReduction(e.op)) {
-      r = reduction(e);  // a [t, 1] output space (tile[1] === 1): the reduction's own tile
+    const et = e.type as TensorType;
+    const axis = et.shape.length === 2 && et.shape[1] === 1 && tile[1] !== 1 ? "row" : et.shape.length === 2 && et.shape[0] === 1 && tile[0] !== 1 ? "col" : null;
+    const vec = axis ? toVec(e, axis) : null;
+    if (vec && axis) {
+      r = stretch(vec, axis, e.span);
+    } else if (reductionAxis(e.op)) {
+      r = reduction(e);  // a [t, 1] / [1, t] output space: the reduction's own tile
     } else {
       const args = e.args.map(toTile);
       const def = getOp(e.op);
@@ -392,32 +398,39 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
 const EXPAND_SUFFIX = new Map(Object.entries(EXPAND_OPS).map(([suffix, bin]) => [bin as string, suffix]));
 const COMMUTES = new Set(["Add", "Mul", "Max", "Min"]);
 
-/** Row reductions that may stand inside an elementwise expression (tileExpr computes them on whole-row tiles). */
-const isRowReduction = (op: string): boolean => {
+/**
+ * Reductions that may stand inside an elementwise expression: along rows (rowSum ..., on tiles of
+ * whole rows) or columns (colSum ..., on tiles of whole columns); null: any other op.
+ */
+const reductionAxis = (op: string): "row" | "col" | null => {
   const n = op.startsWith("tensor.") ? op.slice("tensor.".length) : "";
-  return REDUCTIONS[n]?.axis === "row" || PROD_REDUCTIONS[n] === "row";
+  return REDUCTIONS[n]?.axis ?? PROD_REDUCTIONS[n] ?? null;
 };
-/** How many row-reduction nodes an expression holds (each once, however often it is used). */
-function rowReductions(e: Expr, seen = new Set<Expr>()): number {
+/** Whether a 2-D tile covers whole rows / whole columns of its [rows, cols] space (null: not 2-D). */
+type Whole = { rows: Dim; cols: Dim; row: boolean; col: boolean } | null;
+/** How many reduction nodes along `axis` an expression holds (each once, however often it is used). */
+function reductions(e: Expr, axis: "row" | "col", seen = new Set<Expr>()): number {
   if (e.kind !== "call" || seen.has(e)) return 0;
   seen.add(e);
-  return (isTensorOp(e) && isRowReduction(e.op) ? 1 : 0) + e.args.reduce((n, a) => n + rowReductions(a, seen), 0);
+  return (isTensorOp(e) && reductionAxis(e.op) === axis ? 1 : 0) + e.args.reduce((n, a) => n + reductions(a, axis, seen), 0);
 }
 
 /**
  * Every tensor-level op of an elementwise expression must be elementwise (checked before its
  * leaves are loaded), except a row reduction of a tensor of the expression's own [rows, cols]
- * when the tiles hold whole rows (`wholeRows`).
+ * when the tiles hold whole rows, or a column reduction of one when they hold whole columns.
  */
-function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null, given: ReadonlyMap<Expr, Expr> = new Map()): void {
+function checkElementwise(e: Expr, whole: Whole, given: ReadonlyMap<Expr, Expr> = new Map()): void {
   if (e.kind !== "call" || !isTensorOp(e) || given.has(e)) return;
-  if (isRowReduction(e.op)) {
+  const axis = reductionAxis(e.op);
+  if (axis) {
     const xt = exprType(e.args[0]) as TensorType;
-    if (wholeRows && xt.shape.length === 2 && xt.shape[0] === wholeRows.rows && xt.shape[1] === wholeRows.cols) { checkElementwise(e.args[0], wholeRows, given); return; }
+    if (whole?.[axis] && xt.shape.length === 2 && xt.shape[0] === whole.rows && xt.shape[1] === whole.cols) { checkElementwise(e.args[0], whole, given); return; }
     const pl = getOp(e.op).pl ?? e.op;
-    throw new TsptoCompileError("E_TENSOR_FORM", wholeRows
-      ? `pl.${pl}: a row reduction inside an expression must reduce a tensor of the expression's own shape [${wholeRows.rows}, ${wholeRows.cols}], got ${typeStr(xt)}`
-      : `pl.${pl}: a row reduction inside an expression needs tiles of whole rows (a pl.assign / pl.assemble of a 2-D value with a static row length, or the operand of a row reduction)`, e.span,
+    const [what, lines] = axis === "row" ? ["row", "rows"] : ["column", "columns"];
+    throw new TsptoCompileError("E_TENSOR_FORM", whole?.[axis]
+      ? `pl.${pl}: a ${what} reduction inside an expression must reduce a tensor of the expression's own shape [${whole.rows}, ${whole.cols}], got ${typeStr(xt)}`
+      : `pl.${pl}: a ${what} reduction inside an expression needs tiles of whole ${lines} (a pl.assign / pl.assemble of a 2-D value with a static ${axis === "row" ? "row length" : "column height"}, or the operand of a ${what} reduction)`, e.span,
     "assign the reduction to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
   }
   if (!isElementwiseTensorOp(e.op)) {
@@ -426,7 +439,7 @@ function checkElementwise(e: Expr, wholeRows: { rows: Dim; cols: Dim } | null, g
     throw new TsptoCompileError("E_TENSOR_FORM", `pl.${pl}: a tensor-level ${kind} must be the whole value of pl.assign / pl.assemble, not part of an elementwise expression`, e.span,
       "assign it to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
   }
-  e.args.forEach((a) => checkElementwise(a, wholeRows, given));
+  e.args.forEach((a) => checkElementwise(a, whole, given));
 }
 
 const MATMULS = new Set(["tensor.matmul", "tensor.matmulAcc", "tensor.matmulBias"]);
@@ -491,22 +504,32 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
 
   const rank = shape.length;
   const dtypes = [ot.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)];
-  const nRed = rowReductions(value);
+  const nRed = reductions(value, "row"), nCol = reductions(value, "col");
   let axes: Axis[];
-  if (nRed > 0) {
-    // row reductions inside the value (softmax, layer norm written on tensors): tiles of whole
-    // rows; each reduction adds its [t, 1] result and a scratch tile of its operand's shape
-    const cols = shape[rank - 1];
-    if (rank !== 2 || typeof cols !== "number") {
-      throw new TsptoCompileError("E_TENSOR_FORM", `${what} to '${out.name}': row reductions inside the value need a 2-D value with a static row length, got ${typeStr(vt)}`, span,
-        "assign each reduction to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
+  if (nRed > 0 || nCol > 0) {
+    // reductions inside the value (softmax, layer norm written on tensors): tiles of whole rows
+    // for row reductions, of whole columns for column reductions (both: the whole value in one
+    // tile); each reduction adds its result and a scratch tile of its operand's shape
+    const n = nRed + nCol;
+    /** The static extent of axis ax (the one the reductions of `kind` run along). */
+    const need = (ax: number, kind: string, length: string): number => {
+      const d = shape[ax];
+      if (rank !== 2 || typeof d !== "number") {
+        throw new TsptoCompileError("E_TENSOR_FORM", `${what} to '${out.name}': ${kind} reductions inside the value need a 2-D value with a static ${length}, got ${typeStr(vt)}`, span,
+          "assign each reduction to a tensor of its own first (a pl.Out parameter or a pl.createTensor buffer), then use that tensor");
+      }
+      return d;
+    };
+    const cols = nRed > 0 ? need(1, "row", "row length") : 1, rows = nCol > 0 ? need(0, "column", "column height") : 1;
+    const budget = tileBudget(ctx, ls.length + 2 * n + 1, dtypes, `over ${ls.length} tensors and ${n} reduction(s)`, span, fname);
+    if (cols * rows > budget) {
+      const [kind, whole] = nCol === 0 ? ["row", `whole rows of ${cols} elements`] : nRed === 0 ? ["column", `whole columns of ${rows} elements`] : ["row and column", `the whole [${rows}, ${cols}] value`];
+      throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': ${what} to '${out.name}' computes ${n} ${kind} reduction(s) on ${whole}, more than a tile holds here (${budget})`, span,
+        "assign each reduction to a tensor of its own first (a pl.createTensor buffer), or reduce slices of the tensor (pl.slice) and combine them");
     }
-    const budget = tileBudget(ctx, ls.length + 2 * nRed + 1, dtypes, `over ${ls.length} tensors and ${nRed} row reduction(s)`, span, fname);
-    if (cols > budget) {
-      throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': ${what} to '${out.name}' computes ${nRed} row reduction(s) on whole rows of ${cols} elements, more than a tile holds here (${budget})`, span,
-        "assign each reduction to a tensor of its own first (a pl.createTensor buffer), or reduce slices of the rows (pl.slice) and combine them");
-    }
-    axes = [axisFor(ext[0], budget / cols), axisOf(cols, cols)];
+    axes = nCol === 0 ? [axisFor(ext[0], budget / cols), axisOf(cols, cols)]
+      : nRed === 0 ? [axisOf(rows, rows), axisFor(ext[1], budget / rows)]
+        : [axisOf(rows, rows), axisOf(cols, cols)];
   } else {
     const budget = tileBudget(ctx, ls.length, dtypes, `over ${ls.length} tensors`, span, fname);
     axes = ext.map((e) => axisFor(e, 1));
@@ -540,7 +563,7 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ls = leaves(x);
   const whole = xt.shape[row ? 1 : 0];
   const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
-  const budget = tileBudget(ctx, ls.length + 1 + 2 * rowReductions(x), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  const budget = tileBudget(ctx, ls.length + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,

@@ -367,10 +367,11 @@ function loopCase(r: Rand, id: number): Case {
 }
 
 /**
- * A row reduction inside a tensor-level expression (`pl.assign(o, op(f(x), rowMax(g(x))))`,
- * TensorToTile's whole-row tiles): float32, random elementwise f and g, half with a dynamic
- * row count. rowSum only over exact-in-fp64 operands (no transcendental op in g), so the
- * reference's sequential fp64 sum rounds to the same float as the cpu's lane sums.
+ * A row or column reduction inside a tensor-level expression (`pl.assign(o, op(f(x),
+ * rowMax(g(x))))`, TensorToTile's whole-row / whole-column tiles): float32, random elementwise
+ * f and g, half of the row cases with a dynamic row count. Sums only over exact-in-fp64 operands
+ * (no transcendental op in g), so the reference's sequential fp64 sum rounds to the same float
+ * as the cpu's lane sums.
  */
 function rowReductionExprCase(r: Rand, id: number): Case {
   const shape = [int(r, 1, 45), int(r, 1, 90)];
@@ -383,19 +384,22 @@ function rowReductionExprCase(r: Rand, id: number): Case {
     return inp;
   };
   const g = genExpr(r, int(r, 0, 2), d, inputs, newLeaf);
-  const kind = pick(r, g.transcendental ? ["rowMax", "rowMin"] : ["rowSum", "rowMax", "rowMin"]);
-  const red = Array.from({ length: M }, (_, i) => {
-    const vals = Array.from({ length: N }, (_, j) => g.eval(i * N + j));
-    if (kind === "rowSum") return store(vals.reduce((s, v) => s + v, 0), d);
+  const axis = r() < 0.7 ? "row" : "col";  // a column reduction: tiles of whole columns (static rows)
+  const kind = `${axis}${pick(r, g.transcendental ? ["Max", "Min"] : ["Sum", "Max", "Min"])}`;
+  const [lines, along] = axis === "row" ? [M, N] : [N, M];
+  const at = (line: number, q: number) => (axis === "row" ? line * N + q : q * N + line);
+  const red = Array.from({ length: lines }, (_, i) => {
+    const vals = Array.from({ length: along }, (_, q) => g.eval(at(i, q)));
+    if (kind.endsWith("Sum")) return store(vals.reduce((s, v) => s + v, 0), d);
     if (vals.some(Number.isNaN)) return NaN;
-    return kind === "rowMax" ? Math.max(...vals) : Math.min(...vals);
+    return kind.endsWith("Max") ? Math.max(...vals) : Math.min(...vals);
   });
   const f = genExpr(r, int(r, 0, 2), d, inputs, newLeaf);
-  const op = pick(r, ["rowExpandSub", "rowExpandAdd", "rowExpandMul", "sub", "add", "mul"] as const);
+  const op = pick(r, [`${axis}ExpandSub`, `${axis}ExpandAdd`, `${axis}ExpandMul`, "sub", "add", "mul"]);
   const fn = (x: number, y: number) => (op.endsWith("ub") ? x - y : op.endsWith("dd") ? x + y : x * y);
-  const expected = Array.from({ length: M * N }, (_, k) => store(fn(f.eval(k), red[Math.floor(k / N)]), d));
+  const expected = Array.from({ length: M * N }, (_, k) => store(fn(f.eval(k), red[axis === "row" ? Math.floor(k / N) : k % N]), d));
   const body = `pl.assign(o${id}, pl.${op}(${f.src}, pl.${kind}(${g.src})));`;
-  const dynRows = r() < 0.5;
+  const dynRows = axis === "row" && r() < 0.5;
   return {
     id, kind: "rowReductionExpr", body, inputs, out: { name: `o${id}`, shape, dtype: d, init: new Array(M * N).fill(0) }, expected,
     tol: floatTol(d, f.transcendental || g.transcendental), what: `row reduction in an expression ${d}[${dynRows ? `R${id}=` : ""}${shape}] ${body}`, dynRows,

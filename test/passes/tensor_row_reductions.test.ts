@@ -1,4 +1,4 @@
-// Row reductions inside tensor-level expressions (src/passes/tensor_to_tile.ts, tileExpr):
+// Row (and column) reductions inside tensor-level expressions (src/passes/tensor_to_tile.ts, tileExpr):
 // softmax, layer norm and RMS norm written on whole tensors, with locals, inside one pl.at.
 // TensorToTile tiles whole rows, computes each reduction once per tile ([t, 1]), keeps [rows, 1]
 // values as [t, 1] tiles and writes row/column broadcasts as rowExpand/colExpand ops, so
@@ -193,5 +193,78 @@ describe("row reductions inside tensor expressions: what stays unsupported", () 
     expect(e.code).toBe("E_SCRATCH");
     expect(e.message).toMatch(/pl\.assign to 'out' computes 1 row reduction\(s\) on whole rows of 200000 elements, more than a tile holds here \(\d+\)/);
     expect(e.hint).toContain("assign each reduction to a tensor of its own first");
+  });
+});
+
+// Column reductions inside expressions: tiles of whole columns (the rows' extent static); with
+// row reductions too, the whole value in one tile.
+describe("column reductions inside tensor expressions", () => {
+  const R2 = 300, C2 = 70;
+  const colNorm = pl.jit(function colNorm(x: pl.Tensor, y: pl.Out<pl.Tensor>) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const c = pl.colExpandSub(x, pl.mul(pl.colSum(x), 1 / 300));
+      pl.assign(y, pl.colExpandDiv(c, pl.colMax(pl.abs(c))));
+    });
+    return y;
+  });
+  const both = pl.jit(function both(x: pl.Tensor, y: pl.Out<pl.Tensor>) {
+    pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.add(pl.sub(x, pl.rowMax(x)), pl.colMin(x))); });
+    return y;
+  });
+  const colDyn = pl.jit(function colDyn(x: pl.Tensor<[64, "N"], pl.FP32>, y: pl.Out<pl.Tensor<[64, "N"], pl.FP32>>) {
+    pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.sub(x, pl.colMax(x))); });
+    return y;
+  });
+  const rowsDyn = pl.jit(function rowsDyn(x: pl.Tensor<["M", 8], pl.FP32>, y: pl.Out<pl.Tensor<["M", 8], pl.FP32>>) {
+    pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.sub(x, pl.colMax(x))); });  // MARK:rowsDyn
+    return y;
+  });
+  const colNormRef = (x: Float32Array) => {
+    const out = new Float64Array(R2 * C2);
+    for (let c = 0; c < C2; c++) {
+      let s = 0;
+      for (let r = 0; r < R2; r++) s += x[r * C2 + c];
+      const m = f(f(s) * f(1 / 300));
+      let mx = 0;
+      for (let r = 0; r < R2; r++) mx = Math.max(mx, Math.abs(f(x[r * C2 + c] - m)));
+      for (let r = 0; r < R2; r++) out[r * C2 + c] = f(x[r * C2 + c] - m) / mx;
+    }
+    return out;
+  };
+  it.each(PLATFORMS)("centre and scale each column (%s)", (platform) => {
+    const X = randn([R2, C2], { seed: 41 }), Y = zeros([R2, C2]);
+    colNorm(X, Y, cfg(platform));
+    expectRows(Y.data as Float32Array, X.data as Float32Array, C2, (_row, r) => Array.from(colNormRef(X.data as Float32Array).subarray(r * C2, (r + 1) * C2)), 1e-6);
+  });
+  it("row and column reductions in one expression: the whole value in one tile; cpu == interp bit for bit", () => {
+    const X = randn([R2, C2], { seed: 42 }), a = zeros([R2, C2]), b = zeros([R2, C2]);
+    both(X, a, cfg("cpu"));
+    both(X, b, cfg("interp"));
+    expect(a.data).toEqual(b.data);
+    const x = X.data as Float32Array;
+    const colMin = Array.from({ length: C2 }, (_, c) => Math.min(...Array.from({ length: R2 }, (_, r) => x[r * C2 + c])));
+    expectRows(a.data as Float32Array, x, C2, (row) => { const m = Math.max(...row); return Array.from(row, (v, c) => f(v - m) + colMin[c]); }, 1e-6);
+  });
+  it("a dynamic column count: tiles of whole columns over a run-time number of columns", () => {
+    for (const n of [1, 100]) {
+      const X = randn([64, n], { seed: n }), Y = zeros([64, n]);
+      colDyn(X, Y);
+      const x = X.data as Float32Array;
+      const colMax = Array.from({ length: n }, (_, c) => Math.max(...Array.from({ length: 64 }, (_, r) => x[r * n + c])));
+      expectRows(Y.data as Float32Array, x, n, (row) => Array.from(row, (v, c) => f(v - colMax[c])), 1e-7);
+    }
+  });
+  it("a column reduction over a dynamic row count says it needs a static column height", () => {
+    let err: unknown;
+    try { rowsDyn.lower(randn([16, 8]), zeros([16, 8])); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoCompileError);
+    expect((err as TsptoCompileError).code).toBe("E_TENSOR_FORM");
+    expect((err as TsptoCompileError).message).toContain("pl.assign to 'y': column reductions inside the value need a 2-D value with a static column height, got Tensor<[\"M\", 8], float32>");
+  });
+  it("row and column reductions over a value larger than a tile", () => {
+    let err: unknown;
+    try { both.lower(randn([2000, 2000]), zeros([2000, 2000])); } catch (e) { err = e; }
+    expect((err as TsptoCompileError).code).toBe("E_SCRATCH");
+    expect((err as TsptoCompileError).message).toMatch(/computes 2 row and column reduction\(s\) on the whole \[2000, 2000\] value, more than a tile holds here \(\d+\)/);
   });
 });
