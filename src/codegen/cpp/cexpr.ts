@@ -18,7 +18,7 @@ export const tileDataBytes = (t: TileType): number => numel(t.shape) * tileElemB
 
 export type StaticTensor = TensorType & { shape: readonly number[] };
 /** A tensor type with a static shape, or an E_DYNAMIC error naming the platform that needs one. */
-export function staticTensor(t: TensorType, what: string, span: Span, platform = "cpu"): StaticTensor {
+export function staticTensor(t: TensorType, what: string, span: Span, platform: string): StaticTensor {
   if (t.shape.some((d) => typeof d !== "number")) {
     throw new TsptoCompileError("E_DYNAMIC", `dynamic dimensions are not supported on the ${platform} platform yet (${what}: ${typeStr(t)})`, span,
       "give the tensor a static shape, or use the interp platform");

@@ -34,13 +34,14 @@ export const ENTRY_END = "// ==== end of orchestration ====";
 /**
  * Only the orchestration (`tspto_entry`) of a lowered program, with the prelude: used by
  * targets whose kernels are not C++ functions (cuda). `symbols` maps each InCore function to
- * the C++ expression passed to rt->submit as its TsptoKernelFn.
+ * the C++ expression passed to rt->submit as its TsptoKernelFn. `platform` names the target in
+ * the E_DYNAMIC message (such targets take static shapes only).
  */
-export function generateEntryCpp(program: Program, symbols: ReadonlyMap<string, string>, submit: SubmitHook): string {
+export function generateEntryCpp(program: Program, symbols: ReadonlyMap<string, string>, submit: SubmitHook, platform: string): string {
   const entry = program.getFunction(program.entry);
   if (!entry) return internal(`program '${program.name}' has no entry function '${program.entry}'`);
   if (entry.fnKind !== "orchestration") internal(`the entry '${entry.name}' is a ${entry.fnKind} function, expected orchestration`, entry.span);
-  for (const p of entry.params) if (p.var.type.kind === "tensor") staticTensor(p.var.type, `parameter '${p.var.name}' of '${entry.name}'`, p.var.span);
+  for (const p of entry.params) if (p.var.type.kind === "tensor") staticTensor(p.var.type, `parameter '${p.var.name}' of '${entry.name}'`, p.var.span, platform);
   return [ENTRY_BEGIN, new FnGen(program, entry, "entry", symbols, submit).generate(), ENTRY_END, ""].join("\n");
 }
 

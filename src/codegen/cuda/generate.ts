@@ -98,7 +98,7 @@ export function generateCuda(program: Program): GeneratedCuda {
     `extern "C" const int64_t tspto_cuda_kernel_shared[${Math.max(1, kernels.length)}] = { ${kernels.map((k) => k.sharedBytes).join(", ") || "0"} };`,
     `extern "C" const int64_t tspto_cuda_kernel_gscratch[${Math.max(1, kernels.length)}] = { ${kernels.map((k) => (k.globalScratch ? k.scratchBytes : 0)).join(", ") || "0"} };`,
     reportFunction(sites),
-    generateEntryCpp(program, symbols, cudaSubmit),
+    generateEntryCpp(program, symbols, cudaSubmit, "cuda"),
   ].join("\n");
   return {
     source: parts.join("\n"), entry: entrySrc, kernels,
