@@ -269,8 +269,11 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
   // computed on it; a tile of whole columns (the first axis whole, from 0): column reductions
   const wholeOn = (ax: number) => tile.length === 2 && typeof space[ax] === "number" && tile[ax] === space[ax] && offsets[ax]?.kind === "const" && Number((offsets[ax] as { value: unknown }).value) === 0;
   const whole: Whole = tile.length === 2 ? { rows: space[0], cols: space[1], row: wholeOn(1), col: wholeOn(0) } : null;
-  const wholeRows = whole?.row || whole?.col ? whole : null;  // some reduction may stand here
   checkElementwise(value, whole, given);
+  // only an expression with reductions in it is lowered the whole-row / whole-column way below
+  // (vectors kept narrow, rowExpand / colExpand ops, shared nodes computed once); any other
+  // stays one tree of elementwise tile ops with stretched leaves
+  const reducing = whole !== null && (reductions(value, "row") > 0 || reductions(value, "col") > 0);
   // `given`: subexpressions whose tile the caller computed (a matmul's result under its epilogue)
   const tileOf = new Map<Expr, Expr>(given);
   // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
@@ -289,7 +292,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     const tv = mkVar(`${l.tensor.name}_tile`, load.type, span);
     inner.push(mkAssign([tv], load, span));
     const t = bc.some(Boolean) ? call("tile.broadcastTo", [tv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span) : tv;
-    if (wholeRows && bc[0] !== bc[1]) (bc[0] ? colVec : rowVec).set(t, tv);
+    if (reducing && bc[0] !== bc[1]) (bc[0] ? colVec : rowVec).set(t, tv);
     tileOf.set(l.key, t);
   }
   // Row reductions inside the expression (`x - rowMax(x)`, on tiles of whole rows): one [t, 1]
@@ -309,7 +312,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     uses.set(e, n);
     if (n === 1) e.args.forEach(count);
   };
-  if (wholeRows) count(value);
+  if (reducing) count(value);
   const stretch = (rv: Expr, axis: "row" | "col", span2: Span): Expr => {
     const r = call("tile.broadcastTo", [rv], valid ? { shape: [...tile], validShape: valid } : { shape: [...tile] }, span2);
     (axis === "row" ? rowVec : colVec).set(r, rv);
@@ -365,7 +368,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     let r: Expr;
     const et = e.type as TensorType;
     const axis = et.shape.length === 2 && et.shape[1] === 1 && tile[1] !== 1 ? "row" : et.shape.length === 2 && et.shape[0] === 1 && tile[0] !== 1 ? "col" : null;
-    const vec = axis ? toVec(e, axis) : null;
+    const vec = axis && reducing ? toVec(e, axis) : null;
     if (vec && axis) {
       r = stretch(vec, axis, e.span);
     } else if (reductionAxis(e.op)) {
@@ -382,13 +385,13 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
       else if (atCol >= 0) r = call(`tile.colExpand${suffix}`, [args[1 - atCol], colVec.get(args[atCol])!], {}, e.span);
       else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid });
       else r = call(op!, args, e.attrs, e.span);
-      if (wholeRows && (uses.get(e) ?? 0) > 1) {
+      if (reducing && (uses.get(e) ?? 0) > 1) {
         const tv = mkVar("t", exprType(r), e.span);
         inner.push(mkAssign([tv], r, e.span));
         r = tv;
       }
     }
-    if (wholeRows) memo.set(e, r);  // (elsewhere a node used twice is rebuilt: the expression stays a tree)
+    if (reducing) memo.set(e, r);  // (elsewhere a node used twice is rebuilt: the expression stays a tree)
     return r;
   };
   return toTile(value);
