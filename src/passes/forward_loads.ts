@@ -6,7 +6,7 @@
 // Element i of the window is read just before element i of the output is written, as in
 // the staged code, so the result is bit-identical (also when `out` aliases `a`); the loaded
 // values are stored in the tile's own type (no conversion: float32 and integer dtypes only).
-import type { Expr, Func, Stmt, TensorType, TileType } from "../ir/index.js";
+import type { Expr, Func, Stmt, TensorType, TileType, Var } from "../ir/index.js";
 import { REDUCTIONS, ROW_KEEP, forEachExpr, getOp, numel } from "../ir/index.js";
 import { isFusable } from "./flatten_tiles.js";
 
@@ -49,6 +49,23 @@ const rowDims = (dims: readonly (number | string)[]): number[] => dims.map((d, k
 
 const stridesOf = (dims: readonly number[]) => dims.map((_, k) => dims.slice(k + 1).reduce((a, b) => a * b, 1));
 
+/**
+ * The tensor a `v = load(...)` reads, when the code generator could read its window in place: a
+ * whole (no valid region), unpadded window that is contiguous in the tensor, loaded into a tile
+ * of the tensor's own dtype (float32 or an integer: no conversion). `dynamicRows`: the tensor's
+ * first dimension may be dynamic (the strides do not depend on it). Else null.
+ */
+function inPlaceWindow(v: Var, load: Extract<Expr, { kind: "call" }>, dynamicRows: boolean): TensorType | null {
+  const tt = v.type as TileType, lt = load.type as TileType;
+  const tensor = load.args[0];
+  const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
+  const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
+  const dimsOk = ten && (dynamicRows ? staticRows(ten.shape) : ten.shape.every((d) => typeof d === "number"));
+  if (!ten || !dimsOk || !full || tt.kind !== "tile" || tt.dtype !== ten.dtype || !SAME_TYPE.has(ten.dtype) || load.attrs.pad !== undefined ||
+      !lt.shape.every((d) => typeof d === "number") || !contiguous(lt.shape as number[], rowDims(ten.shape))) return null;
+  return ten;
+}
+
 /** Tile variables (by id) whose load the code generator may forward into a store. */
 export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
   const out = new Map<number, ForwardedLoad>();
@@ -63,15 +80,7 @@ export function forwardableLoads(fn: Func): Map<number, ForwardedLoad> {
       if (s.kind === "if") { pending = []; block(s.then); block(s.else); continue; }
       if (s.kind === "assign" && s.targets.length === 1 && s.value.kind === "call" && s.value.op === "tile.load") {
         const v = s.targets[0], load = s.value;
-        const tt = v.type as TileType, lt = load.type as TileType;
-        const tensor = load.args[0];
-        const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
-        const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
-        if (ten && full && tt.kind === "tile" && tt.dtype === ten.dtype && SAME_TYPE.has(ten.dtype) && load.attrs.pad === undefined &&
-            staticRows(ten.shape) && lt.shape.every((d) => typeof d === "number") &&
-            contiguous(lt.shape as number[], rowDims(ten.shape))) {
-          pending.push({ id: v.id, load });
-        }
+        if (inPlaceWindow(v, load, true)) pending.push({ id: v.id, load });
         continue;
       }
       if (s.kind === "eval" && s.expr.kind === "call" && s.expr.op === "tile.store") {
@@ -151,13 +160,9 @@ export function forwardableReads(fn: Func, already: ReadonlyMap<number, Forwarde
       if (s.kind !== "assign" || s.targets.length !== 1 || s.value.kind !== "call" || s.value.op !== "tile.load") return;
       const v = s.targets[0], load = s.value;
       if (already.has(v.id)) return;
-      const tt = v.type as TileType, lt = load.type as TileType;
-      const tensor = load.args[0];
-      const ten = tensor.kind === "var" && tensor.type.kind === "tensor" ? (tensor.type as TensorType) : null;
-      const full = !lt.validShape || numel(lt.validShape as number[]) === numel(lt.shape as number[]);
-      if (!ten || !full || tt.kind !== "tile" || tt.dtype !== ten.dtype || !SAME_TYPE.has(ten.dtype) || load.attrs.pad !== undefined ||
-          !ten.shape.every((d) => typeof d === "number") || !lt.shape.every((d) => typeof d === "number") ||
-          !contiguous(lt.shape as number[], ten.shape as number[]) || load.args[1].kind !== "list") return;
+      const lt = load.type as TileType, tensor = load.args[0];
+      const ten = inPlaceWindow(v, load, false);
+      if (!ten || load.args[1].kind !== "list") return;
       const total = uses.get(v.id) ?? 0;
       let seen = 0;
       for (let k = i + 1; k < ss.length && seen < total; k++) {
