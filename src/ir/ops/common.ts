@@ -188,3 +188,10 @@ export function runtimeCheck(what: string, kind: string, offsets: readonly numbe
     }
   }
 }
+
+/** broadcastTo's rule (tiles and tensors): same rank, and only dimensions of 1 stretch. */
+export function expectBroadcastable(ctx: InferCtx, x: TileType | TensorType, shape: readonly number[]): void {
+  if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
+    ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
+  }
+}

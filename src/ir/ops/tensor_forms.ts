@@ -12,7 +12,7 @@ import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Val
 import { newTensor } from "./elementwise.js";
 import { ARG_REDUCTIONS, PROD_REDUCTIONS, REDUCTIONS } from "./reduce.js";
 import { matmulAccDType } from "./matmul.js";
-import { argName, expectDType, expectKind, expectShape, stridesOf, forWindow, dot, staticDims, validShapeOption } from "./common.js";
+import { argName, expectBroadcastable, expectDType, expectKind, expectShape, stridesOf, forWindow, dot, staticDims, validShapeOption } from "./common.js";
 import { getOp } from "../registry.js";
 
 const toTile = (t: TensorValue): TileValue =>
@@ -149,9 +149,7 @@ registerOp({
   infer(ctx) {
     const x = expectKind(ctx, 0, ["tile"], "the operand of broadcastTo");
     const shape = expectShape(ctx, "shape", ctx.attrs.shape);
-    if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
-      ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
-    }
+    expectBroadcastable(ctx, x, shape);
     const valid = validShapeOption(ctx, shape, (v) => `validShape ${v} must fit in [${shape.join(", ")}]`);
     return tileT(shape, x.dtype, x.mem, valid);
   },
@@ -196,9 +194,7 @@ registerOp({
   infer(ctx) {
     const x = expectKind(ctx, 0, ["tensor"], "the operand of broadcastTo");
     const shape = expectShape(ctx, "shape", ctx.attrs.shape);
-    if (shape.length !== x.shape.length || x.shape.some((d, i) => d !== 1 && d !== shape[i])) {
-      ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
-    }
+    expectBroadcastable(ctx, x, shape);
     if (ctx.attrs.validShape != null) ctx.fail("validShape is for tiles: a tensor has no pad region", "drop the option, or broadcast a tile");
     return tensorT(shape, x.dtype);
   },
