@@ -236,6 +236,13 @@ template <typename F> static inline F tspto_fmin(F a, F b) {
 
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
 
+// A select of two values: both operands are evaluated (loaded) before the blend, so the
+// vectorizer sees unconditional loads and a blend, never masked loads. g++ 12 at -O3
+// -march=native miscompiles a vectorized 'm[i] != 0 ? a[i] : b[i]' over small tiles (the
+// masked loads of later vectors reuse the first vector's mask); every select the generated
+// code makes (sel, fillpad's pad) goes through this.
+template <typename T> static inline T tspto_blend(bool m, T a, T b) { return m ? a : b; }
+
 // ------------------------------------------------------------------ run-time checks
 // a window (slice / assemble / read) outside a tile or tensor: "slice window [..] + [..] is outside tile 'x' of shape [..] (axis k)"
 __attribute__((cold, noinline)) static void tspto_bounds_fail(const TsptoRuntimeApi* rt, const char* where, const char* what,

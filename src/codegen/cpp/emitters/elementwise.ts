@@ -136,7 +136,8 @@ const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
     if (!op) throw new TsptoCompileError("E_CODEGEN", `internal: cmp mode ${JSON.stringify(call.attrs.mode)}`, call.span);
     return `(uint8_t)(${dbl(a)} ${op} ${dbl(b)})`;
   },
-  sel: ([m, a, b], d) => `((${m.kind === "tile" ? m.code : `(bool)(${m.code})`}) != 0 ? ${elemOf(d, a)} : ${elemOf(d, b)})`,
+  // both operands loaded, then blended (tspto_blend): no conditional loads
+  sel: ([m, a, b], d) => `tspto_blend<${scratchCType(d)}>((${m.kind === "tile" ? m.code : `(bool)(${m.code})`}) != 0, ${elemOf(d, a)}, ${elemOf(d, b)})`,
   expands: ([, v], d) => elemOf(d, v),
 };
 for (const [name, formula] of Object.entries(ELEMENTWISE_CPP)) defineElementwiseCpp(name, formula);

@@ -1,7 +1,7 @@
 // Shape ops: reshape, slice, concat, assemble, fillpad.
 import { numel, padValue } from "../../../ir/index.js";
 import { toDType } from "../../../ir/values.js";
-import { scratchLit } from "./ctypes.js";
+import { scratchCType, scratchLit } from "./ctypes.js";
 import { def } from "./table.js";
 import { destPtr, exprLabel, linear, shapeLoops, tileOperand, tileWindow } from "./tiles.js";
 
@@ -61,7 +61,7 @@ def("tile.fillpad", {
     shapeLoops(ctx, x.shape, (idx) => {
       const inside = idx.flatMap((v, ax) => (typeof valid[ax] !== "number" || valid[ax] < x.shape[ax] ? [`${v} < ${valid[ax]}`] : []));
       const at = linear(idx, x.shape);
-      return `${o}[${at}] = ${inside.length ? `(${inside.join(" && ")}) ? ${ex(at)} : ${pad}` : ex(at)};`;
+      return `${o}[${at}] = ${inside.length ? `tspto_blend<${scratchCType(d)}>(${inside.join(" && ")}, ${ex(at)}, ${pad})` : ex(at)};`;
     });
   },
 });
