@@ -69,6 +69,7 @@ bool SameTensor(const TsptoAccess& a, const TsptoAccess& b) {
 }
 
 bool Overlaps(const TsptoAccess& a, const TsptoAccess& b) {
+  if (a.nbytes <= 0 || b.nbytes <= 0) return false;  // an empty access touches no element
   if (!(a.base < b.base + b.nbytes && b.base < a.base + a.nbytes)) return false;
   if (!SameTensor(a, b)) return true;  // byte hulls overlap
   // Two windows of one tensor: boxes overlap on every axis.

@@ -237,22 +237,88 @@ export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number)
  * submitted): task j depends on an earlier task i when an access of each overlaps and one
  * writes. Scanning back from j, a write that covers j's access is the newest producer of that
  * region; older tasks are ordered before it already, so the scan stops there.
+ *
+ * The scan is not done task by task (that was quadratic: 16k independent tasks took 16–30 s,
+ * each access scanned every earlier task). Accesses are grouped by the region they touch
+ * (byte hull and window: what overlap and coverage depend on), the regions sorted by address
+ * with a max-end tree over them, so each access visits only the regions its hull overlaps;
+ * in a region, the accesses of one kind are in task order, so the ones between the stop (the
+ * newest covering write) and j are a suffix found by binary search. The edges, their order
+ * and the access each names are those of the task-by-task scan.
  */
 export function derivedEdges(tasks: readonly NativeTraceTask[]): { from: number; to: number; access: NativeTraceAccess }[] {
-  const out: { from: number; to: number; access: NativeTraceAccess }[] = [];
-  const seen = new Set<string>();
   const W = 2;
+  // ---- regions: one per distinct (hull, window); each holds its accesses' task indices in order
+  interface Region { rep: NativeTraceAccess; lo: number; hi: number; all: number[]; writes: number[]; near?: Region[] }
+  const byKey = new Map<string, Region>();
+  const regionOf: (Region | undefined)[][] = tasks.map((t, j) => t.accesses.map((a) => {
+    if (!(a.nbytes > 0)) return undefined; // touches nothing: overlaps no access
+    const w = a.window;
+    const key = `${a.base}:${a.nbytes}${w ? `:${w.tensor}:${w.elemBytes}:${w.dims.join(",")}:${w.offsets.join(",")}:${w.extents.join(",")}` : ""}`;
+    let r = byKey.get(key);
+    if (!r) { r = { rep: a, lo: Number(a.base), hi: Number(a.base) + a.nbytes, all: [], writes: [] }; byKey.set(key, r); }
+    if (r.all[r.all.length - 1] !== j) r.all.push(j);
+    if (a.mode & W && r.writes[r.writes.length - 1] !== j) r.writes.push(j);
+    return r;
+  }));
+  const sorted = [...byKey.values()].sort((x, y) => x.lo - y.lo);
+  const n = sorted.length;
+  // maxHi[node] over sorted[node's range], an implicit segment tree (node 1 = whole array)
+  const size = 1 << Math.ceil(Math.log2(Math.max(1, n)));
+  const maxHi = new Float64Array(2 * size).fill(-Infinity);
+  sorted.forEach((r, k) => { maxHi[size + k] = r.hi; });
+  for (let k = size - 1; k >= 1; k--) maxHi[k] = Math.max(maxHi[2 * k], maxHi[2 * k + 1]);
+  /** The regions that touch a common element with `r` (an overlap independent of mode and time). */
+  const near = (r: Region): Region[] => {
+    if (r.near) return r.near;
+    const out: Region[] = [];
+    // the regions that start before r ends: a prefix of `sorted`
+    let a = 0, b = n;
+    while (a < b) { const m = (a + b) >> 1; if (sorted[m].lo < r.hi) a = m + 1; else b = m; }
+    const limit = a;
+    const walk = (node: number, from: number, to: number): void => {
+      if (from >= limit || maxHi[node] <= r.lo) return;
+      if (to - from === 1) { const q = sorted[from]; if (accessesOverlap(q.rep, r.rep)) out.push(q); return; }
+      const mid = (from + to) >> 1;
+      walk(2 * node, from, mid);
+      walk(2 * node + 1, mid, to);
+    };
+    walk(1, 0, size);
+    return (r.near = out);
+  };
+  /** Index of the first entry of `xs` (ascending) that is >= v. */
+  const lowerBound = (xs: number[], v: number): number => {
+    let a = 0, b = xs.length;
+    while (a < b) { const m = (a + b) >> 1; if (xs[m] < v) a = m + 1; else b = m; }
+    return a;
+  };
+
+  const out: { from: number; to: number; access: NativeTraceAccess }[] = [];
   for (let j = 0; j < tasks.length; j++) {
-    for (const aj of tasks[j].accesses) {
-      scan: for (let i = j - 1; i >= 0; i--) {
-        for (const ai of tasks[i].accesses) {
-          if (!((ai.mode | aj.mode) & W) || !accessesOverlap(ai, aj)) continue;
-          const key = `${tasks[i].id}>${tasks[j].id}`;
-          if (!seen.has(key)) { seen.add(key); out.push({ from: tasks[i].id, to: tasks[j].id, access: aj }); }
-          if (ai.mode & W && covers(ai, aj)) break scan;
-        }
+    const linked = new Set<number>();
+    tasks[j].accesses.forEach((aj, k) => {
+      const r = regionOf[j][k];
+      if (!r) return;
+      const cand = near(r);
+      // the stop: the newest earlier task with a write covering aj
+      let stop = -1;
+      for (const q of cand) {
+        if (!covers(q.rep, aj)) continue;
+        const at = lowerBound(q.writes, j) - 1;
+        if (at >= 0) stop = Math.max(stop, q.writes[at]);
       }
-    }
+      // tasks in [stop, j) with a conflicting access in an overlapping region, newest first
+      const found = new Set<number>();
+      for (const q of cand) {
+        const xs = aj.mode & W ? q.all : q.writes;
+        for (let at = lowerBound(xs, j) - 1; at >= 0 && xs[at] >= stop; at--) found.add(xs[at]);
+      }
+      for (const i of [...found].sort((x, y) => y - x)) {
+        if (linked.has(i)) continue;
+        linked.add(i);
+        out.push({ from: tasks[i].id, to: tasks[j].id, access: aj });
+      }
+    });
   }
   return out;
 }
@@ -263,8 +329,9 @@ function sameTensor(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
   return !!x && !!y && x.tensor === y.tensor && x.elemBytes === y.elemBytes && x.dims.length === y.dims.length && x.dims.every((d, k) => d === y.dims[k]);
 }
 
-/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? */
+/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? An empty one touches none. */
 export function accessesOverlap(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (!(a.nbytes > 0 && b.nbytes > 0)) return false;
   if (!(a.base < b.base + BigInt(b.nbytes) && b.base < a.base + BigInt(a.nbytes))) return false;
   if (!sameTensor(a, b)) return true;
   const x = a.window!, y = b.window!;
