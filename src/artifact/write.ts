@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { KEY_FILE, META_FILE, PASSES_DUMP_DIR } from "./layout.js";
-import { TsptoArtifactError, validateMeta, type CompiledMeta } from "./meta.js";
+import { TsptoArtifactError, metaText, validateMeta, type CompiledMeta } from "./meta.js";
 import { defaultArtifactRoot } from "./private_dir.js";
 
 export interface ArtifactDump {
@@ -152,7 +152,7 @@ export function writeArtifact(opts: WriteArtifactOptions, fill: (f: ArtifactFill
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(outputDir, META_FILE)); // what we write must read back
     writeFileSync(join(tmp, KEY_FILE), `${opts.key}\n`);
-    writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    writeFileSync(join(tmp, META_FILE), metaText(meta));
     // install: another process may have finished the same artifact first -> use theirs
     try {
       renameSync(tmp, outputDir);

@@ -39,6 +39,9 @@ export interface Packed {
   source: readonly unknown[];
 }
 
+/** A scalar as messages show it (String(-0) is "0"). */
+const scalarText = (v: unknown): string => (Object.is(v, -0) ? "-0" : String(v));
+
 export const rtErr = (code: string, msg: string, hint?: string, where?: ErrorWhere) => new TsptoRuntimeError(code, msg, callerSpan(), hint, where);
 const shapeStr = (s: readonly number[], names?: readonly (string | null)[] | null) => `[${s.map((d, k) => (d === -1 && names?.[k] ? names[k] : d)).join(", ")}]`;
 
@@ -207,8 +210,9 @@ export class Binder {
           throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`, undefined, where);
         }
         if (p.value !== undefined) {
-          if (a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
-            throw rtErr("E_SPECIALIZED", `${what} is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
+          // the value itself (Object.is): NaN matches a NaN specialization, -0 is not 0 (the jit keys them apart)
+          if (!Object.is(a, p.value) && !(typeof a === "bigint" && Number.isInteger(p.value) && BigInt(p.value as number) === a)) {
+            throw rtErr("E_SPECIALIZED", `${what} is ${scalarText(a)}, but the program was compiled for ${p.name}=${scalarText(p.value)}`,
               `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`, where);
           }
         } else if (!this.#scalarOk(p, a)) {

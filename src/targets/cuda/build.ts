@@ -21,7 +21,7 @@ import { entrySignature } from "../../codegen/index.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
 import {
   KEY_FILE, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, canonicalJSON, checkReplaceable, defaultArtifactRoot, safeName, sha256,
-  validateMeta, writeDumps, type CompiledMeta,
+  metaText, validateMeta, writeDumps, type CompiledMeta,
 } from "../../artifact/index.js";
 import {
   CUDA_SOURCE_PATH, ENTRY_LIBRARY_PATH, ENTRY_SOURCE_PATH, FATBIN_PATH, NVCC_FLAGS, ENTRY_CXX_FLAGS,
@@ -149,7 +149,7 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(p.outputDir, META_FILE)); // what we write must read back
     writeFileSync(join(tmp, KEY_FILE), `${p.key}\n`);
-    writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    writeFileSync(join(tmp, META_FILE), metaText(meta));
     try {
       renameSync(tmp, p.outputDir);
     } catch {
