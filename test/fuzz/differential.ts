@@ -110,6 +110,37 @@ function store(v: number, d: DType, mode: Mode = "trunc"): number {
   }
 }
 
+/**
+ * x rounded to a binary float (`mant` fraction bits, minimum normal exponent `emin`, largest
+ * finite `max`) in a cast rounding mode: the neighbour of x the mode picks; past `max`
+ * Infinity, or `max` where the mode rounds toward zero for x's sign.
+ */
+function roundFloatMode(x: number, mant: number, emin: number, max: number, m: Mode): number {
+  if (!Number.isFinite(x) || x === 0) return x;
+  const a = Math.abs(x);
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e--;
+  if (2 ** (e + 1) <= a) e++;
+  const ulp = 2 ** (Math.max(e, emin) - mant);
+  const lo = Math.floor(a / ulp) * ulp, hi = lo + ulp;
+  let v = lo === a ? a
+    : m === "trunc" ? lo : m === "floor" ? (x > 0 ? lo : hi) : m === "ceil" ? (x > 0 ? hi : lo)
+    : m === "round" ? (a - lo >= hi - a ? hi : lo)
+    : a - lo > hi - a ? hi : a - lo < hi - a ? lo : (lo / ulp) % 2 === 0 ? lo : hi;
+  if (v > max) v = m === "trunc" || (m === "floor" && x > 0) || (m === "ceil" && x < 0) ? max : Infinity;
+  return x < 0 ? -v : v;
+}
+/** cast(v, d, mode) (SEMANTICS.md: the mode rounds every narrowing, to a float format too). */
+function castTo(v: number, d: DType, mode: Mode): number {
+  if (Number.isNaN(v) && isFloat(d)) return NaN;
+  switch (d) {
+    case "float32": return roundFloatMode(v, 23, -126, 3.4028234663852886e38, mode);
+    case "float16": return roundFloatMode(v, 10, -14, 65504, mode);
+    case "bfloat16": return roundFloatMode(v, 7, -126, 3.3895313892515355e38, mode);
+    default: return store(v, d, mode);
+  }
+}
+
 // ------------------------------------------------------------------ host data
 function hostTensor(values: readonly number[], shape: readonly number[], d: DType): HostTensor {
   const n = values.length;
@@ -190,7 +221,7 @@ function genExpr(r: Rand, depth: number, d: DType, leaves: Input[], newLeaf: (d:
       const from = pick(r, ELEM_DTYPES.filter((x) => x !== d));
       const mode = pick(r, ["round", "rint", "floor", "ceil", "trunc"] as const);
       const x = leafOf(from);
-      return { src: `pl.cast(${x.src}, ${DT[d]}, "${mode}")`, dtype: d, eval: (i) => store(x.eval(i), d, mode), transcendental: false };
+      return { src: `pl.cast(${x.src}, ${DT[d]}, "${mode}")`, dtype: d, eval: (i) => castTo(x.eval(i), d, mode), transcendental: false };
     }
     return leafOf(d);
   }

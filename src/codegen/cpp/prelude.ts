@@ -2,6 +2,8 @@
 // helpers (float16 / bfloat16 conversions bit-exact with src/runtime/dtype.ts, saturating
 // conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
 // NaN-propagating min/max) and the run-time window check used by loads and stores.
+import { castModeHelpers } from "./cast_modes.js";
+
 export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cmath>
 #include <cstdint>
@@ -74,6 +76,7 @@ static inline float tspto_d2f_odd(double d) {
 }
 static inline float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+${castModeHelpers("static inline")}
 
 // ------------------------------------------------------------------ exp
 // fp32 exp without calls or branches, so the compiler vectorizes the loops that use it (libm's

@@ -1,7 +1,8 @@
 // Elementwise emitters: the binary / unary families (from the registry's BINARY / UNARY
 // tables), one formula per registry spec (defineElementwiseCpp), and cast / move / full / create.
 import { BINARY, type Call, type DType, type Span, type TileType, TsptoCompileError, UNARY, isFloat } from "../../../ir/index.js";
-import { toDType } from "../../../ir/values.js";
+import { castNarrows, toDType } from "../../../ir/values.js";
+import { CAST_MODE_INDEX } from "../cast_modes.js";
 import { D2I, SAT, roundD, roundF, scratchCType, scratchLit } from "./ctypes.js";
 import { type ElemOperand, def } from "./table.js";
 
@@ -144,15 +145,29 @@ for (const [name, formula] of Object.entries(ELEMENTWISE_CPP)) defineElementwise
 
 // ------------------------------------------------------------------ elementwise: cast, move, full, create
 export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
-/** Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like roundToDType(x, to, mode). */
+/**
+ * Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like
+ * castToDType(x, to, mode): the mode rounds every narrowing, to a float format too
+ * (cast_modes.ts; `rint` is the plain nearest-even conversion).
+ */
 export function castElem(from: DType, to: DType, mode: RoundModeName, x: string): string {
+  const directed = mode !== "rint" && castNarrows(from, to);
+  const M = CAST_MODE_INDEX[mode];
   if (isFloat(from)) {
-    if (isFloat(to)) return roundF(to, x);
+    if (isFloat(to)) {
+      if (!directed) return roundF(to, x);
+      return to === "float16" ? `tspto_cast_f16<${M}>(${x})` : `tspto_cast_bf16<${M}>(${x})`;
+    }
     if (to === "bool") return `tspto_d2b((double)${x})`;
     return `${D2I[to]}(tspto_mode_${mode}((double)${x}))`;
   }
-  // integer or bool source: the value is an integer
-  if (isFloat(to)) return roundD(to, `(double)${x}`);
+  // integer or bool source: the value is an integer (exact as a double: int64 within ±2^53)
+  if (isFloat(to)) {
+    if (!directed) return roundD(to, `(double)${x}`);
+    if (to === "float32") return `tspto_d2f_mode<${M}>((double)${x})`;
+    // through float rounded to odd: the second rounding then equals one rounding of the double
+    return `tspto_cast_${to === "float16" ? "f16" : "bf16"}<${M}>(tspto_d2f_odd((double)${x}))`;
+  }
   if (from === to && to !== "bool") return x;
   return `${SAT[to]}((int64_t)${x})`;
 }
