@@ -242,8 +242,10 @@ template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F
 // A select of two values: both operands are evaluated (loaded) before the blend, so the
 // vectorizer sees unconditional loads and a blend, never masked loads. g++ 12 at -O3
 // -march=native miscompiles a vectorized 'm[i] != 0 ? a[i] : b[i]' over small tiles (the
-// masked loads of later vectors reuse the first vector's mask); every select the generated
-// code makes (sel, fillpad's pad) goes through this.
+// masked loads of later vectors reuse the first vector's mask); every select of the generated
+// element loops goes through this (sel, fillpad's pad, prelu, lrelu, integer division by a
+// float scalar): no value is read in one arm of a conditional only. Loops that must not read
+// outside a region (edge tiles, a load's valid rows) are split into separate loops instead.
 template <typename T> static inline T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ run-time checks

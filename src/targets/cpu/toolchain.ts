@@ -14,6 +14,28 @@ import { sha256, writeAtomic } from "../../artifact/index.js";
 
 /** Flags of every cpu build (after `$CXX`). */
 export const CXX_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
+/**
+ * The flags of this process's cpu builds: CXX_FLAGS, or with its -O3 replaced by the level in
+ * $TSPTO_CXX_OPT (internal, for tspto's own tests: the differential fuzzer builds a sample of
+ * programs at -O0 and at the production flags and compares them, so a miscompile by the
+ * optimizer shows up as a difference). Part of every cache and artifact key; builds with an
+ * override use no precompiled header.
+ */
+export function cxxFlags(): readonly string[] {
+  const opt = cxxOptOverride();
+  return opt ? CXX_FLAGS.map((f) => (f === "-O3" ? opt : f)) : CXX_FLAGS;
+}
+const CXX_OPT_LEVELS = ["-O0", "-O1", "-O2", "-O3", "-Os", "-Og"];
+/** $TSPTO_CXX_OPT ("-O0" ... "-O3", "-Os", "-Og"), or null when unset. */
+export function cxxOptOverride(): string | null {
+  const env = process.env.TSPTO_CXX_OPT;
+  if (env === undefined || env === "") return null;
+  if (!CXX_OPT_LEVELS.includes(env)) {
+    throw new TsptoConfigError("E_CONFIG", `TSPTO_CXX_OPT must be one of ${CXX_OPT_LEVELS.join(", ")} (an internal testing override of -O3), got ${JSON.stringify(env)}`,
+      undefined, "unset it for normal builds", { argument: "TSPTO_CXX_OPT" });
+  }
+  return env;
+}
 /** Where the library goes inside the artifact directory, and the source it is built from. */
 export const LIBRARY_PATH = "build/libprogram.so";
 export const SOURCE_PATH = "kernels/program.cpp";
@@ -169,8 +191,8 @@ export function cxxTimeoutMs(): number {
 }
 
 export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
-  const pch = precompiledHeader(tc);
-  const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
+  const pch = cxxOptOverride() ? null : precompiledHeader(tc); // the PCH is built with CXX_FLAGS
+  const flags = [...cxxFlags(), "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
   const timeoutMs = cxxTimeoutMs();
   const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
@@ -201,9 +223,10 @@ let identityMemo: { env: string; id: string[] } | undefined;
  * architecture and the CPU model and features (-march=native depends on them).
  */
 export function toolchainIdentity(): string[] {
-  const env = process.env.CXX ?? "";
+  const env = `${process.env.CXX ?? ""}\0${process.env.TSPTO_CXX_OPT ?? ""}`;
   if (identityMemo && identityMemo.env === env) return identityMemo.id;
-  const cmds = env.trim() ? [env.trim()] : ["c++", "g++", "clang++"];
+  const cxx = (process.env.CXX ?? "").trim();
+  const cmds = cxx ? [cxx] : ["c++", "g++", "clang++"];
   const parts: string[] = [];
   for (const cmd of cmds) {
     const exe = cmd.split(/\s+/)[0];
@@ -212,7 +235,7 @@ export function toolchainIdentity(): string[] {
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
     break;
   }
-  parts.push(CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
+  parts.push(cxxFlags().join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
   identityMemo = { env, id: parts };
   return parts;
 }

@@ -21,7 +21,8 @@ export const BINARY_CPP: Record<string, BinaryCpp> = {
   sub: { f: (a, b) => `(${a} - ${b})`, i: (a, b) => `(${a} - ${b})`, i64: (a, b) => `tspto_sub_sat(${a}, ${b})` },
   mul: { f: (a, b) => `(${a} * ${b})`, i: (a, b) => `(${a} * ${b})`, i64: (a, b) => `tspto_mul_sat(${a}, ${b})` },
   div: {
-    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `(${b} == 0.0 ? 0.0 : (${a} / ${b}))`,
+    // a float scalar into an integer result: x / 0 = 0 (both computed, then blended: no operand is read in one arm only)
+    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `tspto_blend<double>(${b} == 0.0, 0.0, ${a} / ${b})`,
     i: (a, b) => `tspto_idiv(${a}, ${b})`, i64: (a, b) => `tspto_idiv(${a}, ${b})`,
   },
   maximum: { f: (a, b, F) => `tspto_fmax<${F}>(${a}, ${b})`, i: (a, b) => `tspto_imax(${a}, ${b})`, i64: (a, b) => `tspto_imax(${a}, ${b})` },
@@ -131,7 +132,7 @@ const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   erf: unaryD((x) => `std::erf(${x})`),
   sigmoid: unaryD((x) => `(1.0 / (1.0 + std::exp(-${x})))`),
   pow: ([a, b], d) => fromDouble(d, `tspto_pow(${dbl(a)}, ${dbl(b)})`),
-  lrelu: ([x, s], d) => fromDouble(d, `(${dbl(x)} > 0.0 ? ${dbl(x)} : ${dbl(x)} * ${dbl(s)})`),
+  lrelu: ([x, s], d) => fromDouble(d, `tspto_blend<double>(${dbl(x)} > 0.0, ${dbl(x)}, ${dbl(x)} * ${dbl(s)})`),
   cmp: ([a, b], _d, call) => {
     const op = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" }[String(call.attrs.mode)];
     if (!op) throw new TsptoCompileError("E_CODEGEN", `internal: cmp mode ${JSON.stringify(call.attrs.mode)}`, call.span);

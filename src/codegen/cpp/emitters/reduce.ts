@@ -181,7 +181,8 @@ def("tile.prelu", {
     const ex = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
     const o = destPtr(ctx, dest);
     const x = ctx.fresh("x");
-    shapeLoops(ctx, [m, n], ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = ${x} > 0.0f ? ${x} : ${roundF(d, `(${x} * ${es(r)})`)}; }`);
+    // both arms computed (the slope read for every element), then blended: no load in one arm only
+    shapeLoops(ctx, [m, n], ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = tspto_blend<float>(${x} > 0.0f, ${x}, ${roundF(d, `(${x} * ${es(r)})`)}); }`);
   },
 });
 
