@@ -4,7 +4,7 @@
 // <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
 // describes the latest launch that recorded it and is written atomically (temp + rename).
 // The interp platform records nothing (see ChipWorker: it says so once).
-import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync, renameSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
 import { DFX_DIR, type CompiledMeta } from "../artifact/index.js";
@@ -33,6 +33,42 @@ function writeAtomic(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data);
   renameSync(tmp, path);
+}
+
+/**
+ * A file written in pieces, then renamed into place (atomic like writeAtomic): a launch of
+ * 200k tasks makes a swimlane of ~100 MB, which is never one string or one object tree.
+ */
+class StreamFile {
+  readonly #tmp: string;
+  readonly #fd: number;
+  #parts: string[] = [];
+  #len = 0;
+  constructor(readonly path: string) {
+    this.#tmp = `${path}.tmp-${process.pid}`;
+    this.#fd = openSync(this.#tmp, "w");
+  }
+  write(s: string): void {
+    this.#parts.push(s);
+    this.#len += s.length;
+    if (this.#len >= 1 << 20) this.#flush();
+  }
+  #flush(): void {
+    if (this.#parts.length) writeSync(this.#fd, this.#parts.join(""));
+    this.#parts = [];
+    this.#len = 0;
+  }
+  close(): void {
+    this.#flush();
+    closeSync(this.#fd);
+    renameSync(this.#tmp, this.path);
+  }
+}
+/** `[` items `]` as JSON, one item per line. */
+function jsonArray(f: StreamFile, n: number, item: (i: number) => string): void {
+  f.write("[");
+  for (let i = 0; i < n; i++) f.write(`${i ? ",\n" : "\n"}${item(i)}`);
+  f.write("\n]");
 }
 
 interface Region { name: string; base: bigint; nbytes: number; dtype: DType | null }
@@ -71,43 +107,62 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   const regions = regionsOf(meta, trace);
   const tasks = trace.tasks;
 
+  // the dependency graph (swimlane's idle reasons and deps.json), derived once
+  let edges: ReturnType<typeof derivedEdges> | null = null;
+  const graph = () => (edges ??= derivedEdges(tasks));
+
   if (cfg.enableChipSwimlane > 0) {
     const level = cfg.enableChipSwimlane;
-    const ev: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
+    const head: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
     const usedCores = new Set(tasks.map((t) => t.core));
-    const why = idleReason(tasks, coreCount);
+    const why = idleReason(tasks, coreCount, graph);
     for (let c = 0; c < coreCount; c++) {
-      ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
+      head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
     }
     // Tasks the orchestration thread ran itself (a launch's last task, when no more tasks than cores were in flight) have core == coreCount.
-    if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
+    if (usedCores.has(coreCount)) head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
     const orchTid = coreCount + 1;
-    if (level >= 3) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
-    for (const t of tasks) {
-      ev.push({ ph: "X", name: t.kernel, cat: "task", pid: deviceId, tid: t.core, ts: us(t.startNs), dur: (t.endNs - t.startNs) / 1000,
-        args: { task: t.id, core: t.core, scope: t.scope } });
-      if (level >= 2) {
-        ev.push({ ph: "i", name: `submit ${t.kernel}`, cat: "dispatch", s: "t", pid: deviceId, tid: orchTid, ts: us(t.submitNs), args: { task: t.id } });
-        ev.push({ ph: "i", name: `finish ${t.kernel}`, cat: "finish", s: "t", pid: deviceId, tid: t.core, ts: us(t.endNs), args: { task: t.id } });
-      }
-    }
+    if (level >= 3) head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
+    const tail: object[] = [];
     if (level >= 3) {
-      ev.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
-      ev.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
+      tail.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
+      tail.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
     }
     // The launch's start on the wall clock (µs since the epoch), so that traces of several
     // processes (ranks) can be put on one timeline: the trace clock is CLOCK_MONOTONIC, as
     // process.hrtime is, so the offset between the two clocks is measured now.
     const startUnixUs = Math.round((performance.timeOrigin + performance.now()) * 1000 - Number(process.hrtime.bigint() - BigInt(t0)) / 1000);
-    writeAtomic(join(dir, "swimlane.json"), JSON.stringify({ traceEvents: ev, displayTimeUnit: "ns", launchUs: (trace.launchEndNs - t0) / 1000, startUnixUs }));
+    // streamed: one line per event, the task events written as text (kernel names quoted once)
+    const quoted = new Map<string, string>();
+    const q = (k: string) => { let v = quoted.get(k); if (v === undefined) { v = JSON.stringify(k); quoted.set(k, v); } return v; };
+    const qs = new Map<string, string>();
+    const qk = (prefix: string, k: string) => { const key = `${prefix}${k}`; let v = qs.get(key); if (v === undefined) { v = JSON.stringify(key); qs.set(key, v); } return v; };
+    const f = new StreamFile(join(dir, "swimlane.json"));
+    f.write('{"traceEvents":[');
+    let first = true;
+    const put = (line: string) => { f.write(first ? `\n${line}` : `,\n${line}`); first = false; };
+    for (const e of head) put(JSON.stringify(e));
+    for (const t of tasks) {
+      put(`{"ph":"X","name":${q(t.kernel)},"cat":"task","pid":${deviceId},"tid":${t.core},"ts":${us(t.startNs)},"dur":${(t.endNs - t.startNs) / 1000},"args":{"task":${t.id},"core":${t.core},"scope":${t.scope}}}`);
+      if (level >= 2) {
+        put(`{"ph":"i","name":${qk("submit ", t.kernel)},"cat":"dispatch","s":"t","pid":${deviceId},"tid":${orchTid},"ts":${us(t.submitNs)},"args":{"task":${t.id}}}`);
+        put(`{"ph":"i","name":${qk("finish ", t.kernel)},"cat":"finish","s":"t","pid":${deviceId},"tid":${t.core},"ts":${us(t.endNs)},"args":{"task":${t.id}}}`);
+      }
+    }
+    for (const e of tail) put(JSON.stringify(e));
+    f.write(`\n],"displayTimeUnit":"ns","launchUs":${(trace.launchEndNs - t0) / 1000},"startUnixUs":${startUnixUs}}`);
+    f.close();
   }
 
   if (cfg.enableDepGen) {
-    const deps = {
-      tasks: tasks.map((t) => ({ id: t.id, kernel: t.kernel, scope: t.scope, core: t.core })),
-      edges: derivedEdges(tasks).map((e) => ({ from: e.from, to: e.to, tensor: locate(regions, e.access).name })),
-    };
-    writeAtomic(join(dir, "deps.json"), JSON.stringify(deps, null, 1));
+    const es = graph();
+    const f = new StreamFile(join(dir, "deps.json"));
+    f.write('{"tasks":');
+    jsonArray(f, tasks.length, (i) => { const t = tasks[i]; return `{"id":${t.id},"kernel":${JSON.stringify(t.kernel)},"scope":${t.scope},"core":${t.core}}`; });
+    f.write(',"edges":');
+    jsonArray(f, es.length, (i) => { const e = es[i]; return `{"from":${e.from},"to":${e.to},"tensor":${JSON.stringify(locate(regions, e.access).name)}}`; });
+    f.write("}\n");
+    f.close();
   }
 
   if (cfg.enablePmu > 0) {
@@ -125,27 +180,33 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     const adir = join(dir, "args_dump");
     rmSync(adir, { recursive: true, force: true });
     mkdirSync(adir, { recursive: true });
-    const index = tasks.map((t) => ({
-      task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
-      args: t.accesses.map((a, k) => {
-        const loc = locate(regions, a);
-        const dtype: DType = loc.dtype ?? "float32";
-        const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
-        // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
-        if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
-        for (const when of ["before", "after"] as const) {
-          const bytes = a[when] ?? new Uint8Array(0);
-          if (full) {
-            const file = `task${t.id}_arg${k}_${when}.bin`;
-            writeFileSync(join(adir, file), bytes);
-            entry[`${when}File`] = file;
+    const f = new StreamFile(join(adir, "index.json"));
+    f.write(`{"level":${cfg.enableDumpArgs},"tasks":`);
+    jsonArray(f, tasks.length, (ti) => {
+      const t = tasks[ti];
+      return JSON.stringify({
+        task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
+        args: t.accesses.map((a, k) => {
+          const loc = locate(regions, a);
+          const dtype: DType = loc.dtype ?? "float32";
+          const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
+          // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
+          if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
+          for (const when of ["before", "after"] as const) {
+            const bytes = a[when] ?? new Uint8Array(0);
+            if (full) {
+              const file = `task${t.id}_arg${k}_${when}.bin`;
+              writeFileSync(join(adir, file), bytes);
+              entry[`${when}File`] = file;
+            }
+            entry[when] = firstValues(bytes, dtype, 16);
           }
-          entry[when] = firstValues(bytes, dtype, 16);
-        }
-        return entry;
-      }),
-    }));
-    writeAtomic(join(adir, "index.json"), JSON.stringify({ level: cfg.enableDumpArgs, tasks: index }, null, 1));
+          return entry;
+        }),
+      });
+    });
+    f.write("}\n");
+    f.close();
   }
 
   if (cfg.enableScopeStats) {
@@ -213,7 +274,7 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
  * the dependency graph is 1); or independent tasks existed but the other cores (and the
  * orchestration thread) took each one before this core woke up.
  */
-export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number): string {
+export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number, edges: () => ReturnType<typeof derivedEdges> = () => derivedEdges(tasks)): string {
   if (tasks.length === 0) return "the launch submitted no task";
   if (tasks.length === 1) return "the launch had a single task";
   if (tasks.length < coreCount) return `only ${tasks.length} tasks for ${coreCount} cores`;
@@ -222,7 +283,7 @@ export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number)
   }
   const layer = new Map<number, number>();
   for (const t of tasks) layer.set(t.id, 0);
-  for (const e of derivedEdges(tasks).sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
+  for (const e of [...edges()].sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
   const width = new Map<number, number>();
   for (const l of layer.values()) width.set(l, (width.get(l) ?? 0) + 1);
   const widest = Math.max(...width.values());

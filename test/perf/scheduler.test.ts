@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNative, type NativeDevice } from "../../src/targets/native.js";
+import { loadNative, unpackTrace, type NativeDevice } from "../../src/targets/native.js";
 import { coreThreadCount } from "../../src/runtime/worker.js";
 
 const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));
@@ -171,7 +171,7 @@ describe("scheduler", () => {
     const buf = d.alloc(64 * 64 * 4);
     d.setRecording(1, 0);
     d.launch(id, [3, 0, buf], K);
-    const trace = d.takeTrace()!;
+    const trace = unpackTrace(d.takeTrace()!);
     d.setRecording(0, 0);
     expect(trace.tasks.map((t) => t.kernel)).toEqual(["hold", "right", "straddle", "lastrow", "bytes"]);
     // the held writer of columns 0..31 is unfinished while the others are submitted; whether
@@ -218,9 +218,9 @@ describe("scheduler", () => {
     const id = d.loadModule(lib);
     d.setRecording(1, 0);
     d.launch(id, [6, 2, d.alloc(64)], K);
-    const two = d.takeTrace()!;
+    const two = unpackTrace(d.takeTrace()!);
     d.launch(id, [6, 5, d.alloc(64)], K);
-    const five = d.takeTrace()!;
+    const five = unpackTrace(d.takeTrace()!);
     d.setRecording(0, 0);
     // core 2 (= core_threads) is the orchestration thread's row
     expect(two.tasks[1].core).toBe(2);

@@ -2,7 +2,7 @@
 // program libraries, persistent scheduler), seen through the Device interface. Native
 // failures become TsptoErrors here.
 import { verifiedLibrary, type ArtifactRef } from "../../artifact/index.js";
-import { argBytesOf, loadNative, nativeError, type NativeDevice } from "../native.js";
+import { argBytesOf, loadNative, nativeError, unpackTrace, type NativeDevice } from "../native.js";
 import type { Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 
 export class CpuDevice implements Device {
@@ -46,7 +46,7 @@ export class CpuDevice implements Device {
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
-  takeTrace(): DeviceTrace | null { return this.#n.takeTrace(); }
+  takeTrace(): DeviceTrace | null { const p = this.#n.takeTrace(); return p ? unpackTrace(p) : null; }
   close(): void { this.#n.close(); }
   get closed(): boolean { return this.#n.closed; }
 }
