@@ -275,7 +275,7 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
         const lt = load.type as TileType, ten = load.args[0];
         if (ten.kind !== "var" || ten.type.kind !== "tensor") continue;
         const tt = ten.type as TensorType;
-        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2 || !tt.shape.every((x) => typeof x === "number")) continue;
+        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2) continue;
         if (lt.validShape || load.attrs.pad !== undefined || load.attrs.validShape != null) continue;
         operands.set(a.id, load);
         if (trans) transposed.add(a.id);
