@@ -141,18 +141,18 @@ for (const platform of ["cpu", "interp"] as const) {
       const w = newWorker(platform);
       const a = full([R, C], 1), b = full([R, C], 1), out = zeros([R, C]);
       const p = w.runAsync(P.add, a, b, out);
-      a.data.fill(100);                                   // after the call, before it completes
+      (a.data as Float32Array).fill(100);                 // after the call, before it completes
       await p;
       assertClose(out, full([R, C], 2), { rtol: 0, atol: 0 });
       const out2 = zeros([R, C]);
       const q = w.register(P.add).callAsync(a, b, out2);
-      b.data.fill(-7);
+      (b.data as Float32Array).fill(-7);
       await q;
       assertClose(out2, full([R, C], 101), { rtol: 0, atol: 0 });
       // InOut: the value read is the one at call time; the result is written back on completion
       const acc = full([R, C], 3), x = full([R, C], 1);
       const r = w.runAsync(P.acc, acc, x);
-      acc.data.fill(1000); x.data.fill(1000);
+      (acc.data as Float32Array).fill(1000); (x.data as Float32Array).fill(1000);
       await r;
       assertClose(acc, full([R, C], 7), { rtol: 0, atol: 0 });
     });
