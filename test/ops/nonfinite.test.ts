@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { pl, ir, ChipWorker, CompiledProgram, RunConfig, full, zeros } from "tspto";
 import { Program, mkConst } from "../../src/ir/index.js";
+import { parseProgramText, roundTrip } from "../../src/dsl/index.js";
 
 const R = 4, C = 8;
 
@@ -107,6 +108,16 @@ describe("program JSON holds what JSON cannot", () => {
     const back = Program.fromJSON(JSON.parse(JSON.stringify(r.toJSON())));
     expect(r.structurallyEqual(back)).toBe(true);
     expect(JSON.stringify(r.toJSON())).toContain('{"$num":"-0"}');
+  });
+
+  it("the IR text printer and parser round-trip them (operands, full's attribute, -0)", () => {
+    const a = full([R, C], 1);
+    for (const p of [literals.lower(a, zeros([R, C]), zeros([R, C]), zeros([R, C])), scaled.lower(a, -0, zeros([R, C])), scaled.lower(a, NaN, zeros([R, C]))]) {
+      const text = p.asText();
+      expect(() => roundTrip(p)).not.toThrow();
+      expect(parseProgramText(text).asText()).toBe(text);
+    }
+    expect(literals.lower(a, zeros([R, C]), zeros([R, C]), zeros([R, C])).asText()).toMatch(/-Infinity/);
   });
 
   it("a string that looks like a tag is not one, and a malformed constant is an error", () => {
