@@ -412,6 +412,11 @@ export function slice<D extends DType>(x: Tensor<any, D>, shape: readonly number
 export function slice(...args: any[]): any {
   return notRunnable("slice");
 }
+/** checkWindow(tensor, shape, offset): fail the launch (E_KERNEL, with the window and this location) unless the window tensor[offset : offset + shape] lies inside the tensor and every extent is >= 1 (TensorToTile emits it for a tensor-level pl.slice of run-time extent) */
+export function checkWindow(tensor: Tensor, shape: readonly number[], offset: readonly number[]): void;
+export function checkWindow(...args: any[]): any {
+  return notRunnable("checkWindow");
+}
 /** concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis) */
 export function concat<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>;
 export function concat<D extends DType>(a: Tensor<any, D>, b: Tensor<any, D>): Tensor<any, D>;

@@ -268,6 +268,20 @@ __attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntime
     const char* tensor, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
   tspto_bounds_fail(rt, where, what, "tensor", tensor, rank, off, shape, dims);
 }
+// a window of run-time extent with an extent below 1: "slice extent 0 on axis 1 (shape [1, 0]) must be an integer >= 1"
+__attribute__((cold, noinline)) static void tspto_extent_fail(const TsptoRuntimeApi* rt, const char* where, const char* what, int rank, const int64_t* shape) {
+  char buf[512];
+  size_t n = 0;
+  auto put = [&](const char* fmt, auto... xs) {
+    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
+  };
+  int axis = 0;
+  for (int i = 0; i < rank; ++i) if (shape[i] < 1) { axis = i; break; }
+  put("%s: %s extent %lld on axis %d (shape [", where, what, (long long)shape[axis], axis);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)shape[i]);
+  put("]) must be an integer >= 1");
+  rt->fail(rt->ctx, buf);
+}
 __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntimeApi* rt, const char* kernel, int64_t need) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "kernel '%s' needs %lld bytes of scratch but a core has %lld", kernel, (long long)need,

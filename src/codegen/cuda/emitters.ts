@@ -170,6 +170,17 @@ function contiguous(region: readonly number[], dims: readonly number[]): boolean
   return true;
 }
 
+// a tensor-level slice of run-time extent (TensorToTile's checkWindow): its loops have run-time
+// trip counts, which the cuda generator does not lower yet
+def("tile.checkWindow", {
+  kind: "tensor-stmt",
+  resultArg: 0,
+  emit(_ctx, call) {
+    throw new TsptoCompileError("E_DYNAMIC", "a tensor-level pl.slice of run-time extent is not supported on the cuda platform yet", call.span,
+      "give the slice constant extents on cuda (run-time offsets are fine), or run on the cpu / interp platform");
+  },
+});
+
 // ------------------------------------------------------------------ load / store
 def("tile.load", {
   kind: "tile-stmt",
