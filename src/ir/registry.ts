@@ -112,8 +112,11 @@ export interface OpDef {
   readonly row?: OpRow;
 }
 
-/** The tile a tensor-level op's `tileExpr` computes: its shape and (a partial edge tile) its validShape. */
-export interface TileAt { readonly shape: readonly number[]; readonly validShape: readonly number[] | null }
+/**
+ * The tile a tensor-level op's `tileExpr` computes: its shape, (a partial edge tile) its
+ * validShape, and its offsets in the tensor the op computes (int64 expressions; iota adds them).
+ */
+export interface TileAt { readonly shape: readonly number[]; readonly validShape: readonly number[] | null; readonly offsets?: readonly Expr[] }
 
 /** A row of the README op table: `call` (the spelling), `does` (what it computes). */
 export interface OpRow { readonly key: string; readonly call: string; readonly does: string }
@@ -172,6 +175,8 @@ export function resolvePlOp(pl: string, firstValueType: Type | undefined, otherV
 export function levelFromUse(e: Expr): boolean {
   if (e.kind !== "call" || e.op === "call" || !ops.has(e.op)) return false;
   const op = ops.get(e.op)!;
+  // a dynamic dimension in its shape (pl.iota([S, "L"], ...)) makes it a tensor, whatever its use
+  if (e.type.kind === "tensor" && e.type.shape.some((d) => typeof d === "string")) return false;
   return !!op.pl && op.params.every((p) => p.kind !== "value") && opsForPl(op.pl).some((o) => o.level === "tensor") && opsForPl(op.pl).some((o) => o.level === "tile");
 }
 

@@ -85,11 +85,16 @@ function lowerFunc(f: Func, ctx: PassContext): Func {
  * A tensor leaf of an expression: a tensor variable, or a window pl.slice(var, shape, offset)
  * (`base`: its offsets; `ext`: its extents, numbers or run-time expressions).
  */
-interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null; ext: readonly (number | Expr)[] | null }
+interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null; ext: readonly (number | Expr)[] | null; read?: "gather" }
 
-function leaves(e: Expr, out: Leaf[] = []): Leaf[] {
+function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
+  const mark = (l: Leaf) => { if (!gathered) delete l.read; else if (!out.includes(l)) l.read = "gather"; };
   if (e.kind === "var" && e.type.kind === "tensor") {
-    if (!out.some((l) => l.key.kind === "var" && l.key.id === e.id)) out.push({ key: e, tensor: e, base: null, ext: null });
+    const seen = out.find((l) => l.key.kind === "var" && l.key.id === e.id);
+    if (seen) { if (!gathered) delete seen.read; return out; }
+    const l: Leaf = { key: e, tensor: e, base: null, ext: null };
+    mark(l);
+    out.push(l);
   } else if (e.kind === "call" && e.op === "tensor.slice") {
     const [x, shape, off] = e.args;
     if (x.kind !== "var") {
@@ -98,8 +103,16 @@ function leaves(e: Expr, out: Leaf[] = []): Leaf[] {
     }
     if (off.kind !== "list" || shape.kind !== "list") throw new TsptoCompileError("E_CODEGEN", "internal: slice shape and offsets must be lists", e.span);
     const ext = shape.items.map((it) => (it.kind === "const" ? Number(it.value) : it));
-    if (!out.some((l) => l.key === e)) out.push({ key: e, tensor: x, base: off.items, ext });
-  } else if (e.kind === "call") e.args.forEach((a) => leaves(a, out));
+    const seen = out.find((l) => l.key === e);
+    if (seen) { if (!gathered) delete seen.read; return out; }
+    const l: Leaf = { key: e, tensor: x, base: off.items, ext };
+    mark(l);
+    out.push(l);
+  } else if (e.kind === "call" && e.op === "tensor.gather") {
+    // the table is read by gatherLoad and the indices as an index tile (gatherTile), not as tiles of
+    // the value's space: leaves for the extents and the tile budget only (unless read elsewhere too)
+    e.args.forEach((a) => leaves(a, out, true));
+  } else if (e.kind === "call") e.args.forEach((a) => leaves(a, out, gathered));
   return out;
 }
 
@@ -145,7 +158,7 @@ const add = (a: Expr, b: Expr, span: Span): Expr => {
 
 /** A tensor-level op allowed inside an elementwise expression (the rest must be the whole value). */
 const isElementwiseTensorOp = (op: string) => {
-  if (op === "tensor.cast" || op === "tensor.slice" || getOp(op).tileExpr) return true;
+  if (op === "tensor.cast" || op === "tensor.slice" || op === "tensor.gather" || getOp(op).tileExpr) return true;
   const t = tileOpOf(getOp(op));
   return t === "tile.cast" || ELEMENTWISE.has(t.slice("tile.".length));
 };
@@ -260,13 +273,23 @@ function extents(shape: readonly Dim[], sources: readonly (Var | Leaf)[], what: 
     for (const s of sources) {
       const e = extentIn(s, d, span);
       if (e === undefined) continue;
-      if (found === undefined) { found = e; if (!d.startsWith("{")) break; continue; }
-      if (typeof found === "number" ? found !== e : typeof e === "number" || !sameExpr(found, e)) {
+      if (found === undefined) { found = e; continue; }
+      if (d.startsWith("{") && (typeof found === "number" ? found !== e : typeof e === "number" || !sameExpr(found, e))) {
         throw new TsptoCompileError("E_DYNAMIC", `${what}: two slices have extents spelled ${d} that are different values`, span,
           "give each run-time extent its own name (e.g. const n1 = ...; const n2 = ...), or slice both with the same variable");
       }
     }
-    if (found !== undefined) return found;
+    if (found !== undefined) {
+      // a window of a static axis bounds the extent (checkWindow fails the launch otherwise)
+      if (typeof found !== "number") {
+        for (const s of sources) {
+          if ("kind" in s || !s.ext) continue;
+          const ax = ((s.key as Call).type as TensorType).shape.indexOf(d), bound = ax >= 0 ? (s.tensor.type as TensorType).shape[ax] : undefined;
+          if (typeof bound === "number") capExtent(found, bound);
+        }
+      }
+      return found;
+    }
     throw new TsptoCompileError("E_DYNAMIC", `${what}: dynamic dimension ${JSON.stringify(d)} is not a dimension of any tensor it reads or writes`, span);
   });
 }
@@ -278,10 +301,7 @@ function extentIn(s: Var | Leaf, d: string, span: Span): number | Expr | undefin
     return ax >= 0 ? call("tensor.dim", [v], { axis: ax }, span) : undefined;
   }
   const ax = ((s.key as Call).type as TensorType).shape.indexOf(d);
-  if (ax < 0) return extentIn(s.tensor, d, span);
-  const e = s.ext[ax], bound = (s.tensor.type as TensorType).shape[ax];
-  if (typeof e !== "number" && typeof bound === "number") capExtent(e, bound);
-  return e;
+  return ax < 0 ? extentIn(s.tensor, d, span) : s.ext[ax];
 }
 
 /**
@@ -305,6 +325,14 @@ const staticShape = (t: TensorType, what: string, span: Span): number[] => {
 const call = (op: string, args: readonly Expr[], attrs: Attrs, span: Span): Call => mkCall(op, args, attrs, inferCall(getOp(op), args, attrs, span), span);
 const list = (xs: readonly Expr[], span: Span) => mkList(xs, span);
 const zero = (span: Span) => mkConst(0, "int64", span);
+
+/** Tiles an expression makes besides its leaves' and reductions': each iota, and each gather's index tile and rows. */
+function madeTiles(e: Expr, seen = new Set<Expr>()): number {
+  if (e.kind !== "call" || seen.has(e)) return 0;
+  seen.add(e);
+  const own = e.op === "tensor.iota" ? 1 : e.op === "tensor.gather" ? 2 : 0;
+  return own + e.args.reduce((n, a) => n + madeTiles(a, seen), 0);
+}
 
 /** Elements per tile when `nTiles` tiles of the widest of `dtypes` share half the scratch. */
 function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorType["dtype"][], what: string, span: Span, fname: string): number {
@@ -340,6 +368,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
   // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
   const rowVec = new Map<Expr, Expr>(), colVec = new Map<Expr, Expr>();
   for (const l of ls) {
+    if (l.read === "gather") continue;
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
     const bc = lt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
     const offs = offsets.map((o, ax) => {
@@ -434,6 +463,8 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     const vec = axis && reducing ? toVec(e, axis) : null;
     if (vec && axis) {
       r = stretch(vec, axis, e.span);
+    } else if (e.op === "tensor.gather") {
+      r = gatherTile(e, ls, space, tile, offsets, valid, inner);
     } else if (reductionAxis(e.op)) {
       r = reduction(e);  // a [t, 1] / [1, t] output space: the reduction's own tile
     } else {
@@ -446,7 +477,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
       const atRow = vecAt(rowVec), atCol = atRow < 0 ? vecAt(colVec) : -1;
       if (atRow >= 0) r = call(`tile.rowExpand${suffix}`, [args[1 - atRow], rowVec.get(args[atRow])!], {}, e.span);
       else if (atCol >= 0) r = call(`tile.colExpand${suffix}`, [args[1 - atCol], colVec.get(args[atCol])!], {}, e.span);
-      else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid });
+      else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid, offsets });
       else r = call(op!, args, e.attrs, e.span);
       if (reducing && (uses.get(e) ?? 0) > 1) {
         const tv = mkVar("t", exprType(r), e.span);
@@ -458,6 +489,46 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     return r;
   };
   return toTile(value);
+}
+
+/**
+ * The tile at `offsets` of a tensor-level gather(table, indices, axis): the indices' window
+ * along the gathered axis loaded as an index tile, then gatherLoad reads the rows (columns) of
+ * the table it picks, the window [offset, offset + extent) along the other axis. A result of
+ * extent 1 where the space has more (a broadcast operand) is read once there and stretched.
+ */
+function gatherTile(e: Call, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: readonly number[] | null, inner: Stmt[]): Expr {
+  const span = e.span;
+  const axis = Number(e.attrs.axis ?? 0), other = 1 - axis;
+  const [table, idx] = e.args;
+  const rt = e.type as TensorType;
+  const il = ls.find((l) => l.key === idx || (idx.kind === "var" && l.key.kind === "var" && l.key.id === idx.id));
+  if (table.kind !== "var" || !il) {
+    throw new TsptoCompileError("E_TENSOR_FORM", "pl.gather on tensors takes a tensor variable as the table and a tensor (or a pl.slice window of one) as the indices, not expressions", span,
+      "assign the indices to a tensor of their own first (a pl.createTensor buffer)");
+  }
+  const bc = rt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
+  const shape = tile.map((t, ax) => (bc[ax] ? 1 : t));
+  const v = valid ? valid.map((x, ax) => (bc[ax] ? 1 : x)) : null;
+  const offs = offsets.map((o, ax) => (bc[ax] ? zero(span) : o));
+  // the index window: [n] along the gathered axis, in the index tensor's own orientation
+  const it = (il.key.kind === "call" ? il.key.type : il.tensor.type) as TensorType;
+  const n = shape[axis], vn = v ? v[axis] : n;
+  const long = it.shape.findIndex((d) => d !== 1);
+  const lax = long < 0 ? it.shape.length - 1 : long;
+  const ishape = it.shape.map((_, ax) => (ax === lax ? n : 1));
+  const ivalid = vn < n ? it.shape.map((_, ax) => (ax === lax ? vn : 1)) : null;
+  const ioffs = it.shape.map((_, ax) => {
+    const own = ax === lax ? offs[axis] : zero(span);
+    return il.base ? add(il.base[ax], own, span) : own;
+  });
+  const ld = call("tile.load", [il.tensor, list(ioffs, span)], ivalid ? { shape: ishape, validShape: ivalid } : { shape: ishape }, span);
+  const iv = mkVar(`${il.tensor.name}_idx`, ld.type, span);
+  inner.push(mkAssign([iv], ld, span));
+  const g = call("tile.gatherLoad", [table, iv, offs[other]], { shape: [...shape], axis, ...(v ? { validShape: [...v] } : {}) }, span);
+  const gv = mkVar(`${table.name}_rows`, g.type, span);
+  inner.push(mkAssign([gv], g, span));
+  return bc.some(Boolean) ? call("tile.broadcastTo", [gv], valid ? { shape: [...tile], validShape: [...valid] } : { shape: [...tile] }, span) : gv;
 }
 
 /** tile binary op -> the suffix of its rowExpand form (rowExpandSub is sub with a [M, 1] vector). */
@@ -529,7 +600,7 @@ function epilogueMatmul(value: Expr): Call | null {
 /** The leaves of an expression outside the subexpression `skip`. */
 function leavesOutside(e: Expr, skip: Expr, out: Leaf[] = []): Leaf[] {
   if (e === skip) return out;
-  if (e.kind === "call" && !(e.op === "tensor.slice" && e.args[0].kind === "var")) { e.args.forEach((a) => leavesOutside(a, skip, out)); return out; }
+  if (e.kind === "call" && !(e.op === "tensor.slice" && e.args[0].kind === "var") && e.op !== "tensor.gather") { e.args.forEach((a) => leavesOutside(a, skip, out)); return out; }
   return leaves(e, out);
 }
 
@@ -551,7 +622,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     // the matmul's output tiles, each finished by the rest of the expression before its store
     const rest = leavesOutside(value, mm);
     return lowerMatmul(mm, store, ctx, mm.span, fname, {
-      tiles: rest.length,
+      tiles: rest.length + madeTiles(value),
       apply: (result, offsets, tile, valid, inner) => tileExpr(value, rest, shape, tile, offsets, valid, span, inner, new Map([[mm as Expr, result]])),
     });
   }
@@ -587,7 +658,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
       }
       return d;
     };
-    const budget = tileBudget(ctx, ls.length + 2 * n + 1, dtypes, `over ${ls.length} tensors and ${n} reduction(s)`, span, fname);
+    const budget = tileBudget(ctx, ls.length + madeTiles(value) + 2 * n + 1, dtypes, `over ${ls.length} tensors and ${n} reduction(s)`, span, fname);
     // reductions of one kind along an axis of run-time extent, or longer than a tile holds: in blocks
     if (rank === 2 && (nRed === 0) !== (nCol === 0)) {
       const along = shape[nRed > 0 ? 1 : 0];
@@ -603,7 +674,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
       : nRed === 0 ? [axisOf(rows, rows), axisFor(ext[1], budget / rows)]
         : [axisOf(rows, rows), axisOf(cols, cols)];
   } else {
-    const budget = tileBudget(ctx, ls.length, dtypes, `over ${ls.length} tensors`, span, fname);
+    const budget = tileBudget(ctx, ls.length + madeTiles(value), dtypes, `over ${ls.length} tensors`, span, fname);
     axes = ext.map((e) => axisFor(e, 1));
     axes[rank - 1] = axisFor(ext[rank - 1], budget);
     if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
@@ -635,7 +706,7 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ls = leaves(x);
   const whole = xt.shape[row ? 1 : 0];
   const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls, `pl.${name}`, span);
-  const budget = tileBudget(ctx, ls.length + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  const budget = tileBudget(ctx, ls.length + madeTiles(x) + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
@@ -702,7 +773,7 @@ function reductionNodes(e: Expr, out: Call[] = [], seen = new Set<Expr>()): Call
 /** The leaves of an expression outside the subexpressions in `skip` (reductions computed already). */
 function leavesSkipping(e: Expr, skip: ReadonlyMap<Expr, unknown>, out: Leaf[] = []): Leaf[] {
   if (skip.has(e)) return out;
-  if (e.kind === "call" && e.op !== "tensor.slice") { e.args.forEach((a) => leavesSkipping(a, skip, out)); return out; }
+  if (e.kind === "call" && e.op !== "tensor.slice" && e.op !== "tensor.gather") { e.args.forEach((a) => leavesSkipping(a, skip, out)); return out; }
   return leaves(e, out);
 }
 
@@ -921,7 +992,7 @@ function lowerReshape(value: Call, store: (r: Expr, offsets: readonly Expr[]) =>
   const xt = exprType(x) as TensorType;
   const from = staticShape(xt, "pl.reshape", span), to = staticShape(value.type as TensorType, "pl.reshape", span);
   const ls = leaves(x);
-  const budget = tileBudget(ctx, ls.length + 2, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], "pl.reshape", span, fname);
+  const budget = tileBudget(ctx, ls.length + madeTiles(x) + 2, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], "pl.reshape", span, fname);
   const total = from.reduce((p, d) => p * d, 1);
   let e = Math.min(total, budget);
   for (; e > 1; e--) {

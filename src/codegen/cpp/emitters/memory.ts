@@ -27,7 +27,7 @@ export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, s
  * dims: statically for constant offsets (a compile error), at run time for the others
  * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
  */
-export function windowCheck(ctx: KernelCtx, what: "load" | "store" | "slice", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
+export function windowCheck(ctx: KernelCtx, what: "load" | "store" | "slice" | "gatherLoad", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
   const dims = t.dims;
   for (let ax = 0; ax < region.length; ax++) {
     const d = dims[ax], r = region[ax];
