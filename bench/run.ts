@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..10; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..11; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -534,6 +534,10 @@ async function main() {
   if (want("8")) await layerNorm(ort);
   if (want("9")) twoScopeLoop();
   const curves = want("10") ? await sweeps(ort) : [];
+  if (want("11") || want("gpt2")) {
+    const { gpt2Bench } = await import("./gpt2/bench.js");
+    for (const r of await gpt2Bench(work, Number(process.env.BENCH_GPT2_ROUNDS ?? 5), log)) row(r, r.limit);
+  }
   const [l1] = loadavg();
   // Sections measured elsewhere (the GPU rows come from \`npm run bench -- --gpu\` on a GPU
   // machine; repeat runs are recorded by hand) are kept from the existing file.

@@ -156,7 +156,7 @@ export class GPT2Model {
    * logits of the last of them (a view, overwritten by the next step) and its argmax.
    */
   step(tokens: readonly number[]): { logits: Float32Array; next: number } {
-    const S = tokens.length, L = this.position + S, { nEmbd: D, vocabSize: V } = this.config;
+    const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
     if (S < 1) throw new Error("step: no tokens");
     if (L > this.config.nPositions) throw new Error(`step: ${L} tokens exceed n_positions = ${this.config.nPositions}`);
     for (const t of tokens) if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`step: token ${t} is outside the vocabulary [0, ${V})`);
@@ -167,8 +167,18 @@ export class GPT2Model {
     }
     this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
     this.position = L;
-    void D;
     return { logits: this.logits, next: this.next[0] };
+  }
+
+  /** The launches one step of `tokens` makes (program, arguments, how many times), for benchmarks; runs nothing. */
+  stepLaunches(tokens: readonly number[]): { compiled: CompiledProgram; args: unknown[]; count: number }[] {
+    const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
+    const x = this.dev.x.narrow(0, 0, S);
+    return [
+      { compiled: this.programs.embed, args: [{ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x], count: 1 },
+      { compiled: this.programs.block, args: [x, ...this.dev.layers[0], this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
+      { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
+    ];
   }
 
   /** Greedy decoding: the prompt, then `maxNew` tokens, each the argmax of the last logits. */
