@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } fro
 import { arch, cpus, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
-import { whichSync } from "../which.js";
+import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE } from "../../codegen/index.js";
 import { sha256, writeAtomic } from "../../artifact/index.js";
@@ -73,13 +73,14 @@ export function toolchain(): Toolchain {
   const candidates = env ? [env] : ["c++", "g++", "clang++"];
   let firstError = "";
   for (const command of candidates) {
-    const cached = toolchains.get(command);
+    // a relative $CXX ("./cxx") names a program relative to the current directory, not to the artifact's
+    const argv = commandWords(command);
+    const cached = toolchains.get(argv.join("\0"));
     if (cached) return cached;
-    const argv = command.split(/\s+/);
     const memo = versionMemo(command, argv[0]);
     if (memo?.version) {
       const tc = { command, argv, path: memo.path, version: memo.version };
-      toolchains.set(command, tc);
+      toolchains.set(argv.join("\0"), tc);
       return tc;
     }
     const r = spawnSync(argv[0], [...argv.slice(1), "--version"], { encoding: "utf8", timeout: 60_000 });
@@ -89,7 +90,7 @@ export function toolchain(): Toolchain {
     }
     const version = `${r.stdout ?? ""}\n${r.stderr ?? ""}`.split(/\r?\n/).map((l) => l.trim()).find((l) => l) ?? "unknown";
     const tc = { command, argv, path: whichSync(argv[0]), version };
-    toolchains.set(command, tc);
+    toolchains.set(argv.join("\0"), tc);
     if (memo) try { writeAtomic(memo.file, version); } catch { /* best effort */ }
     return tc;
   }
@@ -201,12 +202,13 @@ let identityMemo: { env: string; id: string[] } | undefined;
  * architecture and the CPU model and features (-march=native depends on them).
  */
 export function toolchainIdentity(): string[] {
-  const env = process.env.CXX ?? "";
+  const env = `${process.env.CXX ?? ""}\0${process.cwd()}`; // (a relative $CXX depends on the directory)
   if (identityMemo && identityMemo.env === env) return identityMemo.id;
-  const cmds = env.trim() ? [env.trim()] : ["c++", "g++", "clang++"];
+  const cxx = (process.env.CXX ?? "").trim();
+  const cmds = cxx ? [cxx] : ["c++", "g++", "clang++"];
   const parts: string[] = [];
   for (const cmd of cmds) {
-    const exe = cmd.split(/\s+/)[0];
+    const exe = commandWords(cmd)[0];
     const path = whichSync(exe);
     if (!path) { parts.push(`${cmd}:missing`); continue; }
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
