@@ -49,7 +49,9 @@ const mpirun = (ranks: number, script: string, args: string[], timeoutMs = 180_0
   run("mpirun", ["--allow-run-as-root", "--oversubscribe", "-np", String(ranks), "node", "--import", "tsx", script, ...args], childEnv(), timeoutMs);
 
 const CHECKS = ["allReduce sharded (4 ops x 6 dtypes)", "allReduce DeviceTensor", "broadcast DeviceTensor", "allGather DeviceTensor",
-  "reduceScatter DeviceTensor", "allGather sharded axis 1", "reduceScatter sharded axis 1", "scatter/gather", "broadcast sharded", "barrier", "closed"];
+  "reduceScatter DeviceTensor", "allGather sharded axis 1", "reduceScatter sharded axis 1", "scatter/gather", "broadcast sharded",
+  "uneven shards: gather, scatter, allGather (axis 0 and 1), elementwise collectives refused", "uneven shards: reduceScatter into uneven chunks (axis 0 and 1, and a DeviceTensor per rank)",
+  "barrier", "closed"];
 
 function expectAllChecks(out: string, ranks: number) {
   for (let r = 0; r < ranks; r++) for (const c of CHECKS) expect(out, `rank ${r}: ${c}`).toContain(`ok rank=${r} ${c}`);
