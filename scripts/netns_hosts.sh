@@ -13,12 +13,14 @@
 #   scripts/netns_hosts.sh up   <prefix> <hosts>      # create <prefix>-sw and <prefix>-h0 .. h<hosts-1>
 #   scripts/netns_hosts.sh down <prefix>              # kill every process in them, delete them
 #   scripts/netns_hosts.sh link <prefix> <i> up|down  # connect / disconnect host i from the switch
-#   scripts/netns_hosts.sh mpirun [-p <prefix>] [-n <hosts>] [--slots <s>] -- <mpirun args> <program...>
+#   scripts/netns_hosts.sh mpirun [-p <prefix>] [-n <hosts>] [--slots <s>] [--heal] -- <mpirun args> <program...>
 #       mpirun in h0 over every host (-H h0:s,h1:s,...), TCP only; when the namespaces were not
 #       up already, makes them first and tears them down at the end (also on failure, Ctrl-C,
 #       SIGTERM). After mpirun it reports each host's link traffic ("netns: h1 eth0 rx=..B tx=..B")
 #       and any process still alive in a host ("netns: orphans in h1: ..."; they are then killed),
-#       and exits with mpirun's status.
+#       and exits with mpirun's status (3 when mpirun succeeded but left processes behind).
+#       --heal: first bring every link back up (after a test took one down) and give the
+#       processes of a host that was cut off 30 s to notice that their job is gone.
 #   scripts/netns_hosts.sh gc                         # delete leftovers of runs whose owner process died
 #
 # A prefix is tmh<pid>[_<tag>]: <pid> owns it (gc deletes the namespaces of a dead owner).
@@ -125,7 +127,7 @@ agent() {
 }
 
 report() {
-  local p="$1"
+  local p="$1" wait_s="${2:-6}"
   for ns in $(namespaces_of "$p" | grep -- '-h[0-9]*$' | sort -t h -k2 -n); do
     local h="${ns##*-}"
     local rx tx
@@ -135,7 +137,7 @@ report() {
   done
   # Every process must be gone once mpirun returned (give the daemons a moment to exit).
   local orphans=""
-  for _ in $(seq 1 30); do
+  for _ in $(seq 1 $((wait_s * 5))); do
     orphans=""
     for ns in $(namespaces_of "$p"); do
       local pids
@@ -158,14 +160,15 @@ report() {
 }
 
 run_mpirun() {
-  local p="" n=2 slots=1
+  local p="" n=2 slots=1 heal=""
   while [ $# -gt 0 ]; do
     case "$1" in
       -p) p="$2"; shift 2 ;;
       -n) n="$2"; shift 2 ;;
       --slots) slots="$2"; shift 2 ;;
+      --heal) heal=1; shift ;;
       --) shift; break ;;
-      *) die "mpirun: unknown option '$1' (options: -p <prefix> -n <hosts> --slots <s> -- <mpirun args>)" ;;
+      *) die "mpirun: unknown option '$1' (options: -p <prefix> -n <hosts> --slots <s> --heal -- <mpirun args>)" ;;
     esac
   done
   [ $# -gt 0 ] || die "mpirun: nothing to run after --"
@@ -193,7 +196,13 @@ run_mpirun() {
     --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
   local status=0
   ip netns exec "$p-h0" unshare --uts sh -c 'hostname h0 && exec "$@"' mpirun mpirun "${args[@]}" "$@" || status=$?
-  report "$p" || { [ "$status" = 0 ] && status=3; }
+  local wait_s=6
+  if [ -n "$heal" ]; then
+    for ((i = 0; i < n; i++)); do link "$p" "$i" up; done
+    echo "netns: every link is up again"
+    wait_s=30
+  fi
+  report "$p" "$wait_s" || { [ "$status" = 0 ] && status=3; }
   return "$status"
 }
 

@@ -11,6 +11,7 @@ const platform = (process.argv[4] ?? "cpu") as "cpu" | "interp";
 const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off", config: new RunConfig({ platform }) });
 const N = dw.worldDevices, P = dw.size, k = dw.devices;
 const ok = (name: string) => console.log(`ok rank=${dw.rank} ${name}`);
+console.log(`rank ${dw.rank} on host ${dw.hosts[dw.rank]}; hosts ${dw.hosts.join(" ")}`);
 
 function data(shape: number[], dtype: DType, seed: number): HostTensor {
   const f = randn(shape, { seed });
@@ -209,6 +210,21 @@ ok("allReduce sharded (4 ops x 6 dtypes)");
   const mine = new Int32Array(per[dw.rank] * 3); w.copyFrom(mine, rs, mine.byteLength);
   exact(new HostTensor(mine, rs.shape, "int32"), sum.slice(first * 3, (first + per[dw.rank]) * 3), "uneven reduceScatter DeviceTensor");
   ok("uneven shards: reduceScatter into uneven chunks (axis 0 and 1, and a DeviceTensor per rank)");
+}
+// A larger allReduce (1 MiB per rank): small integers, so the float32 sum is exact.
+{
+  const n = 1 << 18;
+  const w = dw.workers[0];
+  const init = Float32Array.from({ length: n }, (_, i) => (i % 7) + dw.rank);
+  const t = w.allocTensor([n], "float32", { init: { data: init, shape: [n] } });
+  dw.allReduce(t);
+  const got = new Float32Array(n);
+  w.copyFrom(got, t, got.byteLength);
+  for (let i = 0; i < n; i++) {
+    const want = P * (i % 7) + (P * (P - 1)) / 2;
+    if (got[i] !== want) throw new Error(`allReduce 1 MiB: element ${i} = ${got[i]}, want ${want}`);
+  }
+  ok("allReduce 1 MiB");
 }
 dw.barrier();
 ok("barrier");

@@ -37,7 +37,7 @@ describe("DistributedWorker in one process", () => {
       p.on("close", (status) => { clearTimeout(timer); resolve({ status, out }); });
     });
     expect(r.status, r.out).toBe(0);
-    expect(r.out.match(/^ok rank=0 /gm)?.length).toBe(13);
+    expect(r.out.match(/^ok rank=0 /gm)?.length).toBe(14);
   });
 
   for (const platform of ["cpu", "interp"] as const) {
