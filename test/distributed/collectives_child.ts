@@ -11,7 +11,7 @@ const platform = (process.argv[4] ?? "cpu") as "cpu" | "interp";
 const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off", config: new RunConfig({ platform }) });
 const N = dw.worldDevices, P = dw.size, k = dw.devices;
 const ok = (name: string) => console.log(`ok rank=${dw.rank} ${name}`);
-console.log(`rank ${dw.rank} on host ${dw.hosts[dw.rank]}; hosts ${dw.hosts.join(" ")}`);
+console.log(`rank ${dw.rank} on host ${dw.hosts[dw.rank]}; hosts ${dw.hosts.join(" ")}; checks ${dw.checks}`);
 
 function data(shape: number[], dtype: DType, seed: number): HostTensor {
   const f = randn(shape, { seed });

@@ -90,7 +90,7 @@ describe.skipIf(why !== null)("collectives across hosts (TCP only)", () => {
     const r = await hostsJob(2, 1, child("collectives_child.ts"), ["1"]);
     expect(r.status, r.out).toBe(0);
     expectAllChecks(r.out, 2);
-    expect(r.out).toContain("rank 1 on host h1; hosts h0 h1");
+    expect(r.out).toContain("rank 1 on host h1; hosts h0 h1; checks true");
     // The 1 MiB allReduce alone moves half a MiB each way over each link.
     for (const h of ["h0", "h1"]) expect(traffic(r.out).get(h)?.rx ?? 0, r.out).toBeGreaterThan(512 * 1024);
     expectNothingLeft(r);
@@ -100,7 +100,7 @@ describe.skipIf(why !== null)("collectives across hosts (TCP only)", () => {
     const r = await hostsJob(3, 1, child("collectives_child.ts"), ["2"]);
     expect(r.status, r.out).toBe(0);
     expectAllChecks(r.out, 3);
-    expect(r.out).toContain("rank 2 on host h2; hosts h0 h1 h2");
+    expect(r.out).toContain("rank 2 on host h2; hosts h0 h1 h2; checks true");
     expectNothingLeft(r);
   });
 
