@@ -708,6 +708,8 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls, `pl.${name}`, span);
   const budget = tileBudget(ctx, ls.length + madeTiles(x) + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
+  // a reduced axis longer than a tile holds: in blocks, as a dynamic one (not the arg-reductions: their index is found in one tile)
+  if (whole > budget && !(name in ARG_REDUCTIONS)) return lowerReduceDynamic(value, store, c64(whole, span), other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
