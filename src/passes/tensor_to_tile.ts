@@ -88,13 +88,12 @@ function lowerFunc(f: Func, ctx: PassContext): Func {
 interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null; ext: readonly (number | Expr)[] | null; read?: "gather" }
 
 function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
-  const mark = (l: Leaf) => { if (!gathered) delete l.read; else if (!out.includes(l)) l.read = "gather"; };
+  // `gathered`: read by a gather only (a leaf read elsewhere too is loaded as usual)
+  const push = (l: Leaf) => { if (gathered) l.read = "gather"; out.push(l); };
   if (e.kind === "var" && e.type.kind === "tensor") {
     const seen = out.find((l) => l.key.kind === "var" && l.key.id === e.id);
     if (seen) { if (!gathered) delete seen.read; return out; }
-    const l: Leaf = { key: e, tensor: e, base: null, ext: null };
-    mark(l);
-    out.push(l);
+    push({ key: e, tensor: e, base: null, ext: null });
   } else if (e.kind === "call" && e.op === "tensor.slice") {
     const [x, shape, off] = e.args;
     if (x.kind !== "var") {
@@ -105,9 +104,7 @@ function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
     const ext = shape.items.map((it) => (it.kind === "const" ? Number(it.value) : it));
     const seen = out.find((l) => l.key === e);
     if (seen) { if (!gathered) delete seen.read; return out; }
-    const l: Leaf = { key: e, tensor: x, base: off.items, ext };
-    mark(l);
-    out.push(l);
+    push({ key: e, tensor: x, base: off.items, ext });
   } else if (e.kind === "call" && e.op === "tensor.gather") {
     // the table is read by gatherLoad and the indices as an index tile (gatherTile), not as tiles of
     // the value's space: leaves for the extents and the tile budget only (unless read elsewhere too)
