@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..11; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..12; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -20,6 +20,7 @@ import { EW, MM, TM, TN, KT, SM_COLS, SM_ROWS, add8, ewAdd, ewAddDyn, matmul1k, 
 import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loadOrt, onnxModel } from "./peers.js";
 import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench, faultBench } from "./distributed.js";
+import { attentionBench } from "./attention.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -201,6 +202,16 @@ async function matmul(ort: ReturnType<typeof loadOrt>) {
   // kernels with the cores awake, to show what the idle wake-up costs each contender
   row({ id: "3c", what: `matmul ${MM}³ back to back (each contender timed right after an untimed call of its own) vs onnxruntime-node`, tspto: `${fmt(gf(m.tsptoWarm), 1)} GFLOP/s (${fmt(m.tsptoWarm)} ms)`, peer: `${fmt(gf(m.ortWarm), 1)} GFLOP/s (${fmt(m.ortWarm)} ms)`, result: `${fmt(m.ortWarm / m.tsptoWarm)}×`, goal: "—", met: null });
   row({ id: "3d", what: `matmul ${MM}³ back to back as a fraction of the FMA peak`, tspto: `${fmt(gf(m.tsptoWarm), 1)} GFLOP/s`, peer: `${fmt(m.peak, 1)} GFLOP/s`, result: `${fmt(gf(m.tsptoWarm) / m.peak)}`, goal: "—", met: null });
+}
+
+function attention() {
+  log("11. attention over a dynamic-length KV cache");
+  for (const r of attentionBench(ROUNDS)) {
+    const st = r.stages;
+    row({ id: `11${"abc"[[64, 256, 1024].indexOf(r.L)] ?? ""}`, what: `decode attention, 12 heads × 64 over a resident [1024, 768] KV cache, L = ${r.L} (examples/attention_cache.ts) vs plain JS loops`,
+      tspto: `${fmt(r.tsptoMs, 3)} ms`, peer: `${fmt(r.jsMs, 3)} ms`, result: `${fmt(r.jsMs / r.tsptoMs)}×`, goal: "—", met: null },
+      `stages alone (device time): scores q_h·k_hᵀ ${fmt(st.scores, 3)} ms, softmax over L ${fmt(st.softmax, 3)} ms, p·v_h ${fmt(st.pv, 3)} ms; the scores' bTrans matmul of a [1, 64] row by [L, 64] windows transposes every k tile (MatmulForms) and the whole step is one task (its 12 heads share the scores buffer)`);
+  }
 }
 
 async function layerNorm(ort: ReturnType<typeof loadOrt>) {
@@ -550,6 +561,7 @@ async function main() {
   if (want("7")) await distributed();
   if (want("8")) await layerNorm(ort);
   if (want("9")) twoScopeLoop();
+  if (want("12") || want("attention")) attention();
   const curves = want("10") ? await sweeps(ort) : [];
   if (want("11") || want("gpt2")) {
     const { gpt2Bench } = await import("./gpt2/bench.js");

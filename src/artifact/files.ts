@@ -12,12 +12,29 @@
 // Writing: `writeFileNoFollow` creates a temporary file exclusively (O_EXCL, no link
 // followed) next to the target and renames it over the target, so a link planted at the
 // target is replaced, never written through.
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, readlinkSync, realpathSync, renameSync, rmSync, writeSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, readlinkSync, realpathSync, renameSync, rmSync, writeSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { dirname, join, resolve, sep } from "node:path";
 import { TsptoArtifactError } from "./meta.js";
 
 const MiB = 1 << 20;
+
+/** The parts of a file's status tspto looks at (a `node:fs` Stats has them). Declared here so
+ *  that the published declarations need no `@types/node`. */
+export interface FileStat {
+  readonly uid: number;
+  readonly mode: number;
+  readonly size: number;
+  readonly dev: number;
+  readonly ino: number;
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}
 
 /** Size limits of the files tspto reads back from a directory (bytes). */
 export const FILE_LIMITS = {
@@ -40,7 +57,7 @@ const fileError = (path: string, why: string, hint?: string): TsptoArtifactError
   new TsptoArtifactError(`${path}: ${why}`, hint ?? "an artifact directory holds regular files written by tspto; compile the program again into a directory of your own", "E_ARTIFACT_FILE");
 
 /** What kind of file a stat describes, for messages. */
-export function fileKind(st: Stats): string {
+export function fileKind(st: FileStat): string {
   if (st.isFile()) return "a regular file";
   if (st.isDirectory()) return "a directory";
   if (st.isSymbolicLink()) return "a symbolic link";
@@ -73,7 +90,7 @@ function checkParents(root: string, rel: string): void {
   let d = root;
   for (let i = 0; i < parts.length - 1; i++) {
     d = join(d, parts[i]);
-    let st: Stats;
+    let st: FileStat;
     try { st = lstatSync(d); } catch (e) { throw fileError(join(root, rel), `cannot read it: ${d} ${errText(e)}`); }
     if (!st.isDirectory()) throw fileError(join(root, rel), `not read: ${d} is ${fileKind(st)}, not a directory inside ${root}`);
   }
@@ -84,7 +101,7 @@ const errText = (e: unknown): string => {
   return code === "ENOENT" ? "does not exist" : `cannot be read (${code ?? (e as Error).message})`;
 };
 
-export interface OpenedFile { readonly fd: number; readonly stat: Stats; readonly path: string }
+export interface OpenedFile { readonly fd: number; readonly stat: FileStat; readonly path: string }
 
 /**
  * Opens the regular file `root/rel` for reading (see the header); the caller closes `fd`.
@@ -128,7 +145,7 @@ function checkOpenedInside(fd: number, root: string, rel: string, path: string):
 }
 
 /** The whole regular file `root/rel` (see openInside). */
-export function readInside(root: string, rel: string, opts: { maxBytes: number; what?: string }): Buffer {
+export function readInside(root: string, rel: string, opts: { maxBytes: number; what?: string }): Uint8Array {
   const f = openInside(root, rel, opts);
   try {
     return readOpened(f);
@@ -138,7 +155,7 @@ export function readInside(root: string, rel: string, opts: { maxBytes: number; 
 }
 
 /** Reads an opened file: its size at the open, no more (a file growing meanwhile is not read further). */
-export function readOpened(f: OpenedFile): Buffer {
+export function readOpened(f: OpenedFile): Uint8Array {
   const buf = Buffer.alloc(f.stat.size);
   let off = 0;
   while (off < buf.length) {
@@ -165,7 +182,8 @@ export function hashOpened(f: OpenedFile): { sha256: string; bytes: number } {
 
 /** `readInside` as UTF-8 text. */
 export function readTextInside(root: string, rel: string, opts: { maxBytes: number; what?: string }): string {
-  return readInside(root, rel, opts).toString("utf8");
+  const b = readInside(root, rel, opts);
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("utf8");
 }
 
 /**
@@ -205,7 +223,7 @@ export function checkDirInside(root: string, rel: string): void {
   let d = root;
   for (const part of rel.split("/")) {
     d = join(d, part);
-    let st: Stats;
+    let st: FileStat;
     try { st = lstatSync(d); } catch { return; }
     if (!st.isDirectory()) throw fileError(d, `is ${fileKind(st)}, not a directory inside ${root}; tspto does not write through it`);
   }
@@ -222,7 +240,7 @@ export const myUid = (): number | undefined => process.getuid?.();
  * or others (a directory with the sticky bit, such as /tmp, may be writable by others: they
  * cannot rename what is not theirs in it). null when it is fine.
  */
-export function untrustedReason(path: string, st: Stats, alsoOwner?: number): string | null {
+export function untrustedReason(path: string, st: FileStat, alsoOwner?: number): string | null {
   const uid = myUid();
   if (uid === undefined) return null;
   if (st.uid !== uid && st.uid !== 0 && st.uid !== alsoOwner) return `${path} belongs to another user (uid ${st.uid})`;
@@ -241,7 +259,7 @@ export function ancestorsReason(dir: string, alsoOwner?: number): string | null 
   const uid = myUid();
   if (uid === undefined) return null;
   for (let d = dirname(resolve(dir)); ; d = dirname(d)) {
-    let st: Stats;
+    let st: FileStat;
     try { st = lstatSync(d); } catch (e) { return `cannot check ${d} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`; }
     if (st.isSymbolicLink()) {
       // a link on the way (e.g. /tmp -> /private/tmp): check where it leads as well

@@ -88,13 +88,12 @@ function lowerFunc(f: Func, ctx: PassContext): Func {
 interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null; ext: readonly (number | Expr)[] | null; read?: "gather" }
 
 function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
-  const mark = (l: Leaf) => { if (!gathered) delete l.read; else if (!out.includes(l)) l.read = "gather"; };
+  // `gathered`: read by a gather only (a leaf read elsewhere too is loaded as usual)
+  const push = (l: Leaf) => { if (gathered) l.read = "gather"; out.push(l); };
   if (e.kind === "var" && e.type.kind === "tensor") {
     const seen = out.find((l) => l.key.kind === "var" && l.key.id === e.id);
     if (seen) { if (!gathered) delete seen.read; return out; }
-    const l: Leaf = { key: e, tensor: e, base: null, ext: null };
-    mark(l);
-    out.push(l);
+    push({ key: e, tensor: e, base: null, ext: null });
   } else if (e.kind === "call" && e.op === "tensor.slice") {
     const [x, shape, off] = e.args;
     if (x.kind !== "var") {
@@ -105,9 +104,7 @@ function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
     const ext = shape.items.map((it) => (it.kind === "const" ? Number(it.value) : it));
     const seen = out.find((l) => l.key === e);
     if (seen) { if (!gathered) delete seen.read; return out; }
-    const l: Leaf = { key: e, tensor: x, base: off.items, ext };
-    mark(l);
-    out.push(l);
+    push({ key: e, tensor: x, base: off.items, ext });
   } else if (e.kind === "call" && e.op === "tensor.gather") {
     // the table is read by gatherLoad and the indices as an index tile (gatherTile), not as tiles of
     // the value's space: leaves for the extents and the tile budget only (unless read elsewhere too)
@@ -708,6 +705,8 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls, `pl.${name}`, span);
   const budget = tileBudget(ctx, ls.length + madeTiles(x) + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
+  // a reduced axis longer than a tile holds: in blocks, as a dynamic one (not the arg-reductions: their index is found in one tile)
+  if (whole > budget && !(name in ARG_REDUCTIONS)) return lowerReduceDynamic(value, store, c64(whole, span), other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);

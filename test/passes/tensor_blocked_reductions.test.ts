@@ -47,6 +47,10 @@ const wide = pl.jit(function wide(x: pl.Tensor<[2, 150000], pl.FP32>, y: pl.Out<
   });
 });
 
+const wideSum = pl.jit(function wideSum(x: pl.Tensor<[2, 150000], pl.FP32>, y: pl.Out<pl.Tensor<[2, 1], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.rowSum(x)); });
+});
+
 describe("reductions along a run-time axis inside tensor expressions", () => {
   for (const platform of PLATFORMS) {
     const cfg = cfgOf(platform);
@@ -85,10 +89,13 @@ describe("reductions along a run-time axis inside tensor expressions", () => {
     });
   }
 
-  it("cpu: a static row longer than a tile holds is reduced in blocks too (it was E_SCRATCH)", () => {
+  it("cpu: a static row longer than a tile holds is reduced in blocks too, inside an expression and as a whole value (both were E_SCRATCH)", () => {
     const x = randn([2, 150000], { seed: 11 }), y = zeros([2, 150000]);
     wide(x, y, cfgOf("cpu"));
     expect(maxRel(f32(y), rowsOf(f32(x), 2, 150000).flatMap(softmaxRef))).toBeLessThan(1e-5);
+    const sums = zeros([2, 1]);
+    wideSum(x, sums, cfgOf("cpu"));
+    expect(maxRel(f32(sums), rowsOf(f32(x), 2, 150000).map((row) => row.reduce((a, b) => a + b, 0)))).toBeLessThan(1e-5);
   });
 
   it("the lowered form: each reduction a carried loop over column blocks, then the value block by block", () => {

@@ -38,7 +38,7 @@ export function cudaError(err: unknown): Error {
   return nativeError(err);
 }
 
-const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 export class CudaDevice implements Device {
   readonly #n: NativeCudaDevice;
