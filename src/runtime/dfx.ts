@@ -4,10 +4,10 @@
 // <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
 // describes the latest launch that recorded it and is written atomically (temp + rename).
 // The interp platform records nothing (see ChipWorker: it says so once).
-import { closeSync, mkdirSync, openSync, writeFileSync, writeSync, renameSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync, renameSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
-import { DFX_DIR, type CompiledMeta } from "../artifact/index.js";
+import { DFX_DIR, checkDirInside, readMarker, recordFiles, removeWritten, type CompiledMeta } from "../artifact/index.js";
 import type { DeviceTrace as NativeTrace, DeviceTraceAccess as NativeTraceAccess, DeviceTraceTask as NativeTraceTask } from "../targets/index.js";
 import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
 
@@ -29,14 +29,14 @@ export function recordingOf(cfg: RunConfig): { mask: number; dumpBytes: number }
   return { mask, dumpBytes: cfg.enableDumpArgs === 1 ? DUMP_L1_BYTES : 0 };
 }
 
-function writeAtomic(path: string, data: string | Uint8Array): void {
+function writeFile(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data);
   renameSync(tmp, path);
 }
 
 /**
- * A file written in pieces, then renamed into place (atomic like writeAtomic): a launch of
+ * A file written in pieces, then renamed into place (atomic like writeFile): a launch of
  * 200k tasks makes a swimlane of ~100 MB, which is never one string or one object tree.
  */
 class StreamFile {
@@ -100,8 +100,14 @@ const MODE = ["", "read", "write", "readwrite"];
  * DistributedWorker (`rank_<r>/device_<d>`).
  */
 export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, trace: NativeTrace, coreCount: number, deviceId: number, subdir = ""): string {
-  const dir = join(outputDir, DFX_DIR, subdir);
+  const rel = subdir ? `${DFX_DIR}/${subdir}` : DFX_DIR;
+  const dir = join(outputDir, rel);
+  checkDirInside(outputDir, rel); // (never written through a link planted in the artifact)
   mkdirSync(dir, { recursive: true });
+  // every file written is recorded in the artifact's marker: tspto deletes only what it wrote
+  const written: string[] = [];
+  const writeAtomic = (path: string, data: string | Uint8Array) => { writeFile(path, data); written.push(`${rel}/${path.slice(dir.length + 1)}`); };
+  const stream = (path: string) => { written.push(`${rel}/${path.slice(dir.length + 1)}`); return new StreamFile(path); };
   const t0 = trace.launchStartNs;
   const us = (ns: number) => (ns - t0) / 1000;
   const regions = regionsOf(meta, trace);
@@ -137,7 +143,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     const q = (k: string) => { let v = quoted.get(k); if (v === undefined) { v = JSON.stringify(k); quoted.set(k, v); } return v; };
     const qs = new Map<string, string>();
     const qk = (prefix: string, k: string) => { const key = `${prefix}${k}`; let v = qs.get(key); if (v === undefined) { v = JSON.stringify(key); qs.set(key, v); } return v; };
-    const f = new StreamFile(join(dir, "swimlane.json"));
+    const f = stream(join(dir, "swimlane.json"));
     f.write('{"traceEvents":[');
     let first = true;
     const put = (line: string) => { f.write(first ? `\n${line}` : `,\n${line}`); first = false; };
@@ -156,7 +162,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
 
   if (cfg.enableDepGen) {
     const es = graph();
-    const f = new StreamFile(join(dir, "deps.json"));
+    const f = stream(join(dir, "deps.json"));
     f.write('{"tasks":');
     jsonArray(f, tasks.length, (i) => { const t = tasks[i]; return `{"id":${t.id},"kernel":${JSON.stringify(t.kernel)},"scope":${t.scope},"core":${t.core}}`; });
     f.write(',"edges":');
@@ -178,9 +184,11 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   if (cfg.enableDumpArgs > 0) {
     const full = cfg.enableDumpArgs >= 2;
     const adir = join(dir, "args_dump");
-    rmSync(adir, { recursive: true, force: true });
+    // the previous launch's dump goes (the files tspto recorded writing; anything else stays)
+    const marker = readMarker(outputDir);
+    if (marker && marker !== "invalid") removeWritten(outputDir, marker, `${rel}/args_dump`);
     mkdirSync(adir, { recursive: true });
-    const f = new StreamFile(join(adir, "index.json"));
+    const f = stream(join(adir, "index.json"));
     f.write(`{"level":${cfg.enableDumpArgs},"tasks":`);
     jsonArray(f, tasks.length, (ti) => {
       const t = tasks[ti];
@@ -197,6 +205,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
             if (full) {
               const file = `task${t.id}_arg${k}_${when}.bin`;
               writeFileSync(join(adir, file), bytes);
+              written.push(`${rel}/args_dump/${file}`);
               entry[`${when}File`] = file;
             }
             entry[when] = firstValues(bytes, dtype, 16);
@@ -220,6 +229,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
       JSON.stringify({ scope, tasks: s.count, totalNs: s.total, meanNs: s.total / s.count, kernels: [...s.kernels] }));
     writeAtomic(join(dir, "scope_stats.jsonl"), lines.join("\n") + (lines.length ? "\n" : ""));
   }
+  recordFiles(outputDir, written);
   return dir;
 }
 

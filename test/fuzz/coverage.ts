@@ -19,7 +19,7 @@ export const FUZZED: Readonly<Record<string, readonly string[]>> = {
   full: ["elementwise", "tile", "twoStage"],
   expands: ["elementwise", "tile", "twoStage"],
   read: ["tile", "scalar"],
-  dim: ["scalar", "dynLoop"],
+  dim: ["scalar", "dynLoop", "dynSlice"],
   fillpad: ["tile", "reduction"],
   // elementwise
   add: ["elementwise", "tile", "loop", "scalar"], sub: ["elementwise", "tile", "loop"], mul: ["elementwise", "tile", "loop"],
@@ -30,7 +30,7 @@ export const FUZZED: Readonly<Record<string, readonly string[]>> = {
   neg: ["elementwise", "tile"], abs: ["elementwise", "tile"], relu: ["elementwise", "tile"],
   exp: ["elementwise", "tile"], log: ["elementwise", "tile"], sqrt: ["elementwise", "tile"], rsqrt: ["elementwise", "tile"], recip: ["elementwise", "tile"],
   sin: ["elementwise", "tile"], cos: ["elementwise", "tile"], tanh: ["elementwise", "tile"], sigmoid: ["elementwise", "tile"], erf: ["elementwise", "tile"],
-  lrelu: ["elementwise", "tile"], cast: ["elementwise", "tile"], cmp: ["elementwise", "tile"], sel: ["elementwise", "tile"],
+  lrelu: ["elementwise", "tile"], cast: ["elementwise", "tile"], cmp: ["elementwise", "tile", "iota"], sel: ["elementwise", "tile", "iota"],
   // reductions
   rowSum: ["reduction", "rowReductionExpr"], rowMax: ["reduction", "rowReductionExpr"], rowMin: ["reduction", "rowReductionExpr"], rowProd: ["reduction"],
   colSum: ["reduction", "rowReductionExpr"], colMax: ["reduction", "rowReductionExpr"], colMin: ["reduction", "rowReductionExpr"], colProd: ["reduction"],
@@ -42,7 +42,9 @@ export const FUZZED: Readonly<Record<string, readonly string[]>> = {
   colExpandDiv: ["broadcast"], colExpandMax: ["broadcast"], colExpandMin: ["broadcast"], colExpandExpdif: ["broadcast"],
   prelu: ["broadcast"],
   // shape
-  transpose: ["shape"], slice: ["shape"], concat: ["shape"], assemble: ["shape"], reshape: ["shape"], broadcastTo: ["shape"],
+  transpose: ["shape"], slice: ["shape", "dynSlice"], concat: ["shape"], assemble: ["shape"], reshape: ["shape"], broadcastTo: ["shape"],
+  // indexing
+  gather: ["gather"], gatherLoad: ["gather"], iota: ["iota"], checkWindow: ["dynSlice"],
   // matmul
   matmul: ["matmul", "matmulEpilogue"], matmulAcc: ["matmul"], matmulBias: ["matmul"], batchMatmul: ["matmul"],
   // scalar ops (TypeScript operators and Math functions in kernels)

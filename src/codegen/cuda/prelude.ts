@@ -149,7 +149,7 @@ template <typename F> TSPTO_D F tspto_fmin(F a, F b) {
   return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (signbit(a) ? a : b);
 }
 template <typename F> TSPTO_D F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
-// a select of two values already evaluated (the cpu prelude's tspto_blend: sel, fillpad's pad)
+// a select of two values already evaluated (the cpu formulas call it: sel, fillpad's pad, prelu, lrelu)
 template <typename T> TSPTO_D T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ SPMD bands and failures
