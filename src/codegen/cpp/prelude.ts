@@ -259,11 +259,24 @@ static inline int64_t tspto_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ------------------------------------------------------------------ floats
 // Math.max / Math.min: NaN if either is NaN; max(-0, 0) = 0, min(-0, 0) = -0.
+// Equal operands differ at most in the sign of a zero, so the tie is settled on the bits:
+// min ORs them (-0 if either is -0), max ANDs them (+0 unless both are -0). The tie was
+// 'std::signbit(a) ? a : b', which g++ 12 at -O3 with AVX2/AVX-512 cannot compile once it knows
+// the sign (minimum(abs(v), v) over tiles in scratch: an internal compiler error in FRE,
+// eliminate_stmt, tree-ssa-sccvn.cc:6459 — test/codegen/minmax_ice.test.ts).
+template <typename F> struct TsptoBits { using U = uint32_t; };
+template <> struct TsptoBits<double> { using U = uint64_t; };
+template <typename F> static inline F tspto_fbits_or(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x |= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
+template <typename F> static inline F tspto_fbits_and(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x &= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
 template <typename F> static inline F tspto_fmax(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : (std::signbit(a) ? b : a);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : tspto_fbits_and(a, b);
 }
 template <typename F> static inline F tspto_fmin(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (std::signbit(a) ? a : b);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : tspto_fbits_or(a, b);
 }
 
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }

@@ -91,6 +91,9 @@ function versionMemo(command: string, exe: string): { file: string; path: string
 }
 
 const CXX_HINT = "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)";
+/** The hint when the compiler itself crashed on the generated code (g++'s "internal compiler error"). */
+const ICE_HINT = "the C++ compiler crashed on tspto's generated code (its own bug, which tspto's emitters must avoid): please report it with the generated source; "
+  + "another compiler may build it meanwhile ($CXX=clang++ or another g++ version)";
 
 /**
  * The compiler: $CXX (may hold extra words, e.g. "ccache g++"), else the first of c++, g++,
@@ -293,7 +296,7 @@ export function compileLibrary(tc: Toolchain, dir: string, programName: string, 
     const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
     throw new TsptoCompileError(timedOut ? "E_CXX_TIMEOUT" : "E_CXX",
       `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
-      undefined, CXX_HINT);
+      undefined, !timedOut && /internal compiler error|Please submit a full bug report/i.test(r.stderr ?? "") ? ICE_HINT : CXX_HINT);
   }
   return { flags, ms };
 }
