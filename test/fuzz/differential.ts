@@ -544,7 +544,32 @@ function tileCase(r: Rand, id: number): Case {
   const loads = inputs.map((x) => `const t_${x.name} = pl.load(${x.name}, [0, 0], [${M}, ${N}]${valid});`).join("\n    ");
   const pad = partial && r() < 0.4 ? pick(r, ["zero", "min", "max"] as const) : null;
   const atomic = !pad && r() < 0.2;
-  let value = e.src;
+  let value = e.src, ev = e.eval, bind = "";
+  // the value bound to a tile used twice (kept in scratch, not fused into the store) and
+  // combined with a loaded leaf by maximum/minimum: minimum(abs(v), v) of such a tile was a
+  // g++ internal compiler error (issue 19 item 9)
+  const leaf = inputs.find((x) => x.dtype === d);
+  if (leaf && r() < 0.35) {
+    const mm = (op: string) => (x: number, y: number) => (Number.isNaN(x) || Number.isNaN(y) ? NaN : op === "minimum" ? Math.min(x, y) : Math.max(x, y));
+    const [op1, op2] = [pick(r, ["minimum", "maximum"]), pick(r, ["minimum", "maximum"])];
+    const [f1, f2] = [mm(op1), mm(op2)];
+    const s = `s${id}`, l = g.ref(leaf);
+    bind = `const ${s} = ${e.src};\n    `;
+    const form = r();
+    if (form < 0.35) {
+      value = `pl.${op1}(pl.${op2}(${s}, ${s}), ${l})`;
+      ev = (k) => store(f1(f2(e.eval(k), e.eval(k)), leaf.values[k]), d);
+    } else if (form < 0.7) {
+      // op1(s, leaf) itself (the issue's minimum(abs(v), v) when s = abs(v)), s used again in s - s
+      value = `pl.add(pl.${op1}(${s}, ${l}), pl.sub(${s}, ${s}))`;
+      ev = (k) => store(store(f1(e.eval(k), leaf.values[k]), d) + store(e.eval(k) - e.eval(k), d), d);
+      g.used.add("add"); g.used.add("sub");
+    } else {
+      value = `pl.${op1}(${s}, pl.${op2}(${l}, ${s}))`;
+      ev = (k) => store(f1(e.eval(k), f2(leaf.values[k], e.eval(k))), d);
+    }
+    g.used.add(op1); g.used.add(op2);
+  }
   if (pad) { value = `pl.fillpad(${value}, "${pad}")`; g.used.add("fillpad"); }
   if (!partial && r() < 0.15) { value = `pl.add(${value}, pl.expands(pl.createTile([${M}, ${N}], ${DT[d]}), 1))`; g.used.add("createTile"); g.used.add("expands"); g.used.add("add"); }
   const plusOne = !partial && value.includes("pl.createTile(");
@@ -552,12 +577,12 @@ function tileCase(r: Rand, id: number): Case {
   const expected = Array.from({ length: M * N }, (_, k) => {
     const i = Math.floor(k / N), j = k % N;
     const inside = i < vm && j < vn;
-    const v = inside ? (plusOne ? store(e.eval(k) + 1, d) : e.eval(k)) : pad ? padOf(pad, d) : null;
+    const v = inside ? (plusOne ? store(ev(k) + 1, d) : ev(k)) : pad ? padOf(pad, d) : null;
     if (v === null) return init[k];
     return atomic ? store(init[k] + v, d) : v;
   });
   const storeOpts = atomic ? ", { atomic: \"add\" }" : "";
-  const body = `${loads}\n    pl.store(${value}, [0, 0], o${id}${storeOpts});`;
+  const body = `${loads}\n    ${bind}pl.store(${value}, [0, 0], o${id}${storeOpts});`;
   return {
     id, kind: "tile", scopes: [body], inputs, scalars, out: { name: `o${id}`, shape: [M, N], dtype: d, init, inout: atomic }, expected,
     tol: tolOf(d, e.transcendental),
