@@ -125,6 +125,42 @@ uint32_t ModuleIdArg(Napi::Env env, Napi::Value v, const char* method) {
   return static_cast<uint32_t>(id);
 }
 
+namespace {
+// A numeric slot of kind 3..6 into `value`; false when the slot defers to the args element
+// (an int slot holding NaN: a bigint beyond 2^53). The same rules (and messages) as the
+// element conversion below.
+bool ParseSlot(Napi::Env env, const char* method, uint32_t i, uint8_t kind, double d, int64_t* value) {
+  auto bad = [&](const char* expected) {
+    std::string got = (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e18)
+                          ? std::to_string(static_cast<int64_t>(d)) : std::to_string(d);
+    return BadArg(env, std::string(method) + ": argument " + std::to_string(i) + " (" +
+                           ArgKindName(kind) + ") must be " + expected + ", got " + got,
+                  false, i);
+  };
+  switch (kind) {
+    case kArgDevice:
+      if (!(d >= 0 && d <= kMaxSafeInteger && d == std::trunc(d))) throw bad("a device address (bigint)");
+      *value = static_cast<int64_t>(d);
+      return true;
+    case kArgInt:
+      if (std::isnan(d)) return false;
+      if (!(d == std::trunc(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+        throw bad("an integer in the int64 range");
+      }
+      *value = static_cast<int64_t>(d);
+      return true;
+    case kArgFloat:
+      std::memcpy(value, &d, sizeof d);
+      return true;
+    case kArgBool:
+      *value = d != 0 ? 1 : 0;
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 // Converts launch(moduleId, args, kinds) arguments. Host views are referenced by pointer
 // with their LIVE byte length (a detached buffer has 0); when `keep` is given (async
 // launch) each host view gets a persistent reference (keep[i], empty for other kinds) so
@@ -148,12 +184,27 @@ void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* m
                           " entries but args has " + std::to_string(n));
   }
   const uint8_t* kind_data = kinds.Data();
+  // Optional slots (Float64Array, one per argument): device addresses and scalars as numbers,
+  // read here in one block instead of one element lookup and conversion per argument.
+  const double* slots = nullptr;
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
+        info[3].As<Napi::Float64Array>().ElementLength() != n) {
+      throw BadArg(env, std::string(method) + ": slots must be a Float64Array of " + std::to_string(n) +
+                            " entries (one per argument), got " + Describe(info[3]));
+    }
+    slots = info[3].As<Napi::Float64Array>().Data();
+  }
   out->resize(n);
   if (keep != nullptr) keep->resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     LaunchArg& a = (*out)[i];
     a = LaunchArg{};
     a.kind = kind_data[i];
+    if (slots != nullptr && a.kind >= kArgDevice && a.kind <= kArgBool &&
+        ParseSlot(env, method, i, a.kind, slots[i], &a.value)) {
+      continue;
+    }
     Napi::Value v = arr.Get(i);
     auto bad = [&](const char* expected) {
       return BadArg(env, std::string(method) + ": argument " + std::to_string(i) + " (" +
