@@ -131,6 +131,12 @@ void Arena::ZeroBlock(uint64_t offset, uint64_t n) {
   std::memset(base_ + hi, 0, offset + n - hi);
 }
 
+void Arena::Zero(uint64_t addr, uint64_t nbytes) {
+  std::shared_lock<std::shared_mutex> region(region_mu_);
+  if (base_ == nullptr || nbytes == 0) return;
+  ZeroBlock(addr - reinterpret_cast<uint64_t>(base_), nbytes);
+}
+
 uint64_t Arena::TryAllocate(uint64_t nbytes, bool zero, std::string* error) {
   std::shared_lock<std::shared_mutex> region(region_mu_);
   // Large requests are checked against what the machine has available now (read before

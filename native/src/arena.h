@@ -81,6 +81,9 @@ class Arena {
   void FreeQuiet(uint64_t addr);
   // True when `addr` is the start of a live allocation.
   bool IsLive(uint64_t addr) const;
+  // Zero-fills [addr, addr + nbytes) of an allocation the caller owns (memset, or for a
+  // large block madvise); a no-op on a released arena.
+  void Zero(uint64_t addr, uint64_t nbytes);
   // Checks that [addr, addr + nbytes) lies inside one live allocation; throws DeviceError
   // "<op>: ..." naming the address and the problem otherwise.
   void CheckRange(const char* op, uint64_t addr, uint64_t nbytes) const;

@@ -29,7 +29,7 @@ std::string WithTaskContext(const std::string& message) {
 }  // namespace
 
 DeviceCore::DeviceCore(const DeviceOptions& options) : options_(options) {
-  arena_ = std::make_unique<Arena>(options.memory_bytes);
+  arena_ = std::make_shared<Arena>(options.memory_bytes);
 
   api_.ctx = this;
   api_.scratch_bytes = static_cast<int64_t>(options.scratch_bytes);
@@ -114,6 +114,9 @@ void DeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted) {
 // Modules
 
 Module::~Module() {
+  if (arena) {
+    for (const LaunchBuffer& b : buffers) arena->FreeQuiet(b.addr);
+  }
   if (handle != nullptr) dlclose(handle);
 }
 
@@ -145,6 +148,7 @@ uint32_t DeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes) {
   module->entry = entry;
   module->path = path;
   module->arg_bytes = std::move(arg_bytes);
+  module->arena = arena_;
   return modules_.Add(std::move(module));
 }
 
@@ -324,8 +328,16 @@ uint64_t DeviceCore::LaunchLocked(LaunchPlan* plan) {
       std::lock_guard<std::mutex> lock(device->orch_mu_);
       for (uint64_t addr : device->orch_buffers_) device->arena_->FreeQuiet(addr);
       device->orch_buffers_.clear();
+      device->orch_kept_.clear();  // the module keeps them
+      device->orch_module_ = nullptr;
+      device->orch_next_ = 0;
     }
   } buffers{this};
+  {
+    std::lock_guard<std::mutex> lock(orch_mu_);
+    orch_module_ = plan->module.get();
+    orch_next_ = 0;
+  }
 
   const size_t n = args.size();
   slots_.assign(n, 0);
@@ -474,16 +486,43 @@ int64_t DeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
     d->RecordFailure(WithTaskContext("rt->alloc: negative size " + std::to_string(nbytes)));
     return 0;
   }
-  std::string error;
-  const uint64_t addr = d->arena_->TryAllocate(static_cast<uint64_t>(nbytes), true, &error);
-  if (addr == 0) {
-    d->RecordFailure(WithTaskContext(error));
-    return 0;
-  }
+  const uint64_t n = static_cast<uint64_t>(nbytes);
   std::lock_guard<std::mutex> lock(d->orch_mu_);
-  d->orch_buffers_.push_back(addr);
+  Module* m = d->orch_module_;
+  const size_t k = d->orch_next_++;
+  uint64_t addr = 0;
+  if (m != nullptr && n < Module::kMaxCachedBufferBytes) {
+    // The module's k-th buffer, kept from an earlier launch: zero-filled again.
+    if (k < m->buffers.size() && m->buffers[k].bytes >= n) {
+      addr = m->buffers[k].addr;
+      d->arena_->Zero(addr, n);
+    } else {
+      std::string error;
+      addr = d->arena_->TryAllocate(n, true, &error);
+      if (addr == 0) {
+        d->RecordFailure(WithTaskContext(error));
+        return 0;
+      }
+      if (k < m->buffers.size()) {
+        d->arena_->FreeQuiet(m->buffers[k].addr);  // too small for this launch: replaced
+        m->buffers[k] = Module::LaunchBuffer{addr, n};
+      } else {
+        m->buffers.resize(k + 1);
+        m->buffers[k] = Module::LaunchBuffer{addr, n};
+      }
+    }
+    d->orch_kept_.push_back(addr);
+  } else {
+    std::string error;
+    addr = d->arena_->TryAllocate(n, true, &error);
+    if (addr == 0) {
+      d->RecordFailure(WithTaskContext(error));
+      return 0;
+    }
+    d->orch_buffers_.push_back(addr);
+  }
   if (d->recording_.load(std::memory_order_relaxed)) {
-    d->trace_.orch_buffers.emplace_back(addr, static_cast<uint64_t>(nbytes));
+    d->trace_.orch_buffers.emplace_back(addr, n);
   }
   return static_cast<int64_t>(addr);
 }
@@ -492,11 +531,16 @@ void DeviceCore::ApiFree(void* ctx, int64_t addr) {
   auto* d = static_cast<DeviceCore*>(ctx);
   {
     std::lock_guard<std::mutex> lock(d->orch_mu_);
-    auto it = std::find(d->orch_buffers_.begin(), d->orch_buffers_.end(),
-                        static_cast<uint64_t>(addr));
+    const uint64_t a = static_cast<uint64_t>(addr);
+    auto it = std::find(d->orch_buffers_.begin(), d->orch_buffers_.end(), a);
     if (it != d->orch_buffers_.end()) {
       d->orch_buffers_.erase(it);
-      d->arena_->Free(static_cast<uint64_t>(addr), "rt->free");
+      d->arena_->Free(a, "rt->free");
+      return;
+    }
+    auto kept = std::find(d->orch_kept_.begin(), d->orch_kept_.end(), a);
+    if (kept != d->orch_kept_.end()) {
+      d->orch_kept_.erase(kept);  // back to the module for its next launch
       return;
     }
   }
