@@ -277,5 +277,9 @@ __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntim
 
 }  // namespace
 
+// One definition per library: in the orchestration's unit when it is built as several
+// translation units (CppUnit in generate.ts).
+#if !defined(TSPTO_UNITS) || defined(TSPTO_UNIT_0)
 extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
+#endif
 `;
