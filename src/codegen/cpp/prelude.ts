@@ -236,6 +236,22 @@ template <typename F> static inline F tspto_fmin(F a, F b) {
 
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
 
+// ------------------------------------------------------------------ transpose
+// o[c][r] = x[r][c] of a rows x cols tile, in 16 x 16 blocks (both sides stay in L1). One
+// out-of-line copy per element type: a loop specialized for each tile shape is what GCC's
+// vectorizer turns into scatters, several times slower and most of a bTrans matmul's compile.
+template <typename T>
+__attribute__((noinline)) static void tspto_transpose(T* __restrict o, const T* __restrict x, int64_t rows, int64_t cols) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int64_t ie = i0 + 16 < rows ? i0 + 16 : rows;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t je = j0 + 16 < cols ? j0 + 16 : cols;
+      for (int64_t i = i0; i < ie; ++i)
+        for (int64_t j = j0; j < je; ++j) o[j * rows + i] = x[i * cols + j];
+    }
+  }
+}
+
 // A select of two values: both operands are evaluated (loaded) before the blend, so the
 // vectorizer sees unconditional loads and a blend, never masked loads. g++ 12 at -O3
 // -march=native miscompiles a vectorized 'm[i] != 0 ? a[i] : b[i]' over small tiles (the

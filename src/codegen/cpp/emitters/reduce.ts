@@ -259,6 +259,15 @@ def("tile.transpose", {
     const a1 = Number(call.attrs.axis1), a2 = Number(call.attrs.axis2);
     const ex = ctx.elements(call.args[0]);
     const o = destPtr(ctx, dest);
+    // a 2-D tile read from an array (not a fused expression): the prelude's blocked
+    // tspto_transpose, compiled once per element type (the nested loop below, specialized for
+    // each shape, is what the vectorizer turns into slow scatters -- 5x slower for [128, 128]
+    // -- and most of a bTrans matmul's compile time)
+    const src = /^([A-Za-z_]\w*)\[@IDX@\]$/.exec(ex("@IDX@"));
+    if (x.shape.length === 2 && src) {
+      ctx.line(`tspto_transpose(${o}, ${src[1]}, ${x.shape[0]}, ${x.shape[1]});`);
+      return;
+    }
     shapeLoops(ctx, x.shape, (idx) => {
       const sw = [...idx];
       [sw[a1], sw[a2]] = [sw[a2], sw[a1]];
