@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "errors.h"
 
@@ -316,6 +317,51 @@ void Arena::Unpin(uint64_t addr, uint64_t generation) {
     deferred_.erase(d);
   }
   ReleaseBlock(offset, reserved);
+}
+
+size_t Arena::PinAll(std::pair<uint64_t, uint64_t*>* items, size_t n, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) {
+    auto it = live_.find(items[i].first);
+    if (it == live_.end()) {
+      *why = DescribeNonLiveLocked(items[i].first);
+      for (size_t j = 0; j < i; ++j) {  // still live: pinned under this lock
+        auto p = live_.find(items[j].first);
+        if (p != live_.end() && p->second.pins > 0) --p->second.pins;
+        *items[j].second = 0;
+      }
+      return i;
+    }
+    ++it->second.pins;
+    *items[i].second = it->second.generation;
+  }
+  return n;
+}
+
+void Arena::UnpinAll(const std::pair<uint64_t, uint64_t*>* items, size_t n) {
+  std::shared_lock<std::shared_mutex> region(region_mu_);
+  // Deferred frees whose last pin goes now: released after the lock (rare: no allocation
+  // unless there is one).
+  std::vector<std::pair<uint64_t, uint64_t>> release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (base_ == nullptr) return;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t addr = items[i].first, generation = *items[i].second;
+      auto it = live_.find(addr);
+      if (it != live_.end() && it->second.generation == generation) {
+        if (it->second.pins > 0) --it->second.pins;
+        continue;
+      }
+      auto d = deferred_.find(addr);
+      if (d == deferred_.end() || d->second.generation != generation) continue;
+      if (--d->second.pins > 0) continue;
+      release.emplace_back(addr - reinterpret_cast<uint64_t>(base_), d->second.reserved);
+      in_use_ -= d->second.reserved;
+      deferred_.erase(d);
+    }
+  }
+  for (const auto& r : release) ReleaseBlock(r.first, r.second);
 }
 
 bool Arena::IsLive(uint64_t addr) const {

@@ -77,6 +77,11 @@ class Arena {
   // Drops one hold of (addr, generation); releases a deferred free when it was the last.
   // A no-op after Release().
   void Unpin(uint64_t addr, uint64_t generation);
+  // Pin / Unpin of many allocations under one lock (a launch's device arguments): pins
+  // (addr, &generation) pairs in order; on the first address that is not live, unpins the
+  // ones pinned so far, sets `why` and returns its index; returns n when all were pinned.
+  size_t PinAll(std::pair<uint64_t, uint64_t*>* items, size_t n, std::string* why);
+  void UnpinAll(const std::pair<uint64_t, uint64_t*>* items, size_t n);
   // Free() that ignores addresses which are not live and a released arena (cleanup paths).
   void FreeQuiet(uint64_t addr);
   // True when `addr` is the start of a live allocation.

@@ -224,20 +224,26 @@ void CheckResultViews(const std::vector<LaunchArg>& args,
   }
 }
 
+namespace {
+// (address, &generation) of a plan's pinned device arguments, for Arena::PinAll / UnpinAll
+// (one lock for all of them). Per thread, reused: no allocation per launch.
+thread_local std::vector<std::pair<uint64_t, uint64_t*>> tl_pins;
+}  // namespace
+
 void LaunchPlan::Release() {
   if (!held || device == nullptr) return;
   held = false;
   Arena& arena = device->arena();
+  tl_pins.clear();
   for (LaunchArg& a : args) {
     if (a.staged != 0) {
       arena.FreeQuiet(a.staged);
       a.staged = 0;
     }
-    if (a.generation != 0) {
-      arena.Unpin(static_cast<uint64_t>(a.value), a.generation);
-      a.generation = 0;
-    }
+    if (a.generation != 0) tl_pins.emplace_back(static_cast<uint64_t>(a.value), &a.generation);
   }
+  if (!tl_pins.empty()) arena.UnpinAll(tl_pins.data(), tl_pins.size());
+  for (auto& p : tl_pins) *p.second = 0;
 }
 
 void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
@@ -249,6 +255,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
   CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far
   try {
+    tl_pins.clear();
     for (size_t i = 0; i < n; ++i) {
       LaunchArg& a = plan->args[i];
       switch (a.kind) {
@@ -257,18 +264,22 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
         case kArgHostInOut:
           CheckHostArg(&a, i, expect, plan->args, method);
           break;
-        case kArgDevice: {
-          std::string why;
-          a.generation = arena_->Pin(static_cast<uint64_t>(a.value), &why);
-          if (a.generation == 0) {
-            throw DeviceError(std::string(method) + ": argument " + std::to_string(i) +
-                                  " (device tensor): " + why,
-                              kCodeBadAddress, static_cast<int64_t>(i));
-          }
+        case kArgDevice:
+          tl_pins.emplace_back(static_cast<uint64_t>(a.value), &a.generation);
           break;
-        }
         default:
           break;
+      }
+    }
+    if (!tl_pins.empty()) {
+      // every device argument pinned under one lock; the first that is not live is the error
+      std::string why;
+      const size_t bad = arena_->PinAll(tl_pins.data(), tl_pins.size(), &why);
+      if (bad < tl_pins.size()) {
+        size_t i = 0;
+        while (&plan->args[i].generation != tl_pins[bad].second) ++i;
+        throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (device tensor): " + why,
+                          kCodeBadAddress, static_cast<int64_t>(i));
       }
     }
     if (stage_now) {
@@ -333,11 +344,9 @@ uint64_t DeviceCore::LaunchLocked(LaunchPlan* plan) {
       device->orch_next_ = 0;
     }
   } buffers{this};
-  {
-    std::lock_guard<std::mutex> lock(orch_mu_);
-    orch_module_ = plan->module.get();
-    orch_next_ = 0;
-  }
+  // No task of this launch runs yet (submissions synchronize through the scheduler's lock).
+  orch_module_ = plan->module.get();
+  orch_next_ = 0;
 
   const size_t n = args.size();
   slots_.assign(n, 0);

@@ -108,6 +108,9 @@ export class Binder {
   readonly #symAxis: readonly Int32Array[];
   readonly #owner: DeviceTensorOwner;
   readonly #platform: string;
+  /** Per parameter: the DeviceTensor last packed there, and its address as a number. */
+  readonly #addrOf: (DeviceTensor | undefined)[];
+  readonly #addr: Float64Array;
 
   constructor(meta: CompiledMeta, owner: DeviceTensorOwner) {
     this.name = meta.name;
@@ -119,6 +122,8 @@ export class Binder {
     this.packed = { args: new Array(n), kinds: new Uint8Array(n).fill(ArgKind.Int), slots: new Float64Array(n), config: undefined, source: [] };
     this.#owner = owner;
     this.#platform = meta.platform;
+    this.#addrOf = new Array(this.sig.length).fill(undefined);
+    this.#addr = new Float64Array(this.sig.length);
   }
 
   /**
@@ -130,7 +135,7 @@ export class Binder {
     const sig = this.sig;
     if (n !== sig.length) return false;
     const out = this.packed;
-    this.#extent.fill(0);
+    if (this.symbols.length > 0) this.#extent.fill(0);
     for (let i = 0; i < n; i++) {
       const p = sig[i], a = args[i];
       if (p.tensor) {
@@ -207,7 +212,7 @@ export class Binder {
       throw rtErr("E_ARITY", `'${this.name}' takes ${sig.length} arguments (${sig.map((p) => p.name).join(", ")}), got ${n}`, "pass one argument per kernel parameter (optionally followed by a RunConfig)");
     }
     const out = this.packed;
-    this.#extent.fill(0);
+    if (this.symbols.length > 0) this.#extent.fill(0);
     // The hot loop builds no strings and no objects: each check that fails hands over to
     // #checkScalar / #mismatch / checkTensor, which build the message naming the argument.
     for (let i = 0; i < n; i++) {
@@ -226,7 +231,10 @@ export class Binder {
         if (p.dimNames) { const k = this.#dims(i, a.shape); if (k !== null) throw this.#dimMismatch(i, k, a.shape[k]); }
         out.args[i] = a.dataPtr;
         out.kinds[i] = ArgKind.Device;
-        out.slots[i] = Number(a.dataPtr); // exact: device addresses are below 2^53
+        // the address as a number (exact: device addresses are below 2^53), converted once per
+        // tensor: resident weights are the same objects call after call
+        if (this.#addrOf[i] !== a) { this.#addrOf[i] = a; this.#addr[i] = Number(a.dataPtr); }
+        out.slots[i] = this.#addr[i];
         continue;
       }
       const h = a instanceof HostTensor ? a : asTensorLike(a);
