@@ -480,7 +480,7 @@ function modelCompileBench() {
       rmSync(dir, { recursive: true, force: true });
     }
   };
-  const jobs = String(availableParallelism());
+  const jobs = String(availableParallelism()); // forced: the default takes the load average off
   const n = Math.max(3, Math.min(ROUNDS, 5));
   const par: ReturnType<typeof runChild>[] = [], one: ReturnType<typeof runChild>[] = [];
   for (let i = 0; i < n; i++) { par.push(runChild(jobs)); one.push(runChild("1")); }

@@ -3,6 +3,7 @@
 // that computes what interp does, and a failing or hanging part reported like a failing or
 // hanging single compile.
 import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ChipWorker, CompiledProgram, RunConfig, randn, tensor, zeros, assertClose, type HostTensor } from "../../src/index.js";
@@ -31,11 +32,12 @@ describe("unit groups", () => {
     expect(unitGroups([u(0, 1_000), u(1, 50_000), u(2, 50_000)], 3)).toHaveLength(2);
   });
 
-  it("TSPTO_CXX_JOBS: the machine's parallelism by default, an integer in [1, 256] otherwise", () => {
+  it("TSPTO_CXX_JOBS: the machine's idle cores by default (at least 1), an integer in [1, 256] otherwise", () => {
     const saved = process.env.TSPTO_CXX_JOBS;
     try {
       delete process.env.TSPTO_CXX_JOBS;
       expect(cxxJobs()).toBeGreaterThanOrEqual(1);
+      expect(cxxJobs()).toBeLessThanOrEqual(availableParallelism());
       process.env.TSPTO_CXX_JOBS = "3";
       expect(cxxJobs()).toBe(3);
       process.env.TSPTO_CXX_JOBS = "many";

@@ -1,14 +1,14 @@
 // A large program's library built as several objects compiled at the same time: the generated
 // source has one part per kernel and one for the orchestration (CppUnit, src/codegen/cpp/
 // generate.ts), each compiled when -DTSPTO_UNITS -DTSPTO_UNIT_<i> says so. The parts are
-// grouped into at most $TSPTO_CXX_JOBS (default: the machine's parallelism) objects of about
+// grouped into at most $TSPTO_CXX_JOBS (default: the machine's idle cores) objects of about
 // equal size, the objects are compiled by one shell that runs the compilers in parallel (one
 // synchronous call, like the single compile), then linked. A group lighter than
 // MIN_GROUP_WEIGHT is not worth a compiler process of its own (its start and the precompiled
 // header's load cost about as much as it saves), so small programs stay one compile.
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { TsptoConfigError } from "../../ir/index.js";
 import type { CppUnit } from "../../codegen/index.js";
@@ -16,10 +16,14 @@ import type { CppUnit } from "../../codegen/index.js";
 /** Source bytes a group of units must reach to be compiled on its own (about 0.1 s of -O3 work). */
 export const MIN_GROUP_WEIGHT = 12_000;
 
-/** Parallel compiles of one library: $TSPTO_CXX_JOBS (an integer >= 1) or the machine's parallelism. */
+/**
+ * Parallel compiles of one library: $TSPTO_CXX_JOBS (an integer >= 1), else the cores the
+ * machine has idle (its parallelism minus the 1-minute load average, at least 1; like make's
+ * --max-load: on a busy machine parallel compilers only compete with each other and the rest).
+ */
 export function cxxJobs(): number {
   const env = process.env.TSPTO_CXX_JOBS;
-  if (env === undefined || env === "") return Math.max(1, availableParallelism());
+  if (env === undefined || env === "") return Math.max(1, Math.round(availableParallelism() - loadavg()[0]));
   const n = Number(env);
   if (!Number.isInteger(n) || n < 1 || n > 256) {
     throw new TsptoConfigError("E_CONFIG", `TSPTO_CXX_JOBS must be an integer in [1, 256], got ${JSON.stringify(env)}`,
