@@ -297,6 +297,35 @@ uint64_t Arena::Pin(uint64_t addr, std::string* why) {
   return it->second.generation;
 }
 
+uint64_t Arena::PinRange(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PinRangeLocked(addr, nbytes, base, why);
+}
+
+uint64_t Arena::PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
+  auto it = live_.upper_bound(addr);
+  if (it != live_.begin()) {
+    --it;
+    Allocation& a = it->second;
+    if (addr == a.base || addr < a.base + a.size) {
+      const uint64_t room = a.base + a.size - addr;
+      if (nbytes > room) {
+        *why = "the range [" + Hex(addr) + ", " + Hex(addr) + " + " + std::to_string(nbytes) +
+               ") the program uses leaves the allocation at " + Hex(a.base) + " of " +
+               std::to_string(a.size) + " bytes (" + std::to_string(room) + " bytes from " +
+               Hex(addr) + ")";
+        return 0;
+      }
+      ++a.pins;
+      *base = a.base;
+      return a.generation;
+    }
+  }
+  *why = DescribeNonLiveLocked(addr);
+  if (why->empty()) *why = Hex(addr) + " is not inside a live allocation";
+  return 0;
+}
+
 void Arena::Unpin(uint64_t addr, uint64_t generation) {
   std::shared_lock<std::shared_mutex> region(region_mu_);
   uint64_t offset = 0, reserved = 0;
@@ -319,26 +348,24 @@ void Arena::Unpin(uint64_t addr, uint64_t generation) {
   ReleaseBlock(offset, reserved);
 }
 
-size_t Arena::PinAll(std::pair<uint64_t, uint64_t*>* items, size_t n, std::string* why) {
+size_t Arena::PinAll(PinItem* items, size_t n, std::string* why) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < n; ++i) {
-    auto it = live_.find(items[i].first);
-    if (it == live_.end()) {
-      *why = DescribeNonLiveLocked(items[i].first);
+    const uint64_t generation = PinRangeLocked(items[i].addr, items[i].nbytes, items[i].base, why);
+    if (generation == 0) {
       for (size_t j = 0; j < i; ++j) {  // still live: pinned under this lock
-        auto p = live_.find(items[j].first);
+        auto p = live_.find(*items[j].base);
         if (p != live_.end() && p->second.pins > 0) --p->second.pins;
-        *items[j].second = 0;
+        *items[j].generation = 0;
       }
       return i;
     }
-    ++it->second.pins;
-    *items[i].second = it->second.generation;
+    *items[i].generation = generation;
   }
   return n;
 }
 
-void Arena::UnpinAll(const std::pair<uint64_t, uint64_t*>* items, size_t n) {
+void Arena::UnpinAll(const PinItem* items, size_t n) {
   std::shared_lock<std::shared_mutex> region(region_mu_);
   // Deferred frees whose last pin goes now: released after the lock (rare: no allocation
   // unless there is one).
@@ -347,7 +374,7 @@ void Arena::UnpinAll(const std::pair<uint64_t, uint64_t*>* items, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     if (base_ == nullptr) return;
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t addr = items[i].first, generation = *items[i].second;
+      const uint64_t addr = *items[i].base, generation = *items[i].generation;
       auto it = live_.find(addr);
       if (it != live_.end() && it->second.generation == generation) {
         if (it->second.pins > 0) --it->second.pins;

@@ -74,14 +74,27 @@ class Arena {
   // Holds the live allocation that starts at `addr` for a launch; returns its generation, or
   // 0 with `why` set (DescribeNonLive) when `addr` is not the start of a live allocation.
   uint64_t Pin(uint64_t addr, std::string* why);
+  // Holds the live allocation that contains [addr, addr + nbytes) for a launch: `addr` is its
+  // start or lies inside it (a view of a DeviceTensor, t.narrow). Returns its generation and
+  // sets *base to its start, or 0 with `why` set when no live allocation holds the whole range.
+  uint64_t PinRange(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why);
   // Drops one hold of (addr, generation); releases a deferred free when it was the last.
   // A no-op after Release().
   void Unpin(uint64_t addr, uint64_t generation);
-  // Pin / Unpin of many allocations under one lock (a launch's device arguments): pins
-  // (addr, &generation) pairs in order; on the first address that is not live, unpins the
-  // ones pinned so far, sets `why` and returns its index; returns n when all were pinned.
-  size_t PinAll(std::pair<uint64_t, uint64_t*>* items, size_t n, std::string* why);
-  void UnpinAll(const std::pair<uint64_t, uint64_t*>* items, size_t n);
+  // One range of PinAll / UnpinAll: [addr, addr + nbytes) and where its allocation's start
+  // and generation go (PinRange's *base and result).
+  struct PinItem {
+    uint64_t addr;
+    uint64_t nbytes;
+    uint64_t* base;
+    uint64_t* generation;
+  };
+  // PinRange / Unpin of many ranges under one lock (a launch's device arguments): pins the
+  // items in order; on the first that no live allocation holds, unpins the ones pinned so
+  // far (their generations back to 0), sets `why` and returns its index; returns n when all
+  // were pinned. UnpinAll drops the holds of (*base, *generation).
+  size_t PinAll(PinItem* items, size_t n, std::string* why);
+  void UnpinAll(const PinItem* items, size_t n);
   // Free() that ignores addresses which are not live and a released arena (cleanup paths).
   void FreeQuiet(uint64_t addr);
   // True when `addr` is the start of a live allocation.
@@ -107,6 +120,7 @@ class Arena {
  private:
   std::string OutOfMemoryMessage(uint64_t nbytes) const;  // mu_ held
   std::string DescribeNonLiveLocked(uint64_t addr) const;  // mu_ held
+  uint64_t PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why);  // mu_ held
   void InsertFree(uint64_t offset, uint64_t size);         // mu_ held
   void EraseFree(uint64_t offset, uint64_t size);          // mu_ held
   // Returns a block (whose record is already gone) to the free list; gives large blocks'

@@ -225,9 +225,9 @@ void CheckResultViews(const std::vector<LaunchArg>& args,
 }
 
 namespace {
-// (address, &generation) of a plan's pinned device arguments, for Arena::PinAll / UnpinAll
-// (one lock for all of them). Per thread, reused: no allocation per launch.
-thread_local std::vector<std::pair<uint64_t, uint64_t*>> tl_pins;
+// The ranges of a plan's pinned device arguments, for Arena::PinAll / UnpinAll (one lock for
+// all of them). Per thread, reused: no allocation per launch.
+thread_local std::vector<Arena::PinItem> tl_pins;
 }  // namespace
 
 void LaunchPlan::Release() {
@@ -240,10 +240,10 @@ void LaunchPlan::Release() {
       arena.FreeQuiet(a.staged);
       a.staged = 0;
     }
-    if (a.generation != 0) tl_pins.emplace_back(static_cast<uint64_t>(a.value), &a.generation);
+    if (a.generation != 0) tl_pins.push_back({static_cast<uint64_t>(a.value), 0, &a.pin_base, &a.generation});
   }
   if (!tl_pins.empty()) arena.UnpinAll(tl_pins.data(), tl_pins.size());
-  for (auto& p : tl_pins) *p.second = 0;
+  for (auto& p : tl_pins) *p.generation = 0;
 }
 
 void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
@@ -264,9 +264,13 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
         case kArgHostInOut:
           CheckHostArg(&a, i, expect, plan->args, method);
           break;
-        case kArgDevice:
-          tl_pins.emplace_back(static_cast<uint64_t>(a.value), &a.generation);
+        case kArgDevice: {
+          // the allocation holding the bytes the program uses from this address (a view's
+          // address may lie inside it): pinned by its start and generation, below
+          const int64_t need = expect.Need(i, plan->args, method);
+          tl_pins.push_back({static_cast<uint64_t>(a.value), need > 0 ? static_cast<uint64_t>(need) : 0, &a.pin_base, &a.generation});
           break;
+        }
         default:
           break;
       }
@@ -277,7 +281,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
       const size_t bad = arena_->PinAll(tl_pins.data(), tl_pins.size(), &why);
       if (bad < tl_pins.size()) {
         size_t i = 0;
-        while (&plan->args[i].generation != tl_pins[bad].second) ++i;
+        while (&plan->args[i].generation != tl_pins[bad].generation) ++i;
         throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (device tensor): " + why,
                           kCodeBadAddress, static_cast<int64_t>(i));
       }

@@ -29,8 +29,9 @@ describe("tile.transpose", () => {
     const make = () => [randn([R, C], { seed: 1 }), tensor(Array.from({ length: R * C }, (_, n) => n * 7 - 300), { shape: [R, C], dtype: "int32" }),
       randn([R, C], { seed: 2 }), randn([48, C], { seed: 3 }), zeros([C, R]), zeros([C, R], "int32"), zeros([C, R], "bool"), zeros([R, 48]), zeros([C, R])];
     const onCpu = make(), onInterp = make();
-    transposes(...onCpu, new RunConfig({ platform: "cpu" }));
-    transposes(...onInterp, new RunConfig({ platform: "interp" }));
+    const call = transposes as (...a: unknown[]) => unknown;
+    call(...onCpu, new RunConfig({ platform: "cpu" }));
+    call(...onInterp, new RunConfig({ platform: "interp" }));
     for (const k of [4, 5, 6, 8]) expect(onCpu[k].toArray(), `output ${k}`).toEqual(onInterp[k].toArray());
     assertClose(onCpu[7], onInterp[7], { rtol: 1e-5, atol: 1e-5 });
     const a = onCpu[0].toArray();

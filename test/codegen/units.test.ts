@@ -60,6 +60,22 @@ describe("unit groups", () => {
     // the objects, logs and marks of the run are gone
     expect(readdirSync(dir).filter((f) => f !== "build")).toEqual([]);
   });
+
+  it("the time limit stops every process a compile started (g++'s cc1plus and as), not only the compiler", () => {
+    const dir = tmpDir("units-tree");
+    const pids = tmpDir("units-tree-pids");
+    // each "compiler" starts a child that would outlive it, records its pid, and waits
+    const hang = (g: readonly number[]) => ["/bin/sh", "-c", `sleep 60 & echo $! > '${join(pids, `child${g[0]}`)}'; wait`];
+    const r = compileUnits(dir, [[0], [1]], hang, () => ["true"], 1_000);
+    expect((r.error as NodeJS.ErrnoException | undefined)?.code).toBe("ETIMEDOUT");
+    const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+    const children = [0, 1].map((g) => Number(readFileSync(join(pids, `child${g}`), "utf8")));
+    const deadline = Date.now() + 5_000;
+    while (children.some(alive) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    const left = children.filter(alive);
+    for (const pid of left) process.kill(pid, "SIGKILL"); // (only if the test fails: never leave them behind)
+    expect(left).toEqual([]);
+  });
 });
 
 /** A GPT-2-shaped layer (tiny dimensions): 8 kernels, about 40 KB of C++: two parts on two jobs. */
@@ -98,7 +114,7 @@ describe("a program built as several objects", () => {
     } finally {
       w.close();
     }
-    fn(...onInterp, new RunConfig({ platform: "interp" }));
+    (fn as (...a: unknown[]) => unknown)(...onInterp, new RunConfig({ platform: "interp" }));
     for (const i of [13, 14, 17]) assertClose(onCpu[i] as HostTensor, onInterp[i] as HostTensor, { rtol: 1e-4, atol: 1e-4 });
   });
 

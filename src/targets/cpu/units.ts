@@ -61,7 +61,8 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * group's object, without the output file) at the same time, then links them with `link`
  * (without the objects) into the library, in `dir`. Returns what spawnSync would for one
  * compile: status 0 on success, else the failing step's status or signal and its output.
- * `timeoutMs` bounds the whole build; a compile still running then is stopped (error
+ * `timeoutMs` bounds the whole build (the compiles to within a second, the link with what is
+ * left); a compile still running then is stopped with every process it started (error
  * ETIMEDOUT, as spawnSync's).
  */
 export function compileUnits(dir: string, groups: readonly number[][], compile: (units: readonly number[], obj: string) => string[],
@@ -69,19 +70,37 @@ export function compileUnits(dir: string, groups: readonly number[][], compile: 
   const objs = groups.map((_, g) => `build/unit${g}.o`);
   const logs = groups.map((_, g) => `build/unit${g}.log`);
   const timedOutMark = "build/units.timeout";
-  // one compiler per group in the background; a watchdog stops them at the time limit (and its
-  // sleep is stopped when they finish first); the exit status of each, in order, on stdout
-  const lines = ["pids=''"];
+  // One compiler per group in the background, each in a session (and so a process group) of
+  // its own where setsid(1) is there, so that stopping it stops the processes it started too
+  // (g++'s cc1plus and as). A watchdog polls them every 0.1 s: it ends when none is left, and
+  // at the time limit it marks the run timed out and stops them (no signal to the watchdog,
+  // whose trap could race with its own wait). A signal to the shell (Ctrl-C, spawnSync's own
+  // limit) stops them as well. The exit status of each, in order, on stdout.
+  const lines = [
+    "S=''; command -v setsid >/dev/null 2>&1 && S=setsid",
+    "pids=''",
+    "stop() { for p in $pids; do kill -9 -$p 2>/dev/null || kill -9 $p 2>/dev/null; done; }",
+    "trap 'stop; exit 143' INT TERM HUP",
+  ];
   groups.forEach((units, g) => {
-    lines.push(`${compile(units, objs[g]).map(quote).join(" ")} >${quote(logs[g])} 2>&1 &`, `p${g}=$!`, `pids="$pids $p${g}"`);
+    lines.push(`$S ${compile(units, objs[g]).map(quote).join(" ")} >${quote(logs[g])} 2>&1 &`, `p${g}=$!`, `pids="$pids $p${g}"`);
   });
   lines.push(
-    `( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep ${Math.ceil(timeoutMs / 1000)} & s=$!; wait $s; : >${quote(timedOutMark)}; kill $pids 2>/dev/null ) >/dev/null 2>&1 &`,
+    // (whole seconds: one more, so that the limit is never cut short; it may run up to 1 s over)
+    `end=$(( $(date +%s) + ${Math.ceil(timeoutMs / 1000) + 1} ))`,
+    "( trap - INT TERM HUP",
+    "  while :; do",
+    "    alive=''; for p in $pids; do kill -0 $p 2>/dev/null && alive=1; done",
+    "    [ -z \"$alive\" ] && exit 0",
+    `    [ "$(date +%s)" -ge "$end" ] && { : >${quote(timedOutMark)}; stop; exit 0; }`,
+    "    sleep 0.1",
+    "  done ) >/dev/null 2>&1 </dev/null &",
     "w=$!",
     ...groups.map((_, g) => `wait $p${g}; r${g}=$?`),
-    "kill $w 2>/dev/null; wait $w 2>/dev/null",
+    "wait $w",
     `echo ${groups.map((_, g) => `$r${g}`).join(" ")}`,
   );
+  const t0 = performance.now();
   mkdirSync(join(dir, "build"), { recursive: true });
   const r = spawnSync("/bin/sh", ["-c", lines.join("\n")], { cwd: dir, encoding: "utf8", timeout: timeoutMs + 30_000, maxBuffer: 64 << 20 });
   const read = (f: string) => { try { return readFileSync(join(dir, f), "utf8"); } catch { return ""; } };
@@ -97,8 +116,10 @@ export function compileUnits(dir: string, groups: readonly number[][], compile: 
     if (failed >= 0 || codes.length !== groups.length) {
       return { status: codes[failed] ?? 1, signal: null, error: undefined, stderr: read(logs[Math.max(0, failed)]), stdout: "" };
     }
+    // the link gets what is left of the limit
     const argv = link(objs);
-    return spawnSync(argv[0], argv.slice(1), { cwd: dir, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
+    const left = Math.max(1, Math.round(timeoutMs - (performance.now() - t0)));
+    return spawnSync(argv[0], argv.slice(1), { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
   } finally {
     cleanup();
   }
