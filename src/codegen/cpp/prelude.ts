@@ -144,8 +144,29 @@ static inline float tspto_nanf(float x, float v) {
   return tspto_u2f(((xb | 0x00400000u) & nan) | (tspto_f2u(v) & ~nan));
 }
 
+// d - q s, exactly where the machine has fused multiply-add (else Dekker's exact product: the
+// residual of a division d / s rounded to q)
+static inline float tspto_residf(float q, float s, float d) {
+#if defined(__FMA__) || defined(__AVX512F__)
+  return __builtin_fmaf(-q, s, d);
+#else
+  const float p = q * s, cq = q * 4097.0f, cs = s * 4097.0f;
+  const float qh = cq - (cq - q), ql = q - qh, sh = cs - (cs - s), sl = s - sh;
+  return (d - p) - (((qh * sh - p) + qh * sl + ql * sh) + ql * sl);
+#endif
+}
+// (d + dl) / (s + sl) for s in [1, 2): the quotient rounded, then corrected by its residual:
+// within about 2^-48 of the exact quotient before the last rounding
+static inline float tspto_divcf(float d, float dl, float s, float sl) {
+  const float inv = 1.0f / s, q = d * inv;
+  return TSPTO_FMAF(tspto_residf(q, s, d) + (dl - q * sl), inv, q);
+}
+
 // tanh: |x| < 0.625: x + x^3 P(x^2) (degree 4, relative error 4e-9); else (1 - e) / (1 + e) with
-// e = exp(-2|x|) <= 0.29 (no cancellation; e -> 0 gives 1). The sign is x's (tanh(-0) = -0).
+// e = exp(-2|x|) <= 0.29 (no cancellation; e -> 0 gives 1): 1 - e and 1 + e as exact sums of two
+// floats and a corrected division, so the result errs by e's error (<= 0.2 ulp of it) and one
+// rounding (a plain (1 - e) / (1 + e) rounds three times: 1.5 ulp, 2 apart). The sign is x's
+// (tanh(-0) = -0).
 static inline float tspto_tanhf(float x) {
   const float ax = tspto_absf(x), x2 = x * x;
   float p = -5.704987328499556e-3f;
@@ -155,15 +176,20 @@ static inline float tspto_tanhf(float x) {
   p = TSPTO_FMAF(p, x2, -3.333328068256378e-1f);
   const float small = TSPTO_FMAF(ax * x2, p, ax);
   const float e = tspto_expf(-2.0f * ax);
-  const float big = (1.0f - e) / (1.0f + e);
+  const float s = 1.0f + e, sl = e - (s - 1.0f);                      // 1 + e = s + sl (exact: 1 >= e)
+  const float d = 1.0f - e, dl = (1.0f - d) - e;                      // 1 - e = d + dl
+  const float big = tspto_divcf(d, dl, s, sl);
   return tspto_signf(tspto_self(__builtin_isless(ax, 0.625f), small, big), x);  // NaN: big is NaN
 }
 
 // sigmoid = 1 / (1 + e^-x) as (x < 0 ? e : 1) / (1 + e), e = exp(-|x|) <= 1: never overflows, and
-// far below 0 the result is e itself (subnormal down to -103.3, as the reference's).
+// far below 0 the result is e itself (subnormal down to -103.3, as the reference's). 1 + e as an
+// exact sum and a corrected division (as tanh's); what remains is exp's error, which for x < 0 is
+// the result's own (up to 2 ulp where e and the result lie in different binades).
 static inline float tspto_sigmoidf(float x) {
   const float e = tspto_expf(-tspto_absf(x));
-  return tspto_self(__builtin_isless(x, 0.0f), e, 1.0f) / (1.0f + e);
+  const float s = 1.0f + e, sl = e - (s - 1.0f);
+  return tspto_divcf(tspto_self(__builtin_isless(x, 0.0f), e, 1.0f), 0.0f, s, sl);
 }
 
 // erf: |x| < 1: x + x R(x^2) (degree 6, relative error 1.2e-9); 1 <= |x|: 1 - Q(min(|x|, 4) - 2.5),
