@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..10, gelu: bench/fastmath.ts; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..10; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -20,7 +20,7 @@ import { EW, MM, TM, TN, KT, SM_COLS, SM_ROWS, add8, ewAdd, ewAddDyn, matmul1k, 
 import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loadOrt, onnxModel } from "./peers.js";
 import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench } from "./distributed.js";
-import { geluBench, type BenchHost } from "./fastmath.js";
+import { geluBench, validBench, type BenchHost } from "./fastmath.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -536,6 +536,7 @@ async function main() {
   if (want("9")) twoScopeLoop();
   const host: BenchHost = { rounds: ROUNDS, row, note: (n) => notes.push(n), log };
   if (want("gelu")) geluBench(host);
+  if (want("valid")) validBench(host);
   const curves = want("10") ? await sweeps(ort) : [];
   const [l1] = loadavg();
   // Sections measured elsewhere (the GPU rows come from \`npm run bench -- --gpu\` on a GPU

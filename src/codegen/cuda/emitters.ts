@@ -257,7 +257,8 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
     kind: "tile-stmt",
     emitInto(ctx, call, dest) {
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
+      const [m, w] = validRegion(x, call.span);  // only the valid region is reduced (src/ir/ops/reduce.ts)
       const d = x.dtype;
       const S = scratchCType(d);
       const float = isFloat(d);
@@ -277,14 +278,14 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         ctx.line(`const int ${lane} = threadIdx.x & 31, ${warp} = threadIdx.x >> 5;`);
         ctx.open(`for (int64_t ${r} = ${warp}; ${r} < ${m}; ${r} += (blockDim.x >> 5)) {`);
         ctx.line(`${A} ${acc} = ${init};`);
-        ctx.line(`for (int64_t ${j} = ${lane}; ${j} < ${n}; ${j} += 32) ${acc} = ${op(acc, `(${A})${plan.at(`${r} * ${n} + ${j}`)}`)};`);
+        ctx.line(`for (int64_t ${j} = ${lane}; ${j} < ${w}; ${j} += 32) ${acc} = ${op(acc, `(${A})${plan.at(`${r} * ${n} + ${j}`)}`)};`);
         ctx.line(`for (int ${sh} = 16; ${sh} > 0; ${sh} >>= 1) ${acc} = ${op(acc, `__shfl_xor_sync(0xffffffffu, ${acc}, ${sh})`)};`);
         ctx.line(`if (${lane} == 0) ${o}[${r}] = ${fin(acc)};`);
         ctx.close();
       } else {
         // one thread per column, rows in order
         const c = ctx.fresh("c"), i = ctx.fresh("i"), acc = ctx.fresh("acc");
-        ctx.open(`for (int64_t ${c} = threadIdx.x; ${c} < ${n}; ${c} += blockDim.x) {`);
+        ctx.open(`for (int64_t ${c} = threadIdx.x; ${c} < ${w}; ${c} += blockDim.x) {`);
         ctx.line(`${A} ${acc} = ${init};`);
         ctx.line(`for (int64_t ${i} = 0; ${i} < ${m}; ++${i}) ${acc} = ${op(acc, `(${A})${plan.at(`${i} * ${n} + ${c}`)}`)};`);
         ctx.line(`${o}[${c}] = ${fin(acc)};`);
@@ -359,11 +360,11 @@ def("tile.prelu", {
 });
 
 // ------------------------------------------------------------------ products and arg-reductions (src/ir/ops/reduce.ts)
-/** One thread per line of an [m, n] tile along `axis`, elements in order: line, element index of j, count. */
-function lineThreads(ctx: CudaCtx, m: number, n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
+/** One thread per valid line of a tile of row stride n (valid [vm, vn]) along `axis`, elements in order: line, element index of j, count (valid). */
+function lineThreads(ctx: CudaCtx, [vm, vn]: readonly number[], n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
   const l = ctx.fresh("l");
-  ctx.open(`for (int64_t ${l} = threadIdx.x; ${l} < ${axis === "row" ? m : n}; ${l} += blockDim.x) {`);
-  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? n : m);
+  ctx.open(`for (int64_t ${l} = threadIdx.x; ${l} < ${axis === "row" ? vm : vn}; ${l} += blockDim.x) {`);
+  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? vn : vm);
   ctx.close();
 }
 const roundD = (d: DType, x: string): string =>
@@ -373,12 +374,12 @@ for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
     kind: "tile-stmt",
     emitInto(ctx, call, dest) {
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
       const d = x.dtype;
       const ex = ctx.elements(call.args[0]);
       const o = destPtr(ctx, dest);
       // in order, as on cpu (float: fp64 products rounded once; integers saturate)
-      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+      lineThreads(ctx, validRegion(x, call.span), n, axis, (l, at, cnt) => {
         const acc = ctx.fresh("acc"), j = ctx.fresh("j");
         if (isFloat(d)) {
           ctx.line(`double ${acc} = 1.0;`);
@@ -398,11 +399,11 @@ for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
     kind: "tile-stmt",
     emitInto(ctx, call, dest) {
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
       const ex = ctx.elements(call.args[0]);
       const o = destPtr(ctx, dest);
       const S = scratchCType(x.dtype), float = isFloat(x.dtype);
-      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+      lineThreads(ctx, validRegion(x, call.span), n, axis, (l, at, cnt) => {
         const best = ctx.fresh("best"), bi = ctx.fresh("bi"), j = ctx.fresh("j"), v = ctx.fresh("v");
         ctx.line(`${S} ${best} = ${ex.at(at("0"))}; int32_t ${bi} = 0;`);
         // the first extreme wins; a NaN beats every number and the first NaN wins
@@ -448,7 +449,9 @@ def("tile.transpose", {
 function emitMatmul(ctx: CudaCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
   const base = accArg ? 1 : 0;
   const at = tileOf(call.args[base]), bt = tileOf(call.args[base + 1]);
-  const [m, k] = at.shape as number[], n = bt.shape[1] as number;
+  const [m, k0] = at.shape as number[], n = bt.shape[1] as number;
+  // the sum runs over the valid K only: min(a's valid columns, b's valid rows) (src/ir/ops/matmul.ts)
+  const k = Math.min(validRegion(at, call.span)[1], validRegion(bt, call.span)[0]);
   const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
   const ec = accArg ? ctx.elements(accArg) : null;
   const o = destPtr(ctx, dest);
@@ -479,7 +482,7 @@ function emitMatmul(ctx: CudaCtx, call: Call, dest: TileDest, accArg: Expr | nul
     }
     ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ${kk} += 16) {`);
     ctx.line(`for (int ${e} = ${lane}; ${e} < 256; ${e} += 32) {`);
-    ctx.line(`  ${st}[${warp}][0][${e}] = ${conv}(${ea.at(`(${i0} + ${e} / 16) * ${k} + ${kk} + ${e} % 16`)});`);
+    ctx.line(`  ${st}[${warp}][0][${e}] = ${conv}(${ea.at(`(${i0} + ${e} / 16) * ${k0} + ${kk} + ${e} % 16`)});`);
     ctx.line(`  ${st}[${warp}][1][${e}] = ${conv}(${eb.at(`(${kk} + ${e} / 16) * ${n} + ${j0} + ${e} % 16`)});`);
     ctx.line("}");
     ctx.line("__syncwarp();");
@@ -496,9 +499,9 @@ function emitMatmul(ctx: CudaCtx, call: Call, dest: TileDest, accArg: Expr | nul
   parallelShape(ctx, [m, n], (f, [i, j]) => {
     const acc = ctx.fresh("acc"), q = ctx.fresh("k");
     if (float) {
-      return `float ${acc} = ${ec ? ec.at(f) : "0.0f"}; for (int64_t ${q} = 0; ${q} < ${k}; ++${q}) ${acc} = fmaf(${ea.at(`${i} * ${k} + ${q}`)}, ${eb.at(`${q} * ${n} + ${j}`)}, ${acc}); ${o}[${f}] = ${acc};`;
+      return `float ${acc} = ${ec ? ec.at(f) : "0.0f"}; for (int64_t ${q} = 0; ${q} < ${k}; ++${q}) ${acc} = fmaf(${ea.at(`${i} * ${k0} + ${q}`)}, ${eb.at(`${q} * ${n} + ${j}`)}, ${acc}); ${o}[${f}] = ${acc};`;
     }
-    return `int64_t ${acc} = ${ec ? `(int64_t)${ec.at(f)}` : "0"}; for (int64_t ${q} = 0; ${q} < ${k}; ++${q}) ${acc} += (int64_t)${ea.at(`${i} * ${k} + ${q}`)} * (int64_t)${eb.at(`${q} * ${n} + ${j}`)}; ${o}[${f}] = ${SAT[dest.type.dtype]}(${acc});`;
+    return `int64_t ${acc} = ${ec ? `(int64_t)${ec.at(f)}` : "0"}; for (int64_t ${q} = 0; ${q} < ${k}; ++${q}) ${acc} += (int64_t)${ea.at(`${i} * ${k0} + ${q}`)} * (int64_t)${eb.at(`${q} * ${n} + ${j}`)}; ${o}[${f}] = ${SAT[dest.type.dtype]}(${acc});`;
   });
 }
 def("tile.matmul", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, null); } });
