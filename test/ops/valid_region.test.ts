@@ -107,3 +107,48 @@ describe("a run-time valid region bounds elementwise ops, reductions, matmul and
     expect(attnKernel.cacheSize).toBe(2);
   });
 });
+
+// Row reductions over partially valid columns (run-time and static): only the valid columns are
+// reduced — rowMax of all-negative data is its maximum, not the 0 of a zero pad (as before) —
+// and an empty extent gives the identity: sum 0, prod 1, max -inf, min +inf, argmax 0.
+const RR = 8, RC = 40;
+const partialRows = pl.jit(function partialRows(x: pl.Tensor, c: pl.Scalar<pl.INT64>, o: pl.Out<pl.Tensor>, os: pl.Out<pl.Tensor>, oi: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const t = pl.load(x, [0, 0], [RR, RC], { validShape: [RR, c] });
+    const tmp = pl.createTile([RR, RC], pl.FP32);
+    pl.store(pl.rowMax(t, tmp), [0, 0], o);
+    pl.store(pl.rowMin(t, tmp), [0, 1], o);
+    pl.store(pl.rowSum(t, tmp), [0, 2], o);
+    pl.store(pl.rowProd(t), [0, 3], o);
+    pl.store(pl.rowArgmin(t), [0, 0], oi);
+    const s = pl.load(x, [0, 0], [RR, RC], { validShape: [RR, 13] });   // a static partial extent
+    pl.store(pl.rowMax(s, tmp), [0, 0], os);
+    pl.store(pl.rowArgmax(s), [0, 1], oi);
+  });
+  return o;
+});
+
+describe("row reductions reduce the valid columns only (the identity when there are none)", () => {
+  // all-negative rows: a zero pad would win every max
+  const X = randn([RR, RC], { seed: 45 }), xs = arr(X).map((v) => -Math.abs(v) - 0.01);
+  const Xn = full([RR, RC], 0);
+  arr(Xn).set(xs);
+  for (const c of [0, 3, 13, RC]) {
+    it(`validShape [8, ${c}] (run time) and [8, 13] (static), cpu and interp`, () => {
+      const got = ["cpu", "interp"].map((platform) => {
+        const o = full([RR, 4], 9), os = full([RR, 1], 9), oi = full([RR, 2], 9, "int32");
+        partialRows(Xn, c, o, os, oi, cfg(platform));
+        return { o: Array.from(arr(o)), os: Array.from(arr(os)), oi: Array.from(oi.data as Int32Array) };
+      });
+      expect(got[0]).toEqual(got[1]);
+      for (let r = 0; r < RR; r++) {
+        const row = Array.from(xs.slice(r * RC, r * RC + c)), first13 = Array.from(xs.slice(r * RC, r * RC + 13));
+        const prod = row.reduce((a, b) => a * b, 1);
+        expect(got[0].o.slice(r * 4, r * 4 + 4)).toEqual([
+          c ? Math.max(...row) : -Infinity, c ? Math.min(...row) : Infinity, laneSum(row), f(prod)]);
+        expect(got[0].os[r]).toBe(Math.max(...first13));
+        expect(got[0].oi.slice(r * 2, r * 2 + 2)).toEqual([c ? row.indexOf(Math.min(...row)) : 0, first13.indexOf(Math.max(...first13))]);
+      }
+    });
+  }
+});
