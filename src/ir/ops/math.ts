@@ -50,7 +50,7 @@ defineElementwise({
   },
 });
 
-const TRANS_ROW = { key: "trans", call: "sin cos tanh sigmoid erf (x)", does: "elementwise, float dtypes; the reference computes in fp64 and rounds once; cpu: vectorized fp32 functions, within 1 ulp of the reference (`sigmoid`: 2 ulp) over all floats (sin/cos of huge arguments included), float16/bfloat16 rounded from fp32 (1 ulp); docs/semantics.md" };
+const TRANS_ROW = { key: "trans", call: "sin cos tanh sigmoid erf (x)", does: "elementwise, float dtypes; the reference computes in fp64 and rounds once; cpu: vectorized fp32 functions, within 1 ulp of the reference over all floats (sin/cos of huge arguments included), float16/bfloat16 rounded from fp32 (1 ulp); docs/semantics.md" };
 /**
  * erf(x): the Maclaurin series 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 4
  * (relative error below 1e-10 there, far below fp32's 6e-8), and +-1 beyond (erfc(4) = 1.5e-8
