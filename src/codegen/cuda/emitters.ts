@@ -4,10 +4,11 @@
 // ops that move or combine tile elements (load, store, reductions, broadcasts, matmul,
 // shape ops, reads) have block-parallel formulas here. An op with neither fails at compile
 // time with a TsptoCompileError naming it (cudaEmitterFor).
-import { EMITTERS, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters/index.js";
+import { EMITTERS, castElem, cstr, intLit, loadConv, scalarCType, scratchCType, scratchLit, spanWhere, storageCType, storeConv } from "../cpp/emitters/index.js";
 import type { CExpr, ElementwiseEmitter, ScalarEmitter, TensorRef } from "../cpp/emitters/index.js";
-import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, mkCall, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, mkCall, mkConst, mkList, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TileType, Var } from "../../ir/index.js";
+const mkConstZero = (span: Span): Expr => mkConst(0, "int64", span);
 // cuda tensors have static shapes (generate.ts rejects dynamic dimensions)
 const staticDims = (t: TensorRef): readonly number[] => t.dims as readonly number[];
 
@@ -169,6 +170,17 @@ function contiguous(region: readonly number[], dims: readonly number[]): boolean
   for (let k = m + 1; k < region.length; k++) if (region[k] !== dims[k]) return false;
   return true;
 }
+
+// a tensor-level slice of run-time extent (TensorToTile's checkWindow): its loops have run-time
+// trip counts, which the cuda generator does not lower yet
+def("tile.checkWindow", {
+  kind: "tensor-stmt",
+  resultArg: 0,
+  emit(_ctx, call) {
+    throw new TsptoCompileError("E_DYNAMIC", "a tensor-level pl.slice of run-time extent is not supported on the cuda platform yet", call.span,
+      "give the slice constant extents on cuda (run-time offsets are fine), or run on the cpu / interp platform");
+  },
+});
 
 // ------------------------------------------------------------------ load / store
 def("tile.load", {
@@ -543,6 +555,70 @@ def("tile.assemble", {
       const inside = idx.map((v, ax) => `${v} >= ${off[ax]} && ${v} < ${off[ax]} + ${sshape[ax]}`).join(" && ");
       const sidx = idx.map((v, ax) => `(${v} - ${off[ax]})`);
       return `${o}[${f}] = (${inside}) ? ${es.at(linear(sidx, sshape))} : ${et.at(f)};`;
+    });
+  },
+});
+
+// ------------------------------------------------------------------ indexing: iota, gather, gatherLoad
+def("tile.iota", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const t = call.type as TileType;
+    const axis = Number(call.attrs.axis);
+    const o = destPtr(ctx, dest);
+    parallelShape(ctx, t.shape, (f, idx) => `${o}[${f}] = ${castElem("int64", t.dtype, "round", idx[axis])};`);
+  },
+});
+
+/**
+ * Element f of a gather: its index read and checked (a thread that finds one outside [0, extent)
+ * records the failure and writes zero: nothing outside the table is read), then the value.
+ */
+function gathered(ctx: CudaCtx, site: number, idx: string, extent: number, other: string, at: (g: string) => string, S: string, o: string, f: string, gathered0: boolean): string {
+  const off = gathered0 ? `{ _g, ${other} }` : `{ ${other}, _g }`;
+  return `{ const int64_t _g = (int64_t)(${idx}); if (_g < 0 || _g >= ${extent}) { const int64_t _off[] = ${off}; tspto_fail(a, ${site}, 2, _off); ${o}[${f}] = (${S})0; } else ${o}[${f}] = ${at("_g")}; }`;
+}
+
+def("tile.gather", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const table = tileOf(call.args[0]);
+    const axis = Number(call.attrs.axis ?? 0);
+    const [r, c] = table.shape as number[];
+    const et = ctx.elements(call.args[0]), ei = ctx.elements(call.args[1]);
+    const shape = dest.type.shape as number[];
+    const S = scratchCType(dest.type.dtype);
+    const o = destPtr(ctx, dest);
+    const site = ctx.site({ where: spanWhere(call.span), what: "gather", kind: "tile", name: label(call.args[0]), shape: axis === 0 ? [1, c] : [r, 1], dims: [r, c] });
+    parallelShape(ctx, shape, (f, [i, j]) => axis === 0
+      ? gathered(ctx, site, ei.at(i), r, "0", (g) => et.at(`${g} * ${c} + ${j}`), S, o, f, true)
+      : gathered(ctx, site, ei.at(j), c, "0", (g) => et.at(`${i} * ${c} + ${g}`), S, o, f, false));
+  },
+});
+
+def("tile.gatherLoad", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const t = ctx.tensor(call.args[0]);
+    const type = call.type as TileType;
+    const dims = staticDims(t);
+    const axis = Number(call.attrs.axis ?? 0), other = 1 - axis;
+    const region = validRegion(type, call.span);
+    const offList = mkList(axis === 0 ? [mkConstZero(call.span), call.args[2]] : [call.args[2], mkConstZero(call.span)], call.span);
+    const offs = windowOffsets(ctx, "gatherLoad", "tensor", t.label, offList, axis === 0 ? [1, region[1]] : [region[0], 1], dims, call.span);
+    const ei = ctx.elements(call.args[1]);
+    const S = scratchCType(type.dtype), T = storageCType(t.type.dtype);
+    const d = ctx.fresh("d"), s = ctx.fresh("s");
+    ctx.line(`${S}* __restrict__ ${d} = (${S}*)(${dest.ptr});`);
+    ctx.line(`const ${T}* __restrict__ ${s} = (const ${T}*)${t.ptr};`);
+    const site = ctx.site({ where: spanWhere(call.span), what: "gather", kind: "tensor", name: t.label, shape: axis === 0 ? [1, region[1]] : [region[0], 1], dims: [...dims] });
+    const o0 = offs[other];
+    parallelShape(ctx, type.shape as number[], (f, [i, j]) => {
+      const inside = [i, j].flatMap((v, ax) => (region[ax] < type.shape[ax] ? [`${v} < ${region[ax]}`] : []));
+      const body = axis === 0
+        ? gathered(ctx, site, ei.at(i), dims[0], o0, (g) => loadConv(type.dtype, `${s}[${g} * ${dims[1]} + ${o0} + ${j}]`), S, d, f, true)
+        : gathered(ctx, site, ei.at(j), dims[1], o0, (g) => loadConv(type.dtype, `${s}[(${o0} + ${i}) * ${dims[1]} + ${g}]`), S, d, f, false);
+      return inside.length ? `if (${inside.join(" && ")}) ${body} else ${d}[${f}] = (${S})0;` : body;
     });
   },
 });
