@@ -27,7 +27,7 @@
 import type { Call, Expr, Func, Program, Span, TensorType, TileType, Var } from "../../ir/index.js";
 import { exprType, forEachStmt, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import {
-  CPP_PRELUDE, generateEntryCpp, checkSpmdAttr, kernelSymbols, StmtWalker,
+  CPP_PRELUDE, generateEntryCpp, checkSpmdAttr, kernelSymbols, StmtWalker, cSyntax,
   type KernelCtx as CppCtx, type SpmdSubmit,
 } from "../cpp/index.js";
 import { comment, describe, internal, staticTensor, tileDataBytes, tileLeaves, type StaticTensor } from "../cpp/cexpr.js";
@@ -157,7 +157,7 @@ class KernelGen extends StmtWalker implements CudaCtx {
   protected readonly annotateWhile = false;
 
   constructor(fn: Func, private readonly symbol: string, private readonly sites: FailSite[]) {
-    super(fn, "trunc");
+    super(fn, cSyntax("trunc"));
     this.forwarded = forwardableLoads(fn);
     this.scratchBytes = this.planCheck();
     this.global = this.scratchBytes > SHARED_LIMIT;
