@@ -203,7 +203,7 @@ export abstract class StmtWalker {
   }
 
   /** A tensor parameter's local pointing at its data (`T* const p = (T*)(intptr_t)slot;`). */
-  protected static pointerParam(name: string, t: TensorType, raw: string): string {
+  static pointerParam(name: string, t: TensorType, raw: string): string {
     const T = storageCType(t.dtype);
     return `${T}* const ${name} = (${T}*)(intptr_t)${raw};`;
   }
