@@ -22,6 +22,11 @@ export interface DeviceDescription {
    * PlanMemory then gives those tiles no scratch.
    */
   readonly matmulOperandsInPlace?: boolean;
+  /**
+   * Every tile element takes at least this many bytes of scratch (webgpu: 4, WGSL memory is
+   * 32-bit words); the passes size tiles and plan scratch so. Absent: an element's own bytes.
+   */
+  readonly minTileElemBytes?: number;
 }
 
 /** Argument kinds of Device.launch (the `kinds` array). */
