@@ -103,7 +103,8 @@ const FORMULAS: Record<string, (call: Call, ops: readonly ElemOperand[], d: DTyp
   shr: (call, [a, n], d) => (intOnly(call, d), WRAP[d](d === "uint8" || d === "bool" ? `tspto_shr_u(${i32Of(a)}, ${i32Of(n)}, 8)` : `tspto_sar(${i32Of(a)}, ${i32Of(n)}, ${BITS[d] ?? 32})`)),
   sin: unaryF((x) => `sin(${x})`),
   cos: unaryF((x) => `cos(${x})`),
-  tanh: unaryF((x) => `tanh(${x})`),
+  // (clamped: tanh(x) = 1 in fp32 beyond 15, and some implementations overflow to NaN for large x)
+  tanh: unaryF((x) => `tanh(clamp(${x}, -15.0f, 15.0f))`),
   erf: unaryF((x) => `tspto_erf(${x})`),
   sigmoid: unaryF((x) => `(1.0f / (1.0f + tspto_expf(-${x})))`),
   pow: (_c, [a, b], d) => fromF32(d, `tspto_pow(${f32Of(a)}, ${f32Of(b)})`),
@@ -140,6 +141,8 @@ elem("cast", (call, [a], d) => {
   return castElem(a.dtype, d, String(call.attrs.mode ?? "round") as RoundModeName, a.code);
 });
 elem("move", (_c, [a]) => a.code);
+// reshape: the same elements in the same order (a tile's linear index is unchanged)
+elem("reshape", (_c, [a]) => a.code);
 elem("full", (call, _ops, d) => (d === "int64" ? int64Refused(call) : scratchLitW(d, toDType(Number(call.attrs.value), d))));
 elem("create", (call, _ops, d) => (d === "int64" ? int64Refused(call) : scratchLitW(d, 0)));
 

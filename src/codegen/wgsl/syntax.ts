@@ -28,11 +28,12 @@ export function f32Lit(v: number): string {
   if (r === Infinity || v > F32_MAX) return "tspto_inf()";
   if (r === -Infinity || v < -F32_MAX) return "(-tspto_inf())";
   if (Object.is(r, -0)) return "(-0.0f)";
-  // the shortest decimal that reads back as this fp32 value
+  // the shortest decimal that reads back as this fp32 value and stays within fp32's range
+  // (WGSL rejects a literal beyond it even when it would round to the largest fp32: 3.4028235e38)
   let s = String(r);
-  for (let p = 1; p <= 9; p++) {
+  for (let p = 1; p <= 17; p++) {
     const t = r.toPrecision(p);
-    if (Math.fround(Number(t)) === r) { s = t; break; }
+    if (Math.fround(Number(t)) === r && Math.abs(Number(t)) <= F32_MAX) { s = t; break; }
   }
   if (!/[.eE]/.test(s)) s = `${s}.0`;
   else if (/^-?\d+e/.test(s)) s = s.replace("e", ".0e");

@@ -103,9 +103,10 @@ interface Loaded {
 }
 interface Dispatch { readonly kernel: number; readonly grid: number; readonly words: Int32Array; readonly gscratch: number }
 interface OutCopy { readonly view: ArrayBufferView; readonly offset: number; readonly nbytes: number; readonly index: number }
-interface Recorded { readonly outs: readonly OutCopy[]; readonly readback: GpuBuffer | null; readonly rbSize: number; readonly errAt: number; readonly tsAt: number; readonly passes: number; readonly dispatches: readonly Dispatch[]; readonly submitNs: number; readonly mod: Loaded }
+interface Recorded { readonly scope: Promise<{ message: string } | null>; readonly outs: readonly OutCopy[]; readonly readback: GpuBuffer | null; readonly rbSize: number; readonly errAt: number; readonly tsAt: number; readonly passes: number; readonly dispatches: readonly Dispatch[]; readonly submitNs: number; readonly mod: Loaded }
 
 export class WebGpuDevice implements Device {
+  readonly asynchronous = true;
   readonly #host: WebGpuHost;
   #gpu: OpenedGpu | null = null;
   #openError: TsptoError | null = null;
@@ -572,6 +573,15 @@ export class WebGpuDevice implements Device {
     const g = this.#gpu!;
     const d = g.device;
     const pipelines = this.#pipelines(mod);
+    // the launch's own validation errors (an awaited launch reports them; a queued one at the next wait)
+    d.pushErrorScope("validation");
+    let scoped = true;
+    const closeScope = () => {
+      scoped = false;
+      const scope = d.popErrorScope();
+      if (!readback) void scope.then((e) => { if (e) this.#uncaptured ??= e.message; }, () => undefined);
+      return scope;
+    };
     const temps = [...staged.temps];
     const dispatches: Dispatch[] = [];
     try {
@@ -654,10 +664,15 @@ export class WebGpuDevice implements Device {
       }
       const submitNs = this.#host.nowNs();
       this.#flush();
+      const scope = closeScope();
       this.#s.launches++;
       this.#s.tasksRun += dispatches.length;
-      return { outs: staged.outs.map((o, k) => ({ ...o, offset: places[k] ?? 0 })), readback: rb, rbSize, errAt, tsAt, passes: timed ? passes : 0, dispatches, submitNs, mod };
+      return { scope, outs: staged.outs.map((o, k) => ({ ...o, offset: places[k] ?? 0 })), readback: rb, rbSize, errAt, tsAt, passes: timed ? passes : 0, dispatches, submitNs, mod };
+    } catch (e) {
+      this.#encoder = null; // nothing of a launch that failed while it was recorded is submitted
+      throw e;
     } finally {
+      if (scoped) void closeScope();
       // released at once: the queue runs this launch before anything reuses the ranges
       for (const t of temps) this.#release(t);
     }
@@ -674,10 +689,15 @@ export class WebGpuDevice implements Device {
   async #finish(r: Recorded): Promise<number> {
     const rb = r.readback!;
     const checked = r.mod.checked ? await r.mod.checked : null;
+    const rejected = await r.scope;
     await this.#map(rb);
     const doneNs = this.#host.nowNs();
     try {
       if (checked) throw checked;
+      if (rejected) {
+        throw new TsptoKernelError("E_WEBGPU", `the WebGPU implementation rejected the launch of '${r.mod.src.name}' (nothing of it ran): ${rejected.message}`, undefined,
+          "if the message names a generated kernel, this is a bug in tspto: report it");
+      }
       const bytes = new Uint8Array(rb.getMappedRange(0, r.rbSize));
       this.#checkFailure(new Uint32Array(bytes.buffer, bytes.byteOffset + r.errAt, ERR_WORDS), r.mod);
       for (const o of r.outs) {
