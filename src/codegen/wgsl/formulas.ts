@@ -69,7 +69,7 @@ for (const name of Object.keys(BINARY)) {
 interface UnaryWgsl { f(a: string): string; i?(a: string): string; i32?(a: string): string }
 const UNARY_WGSL: Record<string, UnaryWgsl> = {
   exp: { f: (a) => `tspto_expf(${a})` },
-  log: { f: (a) => `log(${a})` },
+  log: { f: (a) => `tspto_logf(${a})` },
   sqrt: { f: (a) => `sqrt(${a})` },
   rsqrt: { f: (a) => `(1.0f / sqrt(${a}))` },
   recip: { f: (a) => `(1.0f / ${a})` },
@@ -101,10 +101,11 @@ const FORMULAS: Record<string, (call: Call, ops: readonly ElemOperand[], d: DTyp
   bitNot: (call, [a], d) => (intOnly(call, d), WRAP[d](`(~${i32Of(a)})`)),
   shl: (call, [a, n], d) => (intOnly(call, d), WRAP[d](`tspto_shl(${i32Of(a)}, ${i32Of(n)})`)),
   shr: (call, [a, n], d) => (intOnly(call, d), WRAP[d](d === "uint8" || d === "bool" ? `tspto_shr_u(${i32Of(a)}, ${i32Of(n)}, 8)` : `tspto_sar(${i32Of(a)}, ${i32Of(n)}, ${BITS[d] ?? 32})`)),
-  sin: unaryF((x) => `sin(${x})`),
-  cos: unaryF((x) => `cos(${x})`),
-  // (clamped: tanh(x) = 1 in fp32 beyond 15, and some implementations overflow to NaN for large x)
-  tanh: unaryF((x) => `tanh(clamp(${x}, -15.0f, 15.0f))`),
+  // fp32 libm of the prelude: WGSL's sin / cos / tanh / log may be far less accurate (and tanh
+  // overflows to NaN for large x on some implementations)
+  sin: unaryF((x) => `tspto_sinf(${x})`),
+  cos: unaryF((x) => `tspto_cosf(${x})`),
+  tanh: unaryF((x) => `tspto_tanhf(${x})`),
   erf: unaryF((x) => `tspto_erf(${x})`),
   sigmoid: unaryF((x) => `(1.0f / (1.0f + tspto_expf(-${x})))`),
   pow: (_c, [a, b], d) => fromF32(d, `tspto_pow(${f32Of(a)}, ${f32Of(b)})`),

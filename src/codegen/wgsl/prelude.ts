@@ -285,10 +285,96 @@ fn tspto_pow(a: f32, b: f32) -> f32 {
   if (!intExp) { return tspto_nan(); }
   return select(m, -m, oddExp);
 }
-// erf: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7)
+// ------------------------------------------------------------------ libm in fp32 (Cephes; within 1 ulp of Math.* rounded to fp32)
+// WGSL's own sin, cos, log and tanh are allowed large errors (sin / cos: 2^-11 absolute), so
+// these are computed here from the same polynomials every implementation runs the same way.
+fn tspto_trig_reduce(ax: f32) -> vec2<f32> {
+  // x mod pi/4 (Cody-Waite in three parts) and the octant
+  var j = i32(1.27323954473516 * ax);
+  var y = f32(j);
+  if ((j & 1) == 1) { j = j + 1; y = y + 1.0; }
+  let x = ((ax - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
+  return vec2<f32>(x, f32(j & 7));
+}
+fn tspto_sin_poly(x: f32, z: f32) -> f32 { return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * x + x; }
+fn tspto_cos_poly(z: f32) -> f32 { return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0; }
+fn tspto_sinf(x0: f32) -> f32 {
+  if (tspto_isnan(x0) || tspto_isinf(x0)) { return tspto_nan(); }
+  let rj = tspto_trig_reduce(abs(x0));
+  var j = i32(rj.y);
+  var neg = x0 < 0.0;
+  if (j > 3) { neg = !neg; j = j - 4; }
+  let x = rj.x;
+  let z = x * x;
+  let y = select(tspto_sin_poly(x, z), tspto_cos_poly(z), j == 1 || j == 2);
+  return select(y, -y, neg);
+}
+fn tspto_cosf(x0: f32) -> f32 {
+  if (tspto_isnan(x0) || tspto_isinf(x0)) { return tspto_nan(); }
+  let rj = tspto_trig_reduce(abs(x0));
+  var j = i32(rj.y);
+  var neg = false;
+  if (j > 3) { j = j - 4; neg = true; }
+  if (j > 1) { neg = !neg; }
+  let x = rj.x;
+  let z = x * x;
+  let y = select(tspto_cos_poly(z), tspto_sin_poly(x, z), j == 1 || j == 2);
+  return select(y, -y, neg);
+}
+fn tspto_logf(x0: f32) -> f32 {
+  if (tspto_isnan(x0) || x0 < 0.0) { return tspto_nan(); }
+  if (x0 == 0.0) { return -tspto_inf(); }
+  if (tspto_isinf(x0)) { return x0; }
+  let fr = frexp(x0);
+  var x = fr.fract;
+  var e = fr.exp;
+  if (x < 0.707106781186547524) { e = e - 1; x = x + x - 1.0; } else { x = x - 1.0; }
+  let z = x * x;
+  var y = 7.0376836292e-2 * x - 1.1514610310e-1;
+  y = y * x + 1.1676998740e-1;
+  y = y * x - 1.2420140846e-1;
+  y = y * x + 1.4249322787e-1;
+  y = y * x - 1.6668057665e-1;
+  y = y * x + 2.0000714765e-1;
+  y = y * x - 2.4999993993e-1;
+  y = y * x + 3.3333331174e-1;
+  y = y * x * z;
+  let fe = f32(e);
+  y = y + -2.12194440e-4 * fe;
+  y = y - 0.5 * z;
+  return (x + y) + 0.693359375 * fe;
+}
+fn tspto_tanhf(x: f32) -> f32 {
+  if (tspto_isnan(x)) { return x; }
+  let z = abs(x);
+  if (z > 0.5493) {
+    let r = 1.0 - 2.0 / (tspto_expf(min(2.0 * z, 88.0)) + 1.0);
+    return select(r, -r, x < 0.0);
+  }
+  let s = x * x;
+  let p = (((-5.70498872745e-3 * s + 2.06390887954e-2) * s - 5.37397155531e-2) * s + 1.33314422036e-1) * s - 3.33332819422e-1;
+  return p * s * x + x;
+}
+// erf: a polynomial below 1 (Cephes), 1 - erfc beyond (erfc's Chebyshev fit, relative error 1.2e-7)
 fn tspto_erf(x: f32) -> f32 {
+  if (tspto_isnan(x)) { return x; }
   let ax = abs(x);
-  let t = 1.0 / (1.0 + 0.3275911 * ax);
-  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * tspto_expf(-ax * ax);
-  return select(y, -y, x < 0.0);
+  if (ax < 1.0) {
+    let z = x * x;
+    let y = (((((7.853861353153693e-5 * z - 8.010193625184903e-4) * z + 5.188327685732524e-3) * z - 2.685381193529856e-2) * z + 1.128358514861418e-1) * z - 3.761262582423300e-1) * z + 1.128379165726710;
+    return x * y;
+  }
+  let t = 1.0 / (1.0 + 0.5 * ax);
+  var p = 0.17087277;
+  p = p * t - 0.82215223;
+  p = p * t + 1.48851587;
+  p = p * t - 1.13520398;
+  p = p * t + 0.27886807;
+  p = p * t - 0.18628806;
+  p = p * t + 0.09678418;
+  p = p * t + 0.37409196;
+  p = p * t + 1.00002368;
+  p = p * t - 1.26551223;
+  let r = 1.0 - t * tspto_expf(-ax * ax + p);
+  return select(r, -r, x < 0.0);
 }`;

@@ -45,10 +45,11 @@ export function argsFor(p: Program, seed: string, values: readonly (number | boo
 
 const clone = (a: unknown): unknown => (a && typeof a === "object" && "data" in (a as object) ? (a as HostTensor).clone() : a);
 
-/** Runs `p` on webgpu (awaited) and on interp with the same arguments; compares every Out / InOut tensor. */
-export async function agreesWithInterp(p: Program, name: string, gpu: ChipWorker, cpu: ChipWorker, tol?: { rtol: number; atol: number }): Promise<void> {
+/** Runs `p` on webgpu (awaited) and on interp with the same arguments (random, or `given` by position); compares every Out / InOut tensor. */
+export async function agreesWithInterp(p: Program, name: string, gpu: ChipWorker, cpu: ChipWorker, tol?: { rtol: number; atol: number },
+  given: Readonly<Record<number, unknown>> = {}): Promise<void> {
   const cw = ir.compile(p, { platform: "webgpu" }), ci = ir.compile(p, { platform: "interp" });
-  const args = argsFor(p, name, cw.meta.params.map((x) => x.value));
+  const args = argsFor(p, name, cw.meta.params.map((x) => x.value)).map((a, i) => (i in given ? given[i] : a));
   const mine = args.map(clone), ref = args.map(clone);
   await gpu.runAsync(cw, ...mine);
   cpu.run(ci, ...ref);
