@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..10; 7 needs Open MPI and skips without it) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..11; 7 needs Open MPI and skips without it, 11 WebGPU: bench/webgpu.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -20,6 +20,7 @@ import { EW, MM, TM, TN, KT, SM_COLS, SM_ROWS, add8, ewAdd, ewAddDyn, matmul1k, 
 import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loadOrt, onnxModel } from "./peers.js";
 import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench } from "./distributed.js";
+import { webgpuSection } from "./webgpu.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -533,6 +534,12 @@ async function main() {
   if (want("7")) distributed();
   if (want("8")) await layerNorm(ort);
   if (want("9")) twoScopeLoop();
+  if (want("11")) {
+    // the webgpu platform on this machine's adapter (a child process: bench/webgpu.ts)
+    const r = webgpuSection(ROOT, ROUNDS, log);
+    for (const x of r.rows) row(x);
+    notes.push(...r.notes);
+  }
   const curves = want("10") ? await sweeps(ort) : [];
   const [l1] = loadavg();
   // Sections measured elsewhere (the GPU rows come from \`npm run bench -- --gpu\` on a GPU

@@ -95,11 +95,12 @@ describe("wgsl formulas", () => {
 });
 
 describe("wgsl modules", () => {
-  it("the seed-like kernel: one module, workgroups of 256, tiles in workgroup memory, atomics for the bool store only", () => {
+  it("a small kernel: one module, a workgroup sized to its largest tile, tiles in workgroup memory, atomics for the bool store only", () => {
     const g = generateWgsl(forWebgpu(small.lower(randn([8, 16]), zeros([8, 16]), zeros([8, 16], "bool"))));
     expect(g.kernels).toHaveLength(1);
     const k = g.kernels[0];
-    expect(k.source).toContain("@compute @workgroup_size(256)");
+    expect(k.source).toContain("@compute @workgroup_size(128)"); // [8, 16] tiles: 128 invocations
+    expect(k.workgroupSize).toBe(128);
     expect(k.source).toContain("fn k_small_incore_0(");
     expect(k.atomics).toBe(true); // bool mask: sub-word stores
     expect(k.source).toContain("var<storage, read_write> tspto_mem: array<atomic<u32>>;");
@@ -122,6 +123,7 @@ describe("wgsl modules", () => {
   it("tiles beyond workgroup memory live in a per-workgroup slice of device memory", () => {
     const g = generateWgsl(forWebgpu(mm.lower(randn([64, 64]), randn([64, 64]), zeros([64, 64]))));
     const k = g.kernels[0];
+    expect(k.workgroupSize).toBe(256);
     expect(k.globalScratch).toBe(true); // two [64, 64] fp32 operands and the result: 48 KiB
     expect(k.scratchBytes).toBeGreaterThan(16384);
     expect(k.source).toContain("fn tspto_sld(i: i32) -> u32 { return tspto_ml(tspto_gs + i); }");

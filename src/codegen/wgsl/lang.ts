@@ -1,5 +1,7 @@
 // WGSL as a SIMT language (../simt/lang.ts): how the shared lowering of tiles onto blocks is
-// spelled for WebGPU. A block is a workgroup of WGSL_WORKGROUP invocations. Tiles live in
+// spelled for WebGPU. A block is a workgroup of 32 to WGSL_WORKGROUP invocations (per kernel:
+// its largest tile's elements, rounded up to a power of two; a software adapter pays for every
+// invocation of a workgroup, a [1, 64] add needs 64). Tiles live in
 // scratch words (every tile element is one 32-bit word: the webgpu target plans scratch with
 // DeviceDescription.minTileElemBytes = 4), in workgroup memory when the kernel's tiles and
 // temporaries fit WORKGROUP_TILE_LIMIT, else in a per-workgroup slice of device memory;
@@ -57,8 +59,14 @@ export function checkWgslDType(d: DType, what: string, span?: Span): void {
 
 const elemType = (d: DType): string => (isFloat(d) ? "f32" : "i32");
 
-/** The WGSL language of one kernel; `scratchBytes` is its planned tiles' end (temporaries go past it). */
-export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number): SimtLang {
+/** Invocations per workgroup for a kernel whose largest tile has `elems` elements: 32 to WGSL_WORKGROUP, a power of two. */
+export const workgroupFor = (elems: number): number => Math.min(WGSL_WORKGROUP, Math.max(32, 2 ** Math.ceil(Math.log2(Math.max(1, elems)))));
+
+/**
+ * The WGSL language of one kernel; `scratchBytes` is its planned tiles' end (temporaries go
+ * past it), `threads` its workgroup size (a multiple of 32).
+ */
+export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number, threads = WGSL_WORKGROUP): SimtLang {
   const tile = (name: string, d: DType): ElemArray => {
     const T = elemType(d);
     return {
@@ -78,7 +86,7 @@ export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number): Si
   const L: SimtLang = {
     platform: "webgpu",
     syntax: WGSL_SYNTAX,
-    threads: WGSL_WORKGROUP,
+    threads,
     sharedLimit: WORKGROUP_TILE_LIMIT,
     vec4: false,
     warpShuffle: false,
@@ -115,10 +123,10 @@ export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number): Si
     tensorElem: (t, idx) => { checkWgslDType(t.type.dtype, `tensor '${t.label}'`); return `tspto_ld_${t.type.dtype}(${t.ptr} + ${idx})`; },
 
     barrier: "workgroupBarrier();",
-    threadLoop: (i, n) => `for (var ${i}: i32 = tspto_tid; ${i} < ${n}; ${i} += ${WGSL_WORKGROUP})`,
+    threadLoop: (i, n) => `for (var ${i}: i32 = tspto_tid; ${i} < ${n}; ${i} += ${threads})`,
     laneLoop: (j, lane, n) => `for (var ${j}: i32 = ${lane}; ${j} < ${n}; ${j} += 32)`,
     seqLoop: (j, lo, hi, step) => `for (var ${j}: i32 = ${lo}; ${j} < ${hi}; ${j} += ${step ?? "1"})`,
-    groupStrideLoop: (r, warp, m) => `for (var ${r}: i32 = ${warp}; ${r} < ${m}; ${r} += ${WGSL_WORKGROUP / 32})`,
+    groupStrideLoop: (r, warp, m) => `for (var ${r}: i32 = ${warp}; ${r} < ${m}; ${r} += ${threads / 32})`,
     loop1: (head, stmt) => `${head} { ${stmt} }`,
     loopBraced: (head, stmts) => `${head} { ${stmts} }`,
     if1: (c, stmt) => `if (${c}) { ${stmt} }`,
@@ -166,8 +174,8 @@ export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number): Si
     prologue(k) {
       const f = k.func;
       for (const p of f.params) if (p.var.type.kind === "tensor") checkWgslDType(p.var.type.dtype, `parameter '${p.var.name}'`, p.var.span);
-      k.push(`// InCore function '${comment(f.name)}' (${comment(spanWhere(f.span))}): one workgroup per task, ${WGSL_WORKGROUP} invocations`);
-      k.push(`@compute @workgroup_size(${WGSL_WORKGROUP})`);
+      k.push(`// InCore function '${comment(f.name)}' (${comment(spanWhere(f.span))}): one workgroup per task, ${threads} invocations`);
+      k.push(`@compute @workgroup_size(${threads})`);
       k.push(`fn ${k.symbol}(@builtin(local_invocation_index) tspto_lii: u32, @builtin(workgroup_id) tspto_wid: vec3<u32>, @builtin(num_workgroups) tspto_nwg: vec3<u32>) {`);
       k.line("let tspto_tid = i32(tspto_lii);");
       k.line("let tspto_wg = i32(tspto_wid.x);");
@@ -179,7 +187,7 @@ export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number): Si
     },
     copyTile(ctx, dst, src, bytes) {
       const i = ctx.fresh("i");
-      ctx.line(`for (var ${i}: i32 = tspto_tid; ${i} < ${bytes / 4}; ${i} += ${WGSL_WORKGROUP}) { tspto_sst(${dst} + ${i}, tspto_sld(${src} + ${i})); }`);
+      ctx.line(`for (var ${i}: i32 = tspto_tid; ${i} < ${bytes / 4}; ${i} += ${threads}) { tspto_sst(${dst} + ${i}, tspto_sld(${src} + ${i})); }`);
     },
     declareTemp(ctx, bytes) {
       // scratch words past the planned tiles (and past the temporaries still held)

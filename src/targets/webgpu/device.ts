@@ -86,6 +86,7 @@ const UNIFORM_STRIDE = 256;
 /** Global scratch of one launch: at most this many bytes (bigger kernels get fewer workgroups, each more bands). */
 const GSCRATCH_BUDGET = 64 << 20;
 const MAX_WORKGROUPS = 65535;
+const SLICE_WORDS = UNIFORM_STRIDE / 4;
 const ELEM_BYTES: Record<string, number> = { float32: 4, int32: 4, float16: 2, bfloat16: 2, int16: 2, int8: 1, uint8: 1, bool: 1 };
 
 const hex = (a: bigint) => `0x${a.toString(16)}`;
@@ -101,7 +102,7 @@ interface Loaded {
   /** WGSL compilation / pipeline validation: settles with the first error of the module, or null. */
   checked: Promise<TsptoError | null> | null;
 }
-interface Dispatch { readonly kernel: number; readonly grid: number; readonly words: Int32Array; readonly gscratch: number }
+interface Dispatch { readonly kernel: number; readonly grid: number; readonly gscratch: boolean }
 interface OutCopy { readonly view: ArrayBufferView; readonly offset: number; readonly nbytes: number; readonly index: number }
 interface Recorded { readonly scope: Promise<{ message: string } | null>; readonly outs: readonly OutCopy[]; readonly readback: GpuBuffer | null; readonly rbSize: number; readonly errAt: number; readonly tsAt: number; readonly passes: number; readonly dispatches: readonly Dispatch[]; readonly submitNs: number; readonly mod: Loaded }
 
@@ -142,6 +143,9 @@ export class WebGpuDevice implements Device {
   /** The first error the GPU reported outside an error scope (a validation error of a submit): reported at the next wait. */
   #uncaptured: string | null = null;
 
+  /** The host copy of a launch's uniform slices (grown as needed), and the dynamic offset of a setBindGroup. */
+  #uniHost = new Int32Array(64 * SLICE_WORDS);
+  readonly #dynOffset = new Uint32Array(1);
   readonly #modules = new Map<number, Loaded>();
   #nextModule = 1;
   readonly #s = { launches: 0, h2dBytes: 0, d2hBytes: 0, moduleLoads: 0, tasksRun: 0 };
@@ -545,7 +549,7 @@ export class WebGpuDevice implements Device {
         const shape = t.shape as readonly number[];
         const nbytes = shape.reduce((x, y) => x * y, 1) * ELEM_BYTES[t.dtype];
         if (kind === ArgKind.Device) {
-          vals.push({ addr: BigInt(this.#resolve(`launch argument #${i + 1}`, a as bigint, nbytes)), dtype: t.dtype, shape });
+          vals.push({ offset: this.#resolve(`launch argument #${i + 1}`, a as bigint, nbytes), dtype: t.dtype, shape });
           return;
         }
         const host = a as ArrayBufferView;
@@ -559,7 +563,7 @@ export class WebGpuDevice implements Device {
           this.#s.h2dBytes += nbytes;
         }
         if (kind !== ArgKind.HostIn) outs.push({ view: host, offset: st.offset, nbytes, index: i });
-        vals.push({ addr: BigInt(st.offset), dtype: t.dtype, shape });
+        vals.push({ offset: st.offset, dtype: t.dtype, shape });
       });
     } catch (e) {
       for (const t of temps) this.#release(t);
@@ -595,33 +599,42 @@ export class WebGpuDevice implements Device {
           const nbytes = shape.reduce((x, y) => x * y, 1) * ELEM_BYTES[dtype];
           const a = this.#allocate(nbytes, true);
           temps.push(a);
-          return { addr: BigInt(a.offset), dtype, shape };
+          return { offset: a.offset, dtype, shape };
         },
         call: (k, args, spmd, span) => {
           const kern = mod.src.kernels[k];
-          const words = new Int32Array(UNIFORM_STRIDE / 4);
-          words[U_LO_SLOT] = -1; words[U_HI_SLOT] = -1; words[U_MODULE] = mod.id;
+          // this dispatch's uniform slice, in the host copy of the launch's uniforms
+          const at = dispatches.length * SLICE_WORDS;
+          if (at + SLICE_WORDS > this.#uniHost.length) {
+            const grown = new Int32Array(2 * this.#uniHost.length);
+            grown.set(this.#uniHost);
+            this.#uniHost = grown;
+          }
+          const u = this.#uniHost;
           let grid = 1;
           if (spmd) {
             const trips = Math.max(0, Math.ceil(((spmd.stop ?? 0) - spmd.start) / spmd.step));
-            words[U_LO_SLOT] = spmd.lo; words[U_HI_SLOT] = spmd.hi; words[U_START] = spmd.start; words[U_STEP] = spmd.step; words[U_TRIPS] = trips;
+            u[at + U_LO_SLOT] = spmd.lo; u[at + U_HI_SLOT] = spmd.hi; u[at + U_START] = spmd.start; u[at + U_STEP] = spmd.step; u[at + U_TRIPS] = trips;
             grid = Math.max(1, Math.min(trips, MAX_WORKGROUPS, kern.globalScratch ? Math.floor(GSCRATCH_BUDGET / Math.max(1, kern.scratchBytes)) : MAX_WORKGROUPS));
+          } else {
+            u[at + U_LO_SLOT] = -1; u[at + U_HI_SLOT] = -1; u[at + U_START] = 0; u[at + U_STEP] = 0; u[at + U_TRIPS] = 0;
           }
-          packSlots(words, kern, args, span);
+          u[at + U_GSCRATCH] = 0;
+          u[at + U_MODULE] = mod.id;
+          packSlots(u, at, kern, args, span);
           if (kern.globalScratch) gscratch = Math.max(gscratch, grid * kern.scratchBytes);
-          dispatches.push({ kernel: k, grid, words, gscratch: kern.globalScratch ? 1 : 0 });
+          dispatches.push({ kernel: k, grid, gscratch: kern.globalScratch });
         },
       });
       if (gscratch > 0) {
         const gs = this.#allocate(gscratch, false);
         temps.push(gs);
-        for (const x of dispatches) if (x.gscratch) x.words[U_GSCRATCH] = gs.offset / 4;
+        dispatches.forEach((x, i) => { if (x.gscratch) this.#uniHost[i * SLICE_WORDS + U_GSCRATCH] = gs.offset / 4; });
       }
       this.#ensureArena(this.#top);
       // one uniform slice per dispatch, written at once
-      const uni = new Int32Array(Math.max(1, dispatches.length) * (UNIFORM_STRIDE / 4));
-      dispatches.forEach((x, i) => uni.set(x.words, i * (UNIFORM_STRIDE / 4)));
-      this.#ensureUniforms(uni.byteLength);
+      const uniBytes = Math.max(1, dispatches.length) * UNIFORM_STRIDE;
+      this.#ensureUniforms(uniBytes);
       // the dispatches: one compute pass, or one per dispatch when timing each (DFX swimlane)
       const perDispatch = this.#recordMask !== 0 && g.timestamps && readback;
       const timed = g.timestamps && (readback || perDispatch);
@@ -629,10 +642,11 @@ export class WebGpuDevice implements Device {
       if (timed && passes > 0) this.#ensureQueries(2 * passes);
       const group = this.#group();
       this.#flush();
-      d.queue.writeBuffer(this.#uniforms!, 0, uni.buffer, 0, uni.byteLength);
+      d.queue.writeBuffer(this.#uniforms!, 0, this.#uniHost.buffer, 0, uniBytes);
       const e = this.#enc();
       let pass = null as ReturnType<GpuCommandEncoder["beginComputePass"]> | null;
       let prev: GpuComputePipeline | null = null;
+      const offset = this.#dynOffset;
       dispatches.forEach((x, i) => {
         if (!pass || perDispatch) {
           if (pass) pass.end();
@@ -642,7 +656,8 @@ export class WebGpuDevice implements Device {
         }
         const p = pipelines[x.kernel];
         if (p !== prev) { pass.setPipeline(p); prev = p; }
-        pass.setBindGroup(0, group, [i * UNIFORM_STRIDE]);
+        offset[0] = i * UNIFORM_STRIDE;
+        pass.setBindGroup(0, group, offset, 0, 1);
         pass.dispatchWorkgroups(x.grid);
       });
       if (pass) (pass as { end(): void }).end();
@@ -861,13 +876,15 @@ export function asyncError(what: string, instead: string): TsptoRuntimeError {
 
 const F32 = new Float32Array(1), I32 = new Int32Array(F32.buffer);
 /** A dispatch's argument slots (after the header): element offsets, i32 / f32 bits / bools. */
-function packSlots(words: Int32Array, k: WebGpuKernelEntry, args: readonly OrchValue[], span: { file: string; line: number; col: number }): void {
-  k.params.forEach((p, i) => {
+function packSlots(words: Int32Array, at: number, k: WebGpuKernelEntry, args: readonly OrchValue[], span: { file: string; line: number; col: number }): void {
+  const ps = k.params;
+  for (let i = 0; i < ps.length; i++) {
+    const p = ps[i];
     const a = args[i];
-    const w = UNIFORM_HEADER_WORDS + i;
+    const w = at + UNIFORM_HEADER_WORDS + i;
     if (p.kind === "tensor") {
       const t = a as OrchTensor;
-      const off = Number(t.addr), eb = ELEM_BYTES[t.dtype];
+      const off = t.offset, eb = ELEM_BYTES[t.dtype];
       if (off % eb !== 0) throw new TsptoArgumentError("E_ALIGN", `'${k.name}': tensor argument '${p.name}' starts at byte ${off}, not a multiple of its ${eb}-byte elements`);
       words[w] = off / eb;
     } else if (p.kind === "float") {
@@ -883,7 +900,7 @@ function packSlots(words: Int32Array, k: WebGpuKernelEntry, args: readonly OrchV
       }
       words[w] = v;
     }
-  });
+  }
 }
 
 /** The device copy kernel: bytes [src, src + n) -> [dst, dst + n) of the arena, one destination word per invocation. */

@@ -22,7 +22,7 @@ export interface GpuShaderModule { getCompilationInfo(): Promise<{ readonly mess
 export interface GpuComputePipeline { readonly __brand?: "GPUComputePipeline" }
 export interface GpuComputePass {
   setPipeline(p: GpuComputePipeline): void;
-  setBindGroup(index: number, group: GpuBindGroup, dynamicOffsets?: readonly number[]): void;
+  setBindGroup(index: number, group: GpuBindGroup, dynamicOffsets?: readonly number[] | Uint32Array, start?: number, length?: number): void;
   dispatchWorkgroups(x: number, y?: number, z?: number): void;
   end(): void;
 }

@@ -25,5 +25,5 @@ export const webgpuTarget: Target = {
 };
 export { buildWebgpu } from "./build.js";
 export { WebGpuDevice, asyncError, type WebGpuHost, type OpenedGpu, type WebGpuModuleSource, type WebGpuKernelEntry } from "./device.js";
-export { NODE_HOST, dawnInstalled, openGpu, readModuleFiles, KERNEL_TABLE, DAWN_PACKAGE } from "./node.js";
+export { NODE_HOST, dawnInstalled, dawnGpu, openGpu, readModuleFiles, KERNEL_TABLE, DAWN_PACKAGE } from "./node.js";
 export { compileOrchestration, type Orchestration, type OrchTensor, type OrchHooks } from "./orchestrate.js";

@@ -53,7 +53,7 @@ export function dawnInstalled(): boolean {
 let gpuPromise: Promise<Gpu> | null = null;
 
 /** The process's WebGPU entry point from Dawn (loaded once). */
-function dawnGpu(): Promise<Gpu> {
+export function dawnGpu(): Promise<Gpu> {
   gpuPromise ??= (async () => {
     if (!dawnInstalled()) {
       throw new TsptoDeviceError("E_NO_GPU", `the webgpu platform needs WebGPU, and in Node that is Dawn's npm package '${DAWN_PACKAGE}', which is not installed`, undefined, INSTALL_HINT);

@@ -9,8 +9,8 @@
 import { TsptoRuntimeError, getOp, returnedParams, type DType, type EvalEnv, type Expr, type Program, type Span, type Stmt, type Value } from "../../ir/index.js";
 import type { SpmdAttr } from "../../passes/index.js";
 
-/** A tensor of the launch: a range of device memory. */
-export interface OrchTensor { readonly addr: bigint; readonly dtype: DType; readonly shape: readonly number[] }
+/** A tensor of the launch: a range of device memory from byte `offset`. */
+export interface OrchTensor { readonly offset: number; readonly dtype: DType; readonly shape: readonly number[] }
 export type OrchValue = OrchTensor | number | boolean | undefined;
 
 export interface OrchHooks {

@@ -62,7 +62,7 @@ describe.skipIf(!!why)(titled("webgpu device", why), () => {
     expect(cpuMsg).toContain(msg.split("\n")[0].replace(/^\[E_KERNEL\] /, ""));
     const out = zeros([4, 16]);
     await w.runAsync(c, a, out, 3);
-    assertClose(out, tensor(Array.from(a.data).slice(3 * 16, 7 * 16).map((v) => 2 * v), { shape: [4, 16] }), { rtol: 0, atol: 0 });
+    assertClose(out, tensor(Array.from(a.data as Float32Array).slice(3 * 16, 7 * 16).map((v) => 2 * v), { shape: [4, 16] }), { rtol: 0, atol: 0 });
   });
 
   it("one DeviceTensor as two parameters (every tensor is a range of one binding: nothing aliases for WebGPU)", async () => {
