@@ -155,11 +155,11 @@ describe.skipIf(!!why)(titled("webgpu device", why), () => {
     expect(() => v.allocTensor([4], "float32")).toThrow(/E_CLOSED/);
   });
 
-  it("a swimlane of dispatches (DFX) from timestamp queries", async () => {
+  it("a swimlane of dispatches (DFX) from timestamp queries, and the other DFX files", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tspto-webgpu-dfx-"));
     const x = randn([1, 64], { seed: 8 });
     const c = ir.compile(manySteps.lower(x, zeros([STEPS, 64])), { platform: "webgpu", outputDir: dir });
-    const v = await new ChipWorker(new RunConfig({ platform: "webgpu", enableChipSwimlane: 1 })).initAsync();
+    const v = await new ChipWorker(new RunConfig({ platform: "webgpu", enableChipSwimlane: 1, enableDepGen: true, enablePmu: 1, enableScopeStats: true })).initAsync();
     try {
       await v.runAsync(c, x, zeros([STEPS, 64]));
       const file = join(dir, "dfx_outputs", "swimlane.json");
@@ -169,6 +169,9 @@ describe.skipIf(!!why)(titled("webgpu device", why), () => {
       expect(tasks.length).toBe(STEPS);
       expect(tasks[0].name).toContain("k_manySteps_incore_0");
       if ((v.device as unknown as { timestamps: boolean }).timestamps) expect(tasks.some((t) => (t.dur ?? 0) > 0)).toBe(true);
+      // the other files: what the device knows (dispatches; no counters, no accesses)
+      for (const f of ["deps.json", "pmu.csv", "scope_stats.jsonl"]) expect(existsSync(join(dir, "dfx_outputs", f)), f).toBe(true);
+      expect(readFileSync(join(dir, "dfx_outputs", "pmu.csv"), "utf8")).toContain("no hardware counters on webgpu");
     } finally {
       v.close();
     }
