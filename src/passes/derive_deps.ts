@@ -12,7 +12,7 @@
 // gets no window: the whole tensor. So a loop of pl.at scopes over disjoint row windows
 // yields tasks with disjoint windows, which the scheduler runs on different cores.
 import {
-  TsptoCompileError, effectsOf, exprType, forEachExpr, getOp, isFloat, mapStmtExprs, mkCall,
+  TsptoCompileError, dimSymbolsOf, effectsOf, exprType, forEachExpr, getOp, isFloat, mapStmtExprs, mkCall,
   type AttrValue, type Expr, type Func, type Program, type Span, type Stmt,
 } from "../ir/index.js";
 import type { Pass } from "./manager.js";
@@ -21,8 +21,11 @@ import { tensorAccess } from "./outline_scopes.js";
 /** Tensors of higher rank get whole-tensor accesses (TSPTO_MAX_RANK of the native ABI). */
 export const MAX_WINDOW_RANK = 4;
 
-/** An affine form over the call's arguments: c + sum(coef * arg[index]). */
-export interface AffineAttr { readonly c: number; readonly t: readonly (readonly [number, number])[] }
+/**
+ * An affine form over the call's arguments: c + sum(coef * arg[index]); `min` (upper bounds
+ * only): the value is the least of the form and these (a bound known from an `if` guard).
+ */
+export interface AffineAttr { readonly c: number; readonly t: readonly (readonly [number, number])[]; readonly min?: readonly AffineAttr[] }
 /** The window of one access: per axis, lower bound = min(lo[axis]), upper bound (exclusive) = max(hi[axis]). */
 export interface WindowAttr { readonly lo: readonly (readonly AffineAttr[])[]; readonly hi: readonly (readonly AffineAttr[])[] }
 /** One entry of a call's `accesses` attribute. */
@@ -64,7 +67,11 @@ function affAdd(a: Aff, b: Aff, sb = 1): Aff {
 const affScale = (a: Aff, s: number): Aff => (s === 0 ? affConst(0) : { c: a.c * s, t: new Map([...a.t].map(([k, v]) => [k, v * s])) });
 
 interface Loop { start: Aff; last: Aff }
-type Box = { lo: Aff[]; hi: Aff[] };
+/** An upper bound: the least of `form` and `caps` (bounds from enclosing `if` guards). */
+type Upper = { form: Aff; caps: Aff[] };
+type Box = { lo: Aff[]; hi: Upper[] };
+/** Inside the then-branch of `if (x <= e)` (or `x < e`, as x <= e - 1): x's value is at most e. */
+interface Guard { x: Aff; e: Aff }
 interface ParamUse { whole: boolean; boxes: Box[] }
 
 /** The accesses of one kernel, in parameter order (reads before writes of the same parameter). */
@@ -86,8 +93,19 @@ export function kernelAccesses(f: Func): AccessAttr[] {
     return u;
   };
 
+  // a dynamic dimension is the call's slot after the parameters (in order of first appearance)
+  const dimSyms = dimSymbolsOf(f.params.map((p) => (p.var.type.kind === "tensor" ? p.var.type.shape : null)));
   const aff = (e: Expr): Aff | null => {
     if (e.kind === "const") return typeof e.value === "number" && Number.isInteger(e.value) ? affConst(e.value) : null;
+    if (e.kind === "call" && e.op === "tensor.dim" && e.args[0]?.kind === "var") {
+      const pi = alias.get(e.args[0].id), ax = e.attrs.axis;
+      const t = pi === undefined ? null : f.params[pi].var.type;
+      if (!t || t.kind !== "tensor" || typeof ax !== "number") return null;
+      const d = t.shape[ax];
+      if (typeof d === "number") return affConst(d);
+      const k = dimSyms.indexOf(String(d));
+      return k < 0 ? null : { c: 0, t: new Map([[`p${f.params.length + k}`, 1]]) };
+    }
     if (e.kind === "var") {
       const s = scalars.get(e.id);
       if (s) return s;
@@ -122,6 +140,27 @@ export function kernelAccesses(f: Func): AccessAttr[] {
     return out;
   };
   const tensorParam = (e: Expr | undefined): number | undefined => (e && e.kind === "var" ? alias.get(e.id) : undefined);
+  const guards: Guard[] = [];
+  /**
+   * The upper bound of `a + extent` over the loops, and what the active guards add: a guard
+   * x <= e with a = x + d (d a constant) bounds a + extent by e + d + extent. Constant
+   * candidates fold to their least; others stay as caps (the least taken at run time).
+   */
+  const upper = (a: Aff, extent: number): Upper | null => {
+    const hi = bound(a, true);
+    if (!hi) return null;
+    let form = affAdd(hi, affConst(extent));
+    const caps: Aff[] = [];
+    for (const g of guards) {
+      const d = affAdd(a, g.x, -1);
+      if (d.t.size !== 0) continue;
+      const cap = bound(affAdd(g.e, affConst(d.c + extent)), true);
+      if (!cap) continue;
+      if (cap.t.size === 0 && form.t.size === 0) form = affConst(Math.min(form.c, cap.c));
+      else if (!caps.some((c) => c.c === cap.c && sameAff(c, cap))) caps.push(cap);
+    }
+    return { form, caps: caps.filter((c) => !(c.t.size === 0 && form.t.size === 0 && c.c >= form.c)) };
+  };
   const record = (m: Map<number, ParamUse>, t: Expr | undefined, offsets: Expr | undefined, shape: readonly number[] | null): void => {
     const pi = tensorParam(t);
     if (pi === undefined) { unknown = true; return; }
@@ -132,24 +171,42 @@ export function kernelAccesses(f: Func): AccessAttr[] {
     const box: Box = { lo: [], hi: [] };
     for (let d = 0; d < shape.length; d++) {
       const a = aff(offsets.items[d]);
-      const lo = a && bound(a, false), hi = a && bound(a, true);
+      const lo = a && bound(a, false), hi = a && upper(a, shape[d]);
       if (!lo || !hi) { u.whole = true; return; }
       box.lo.push(lo);
-      box.hi.push(affAdd(hi, affConst(shape[d])));
+      box.hi.push(hi);
     }
     u.boxes.push(box);
   };
   const shapeOf = (v: unknown): number[] | null => (Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isInteger(x)) ? v as number[] : null);
+  /** The region a load reads or a store writes: the static valid extents where the tile has them (the rest is pad, never touched). */
+  const regionOf = (shape: unknown, valid: unknown): number[] | null => {
+    const s = shapeOf(shape), v = shapeOf(valid);
+    return s && v && v.length === s.length ? v.map((x, i) => Math.min(x, s[i])) : s;
+  };
+  /** `if (x <= e)` / `x < e` / `e >= x` / `e > x` on integers: the guard of the then-branch, or null. */
+  const guardOf = (c: Expr): Guard | null => {
+    if (c.kind !== "call" || c.args.length !== 2) return null;
+    const [l, r] = [aff(c.args[0]), aff(c.args[1])];
+    if (!l || !r) return null;
+    switch (c.op) {
+      case "scalar.le": return { x: l, e: r };
+      case "scalar.lt": return { x: l, e: affAdd(r, affConst(-1)) };
+      case "scalar.ge": return { x: r, e: l };
+      case "scalar.gt": return { x: r, e: affAdd(l, affConst(-1)) };
+      default: return null;
+    }
+  };
 
   const expr = (e: Expr): void => {
     if (e.kind === "list") { e.items.forEach(expr); return; }
     if (e.kind !== "call") return;
     e.args.forEach(expr);
-    if (e.op === "tile.load") { record(reads, e.args[0], e.args[1], shapeOf(e.attrs.shape)); return; }
+    if (e.op === "tile.load") { record(reads, e.args[0], e.args[1], regionOf(e.attrs.shape, e.attrs.validShape)); return; }
     if (e.op === "tile.store") {
       const tile = e.args[0] ? e.args[0] : undefined;
       const tt = tile && (tile.kind === "var" || tile.kind === "call") ? tile.type : undefined;
-      record(writes, e.args[2], e.args[1], tt && tt.kind === "tile" ? shapeOf(tt.shape) : null);
+      record(writes, e.args[2], e.args[1], tt && tt.kind === "tile" ? regionOf(tt.shape, tt.validShape) : null);
       return;
     }
     if (e.op === "call") { unknown = true; return; }
@@ -199,7 +256,11 @@ export function kernelAccesses(f: Func): AccessAttr[] {
           break;
         case "if": {
           expr(s.cond);
-          stmts(s.then); stmts(s.else);
+          const g = guardOf(s.cond);
+          if (g) guards.push(g);
+          stmts(s.then);
+          if (g) guards.pop();
+          stmts(s.else);
           const y = lastYield(s.then) ?? lastYield(s.else);
           s.results.forEach((v, k) => bindAlias(v, y?.[k]));
           break;
@@ -234,19 +295,23 @@ export function kernelAccesses(f: Func): AccessAttr[] {
 /** A window with constant bounds spanning the whole tensor says nothing more than the tensor. */
 function coversAll(w: WindowAttr, shape: readonly unknown[]): boolean {
   return w.lo.every((l) => l.some((a) => a.t.length === 0 && a.c <= 0)) &&
-    w.hi.every((h, d) => typeof shape[d] === "number" && h.some((a) => a.t.length === 0 && a.c >= (shape[d] as number)));
+    w.hi.every((h, d) => typeof shape[d] === "number" && h.some((a) => a.t.length === 0 && !a.min && a.c >= (shape[d] as number)));
 }
 
+const sameAff = (a: Aff, b: Aff): boolean => a.t.size === b.t.size && [...a.t].every(([k, v]) => b.t.get(k) === v);
 const toAttr = (a: Aff): AffineAttr => ({ c: a.c, t: [...a.t].map(([k, v]) => [Number(k.slice(1)), v] as const).sort((x, y) => x[0] - y[0]) });
+const upperAttr = (u: Upper): AffineAttr => (u.caps.length ? { ...toAttr(u.form), min: u.caps.map(toAttr) } : toAttr(u.form));
 
-/** One window covering every box: per axis the distinct bounds, forms differing only in their constant folded. */
+/**
+ * One window covering every box: per axis the distinct bounds, forms differing only in their
+ * constant folded (upper bounds with the same caps; a capped bound is kept apart).
+ */
 function hull(boxes: readonly Box[]): WindowAttr {
   const rank = boxes[0].lo.length;
-  const fold = (forms: Aff[], upper: boolean): AffineAttr[] => {
+  const fold = (forms: AffineAttr[], upper: boolean): AffineAttr[] => {
     const byTerms = new Map<string, AffineAttr>();
-    for (const f of forms) {
-      const a = toAttr(f);
-      const key = JSON.stringify(a.t);
+    for (const a of forms) {
+      const key = JSON.stringify([a.t, a.min ?? null]);
       const prev = byTerms.get(key);
       if (!prev || (upper ? a.c > prev.c : a.c < prev.c)) byTerms.set(key, a);
     }
@@ -254,8 +319,8 @@ function hull(boxes: readonly Box[]): WindowAttr {
   };
   const lo: AffineAttr[][] = [], hi: AffineAttr[][] = [];
   for (let d = 0; d < rank; d++) {
-    lo.push(fold(boxes.map((b) => b.lo[d]), false));
-    hi.push(fold(boxes.map((b) => b.hi[d]), true));
+    lo.push(fold(boxes.map((b) => toAttr(b.lo[d])), false));
+    hi.push(fold(boxes.map((b) => upperAttr(b.hi[d])), true));
   }
   return { lo, hi };
 }

@@ -222,16 +222,20 @@ const REDUCTION_OPS = new Set(["rowSum", "rowMax", "rowMin", "colSum", "colMax",
 
 /**
  * Matmul operand forwarding (cpu codegen): an operand of a float32 tile.matmul / matmulAcc
- * that is `load(t, off, S)` or `move(load(t, off, S))`, each used only once and in the same
- * statement list as the matmul with no store or call in between, is read by the matmul straight
- * from the tensor window (row stride = the tensor's row length) instead of being copied into
- * scratch twice. Moves are numerically the identity, so the values are the same. Returns, per
- * skipped tile variable (the load's and the move's), the load; and per matmul operand variable
- * the load it reads.
+ * that is `load(t, off, S)`, `move(load(t, off, S))`, `transpose(load(t, off, S))` or
+ * `transpose(move(load(...)))` (a 2-D transpose: what MatmulForms makes of aTrans / bTrans),
+ * each used only once and in the same statement list as the matmul with no store or call in
+ * between, is read by the matmul straight from the tensor window (row stride = the tensor's row
+ * length; a transposed operand with its strides swapped) instead of being copied into scratch
+ * (twice, or three times with the transpose). Moves and transposes only move elements, so the
+ * values are the same. Returns the skipped tile variables (the load's, the move's and the
+ * transpose's), per matmul operand variable the load it reads, and the operand variables read
+ * transposed.
  */
-export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; operands: Map<number, Extract<Expr, { kind: "call" }>> } {
+export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; operands: Map<number, Extract<Expr, { kind: "call" }>>; transposed: Set<number> } {
   const skipped = new Set<number>();
   const operands = new Map<number, Extract<Expr, { kind: "call" }>>();
+  const transposed = new Set<number>();
   const uses = new Map<number, number>();
   forEachExpr(fn.body, (e) => { if (e.kind === "var") uses.set(e.id, (uses.get(e.id) ?? 0) + 1); });
   const block = (ss: readonly Stmt[]): void => {
@@ -245,6 +249,7 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
       if (s.kind !== "assign" || s.targets.length !== 1 || s.value.kind !== "call") { if (s.kind !== "assign") barrier = i; return; }
       const v = s.targets[0], call = s.value;
       if (call.op === "tile.load" || call.op === "tile.move") { defs.set(v.id, { at: i, call }); return; }
+      if (call.op === "tile.transpose" && (v.type as TileType).shape.length === 2) { defs.set(v.id, { at: i, call }); return; }
       if (call.op === "call" || call.op.startsWith("tensor.") || call.op === "tile.store") { barrier = i; return; }
       if (call.op !== "tile.matmul" && call.op !== "tile.matmulAcc") return;
       const base = call.op === "tile.matmul" ? 0 : 1;
@@ -252,6 +257,13 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
         if (!a || a.kind !== "var" || (uses.get(a.id) ?? 0) !== 1 || operands.has(a.id)) continue;
         let d = defs.get(a.id);
         const chain = [a.id];
+        const trans = d?.call.op === "tile.transpose";
+        if (d && trans) {
+          const src = d.call.args[0];
+          if (src.kind !== "var" || (uses.get(src.id) ?? 0) !== 1) continue;
+          chain.push(src.id);
+          d = defs.get(src.id);
+        }
         if (d && d.call.op === "tile.move") {
           const src = d.call.args[0];
           if (src.kind !== "var" || (uses.get(src.id) ?? 0) !== 1) continue;
@@ -263,13 +275,14 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
         const lt = load.type as TileType, ten = load.args[0];
         if (ten.kind !== "var" || ten.type.kind !== "tensor") continue;
         const tt = ten.type as TensorType;
-        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2 || !tt.shape.every((x) => typeof x === "number")) continue;
+        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2) continue;
         if (lt.validShape || load.attrs.pad !== undefined || load.attrs.validShape != null) continue;
         operands.set(a.id, load);
+        if (trans) transposed.add(a.id);
         for (const id of chain) skipped.add(id);
       }
     });
   };
   block(fn.body);
-  return { skipped, operands };
+  return { skipped, operands, transposed };
 }

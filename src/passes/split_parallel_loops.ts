@@ -32,8 +32,20 @@ export interface SpmdAttr {
   readonly step: number;
   /** Upper bound on bands (by work size and trip count). */
   readonly maxChunks: number;
-  /** Tensor arguments whose accesses narrow to the band's rows (rows -1: a dynamic first dimension). */
-  readonly bands: readonly { readonly arg: number; readonly rows: number; readonly rowBytes: number; readonly extent: number }[];
+  /**
+   * Tensor arguments whose accesses narrow to the band: along `axis` (absent: 0), `rows` its
+   * extent (-1: dynamic), `rowBytes` the bytes of one index along it, `extent` the largest
+   * window an iteration touches along it. Each task declares the windows DeriveDeps bounded
+   * (evaluated on its band); `byteRange` (the offset along axis 0 is the loop variable itself):
+   * without such a window the band's rows as one byte range.
+   */
+  readonly bands: readonly SpmdBand[];
+}
+export interface SpmdBand {
+  readonly arg: number; readonly rows: number; readonly rowBytes: number; readonly extent: number;
+  readonly axis?: number; readonly byteRange?: boolean;
+  /** The bytes of the tensor one iteration touches (its largest window): the work estimate. */
+  readonly iterBytes?: number;
 }
 
 /** stopAt: the loop's end as an expression of the callee's parameters (a dynamic end), else null. */
@@ -57,7 +69,10 @@ function planFor(f: Func): Plan | null {
   const trips = stop === null ? SPMD_MAX_CHUNKS : Math.ceil((stop - start) / step);
   if (trips < 2) return null;
 
-  const extent = new Map<number, number>(); // param index -> largest window extent on axis 0 (-1: not bandable)
+  // param index -> the axis its windows move along with the loop variable, the largest window
+  // extent along it, and whether that offset is the loop variable itself (extent -1: not bandable)
+  const extent = new Map<number, { axis: number; ext: number; plain: boolean; bytes: number }>();
+  const NOT = { axis: 0, ext: -1, plain: false, bytes: 0 };
   let ok = true;
   const topLevelJump = (ss: readonly Stmt[]): boolean => ss.some((s) =>
     s.kind === "break" || s.kind === "continue" || s.kind === "return" ||
@@ -72,20 +87,20 @@ function planFor(f: Func): Plan | null {
       // a tensor used as a plain value (aliased, passed around): do not band it
       if (e.kind === "var" && e.type.kind === "tensor") {
         const pi = params.get(e.id);
-        if (pi === undefined) ok = false; else extent.set(pi, -1);
+        if (pi === undefined) ok = false; else extent.set(pi, NOT);
       }
       return;
     }
     if (e.op === "tensor.dim") return; // reads a shape, not data
-    let tensorArg = -1, rowExtent = -1;
+    let tensorArg = -1, shape: readonly unknown[] = [];
     if (e.op === "tile.load") {
       tensorArg = 0;
       const shp = e.attrs.shape;
-      rowExtent = Array.isArray(shp) && typeof shp[0] === "number" ? shp[0] : -1;
+      shape = Array.isArray(shp) ? shp : [];
     } else if (e.op === "tile.store") {
       tensorArg = 2;
       const tt = e.args[0].kind === "const" ? null : (e.args[0] as Exclude<Expr, { kind: "const" }>).type;
-      rowExtent = tt && tt.kind === "tile" ? Number((tt as TileType).shape[0]) : -1;
+      shape = tt && tt.kind === "tile" ? (tt as TileType).shape : [];
     }
     e.args.forEach((a, k) => {
       if (k === tensorArg) return;
@@ -96,23 +111,34 @@ function planFor(f: Func): Plan | null {
     const pi = t.kind === "var" ? params.get(t.id) : undefined;
     if (pi === undefined) { ok = false; return; }
     const offs = e.args[1];
-    const first = offs.kind === "list" ? offs.items[0] : undefined;
     offs.kind === "list" && offs.items.forEach(visitExpr);
-    // the first offset is the loop variable, or the loop variable plus the variable of an
-    // inner loop over [0, n) with a constant bound (the row loop of FuseRows): rows lv .. lv + n - 1 + extent
-    let inner = 0;
+    // The offset along some axis moves with the loop: the loop variable; plus the variable of an
+    // inner loop over [0, n) with a constant bound (the row loop of FuseRows): lv .. lv + n - 1 +
+    // extent; or plus a constant or a scalar parameter (a window of a pl.slice): the first such axis.
     const isLv = (x: Expr | undefined) => x !== undefined && x.kind === "var" && x.id === loop.loopVar.id;
-    let ok0 = isLv(first);
-    if (!ok0 && first?.kind === "call" && first.op === "scalar.add" && isLv(first.args[0]) && first.args[1].kind === "var") {
-      const last = innerLast.get(first.args[1].id);
-      if (last !== undefined) { ok0 = true; inner = last; }
+    const invariant = (x: Expr) => x.kind === "const" || (x.kind === "var" && x.type.kind === "scalar" && params.has(x.id));
+    let use: { axis: number; ext: number; plain: boolean; bytes: number } = NOT;
+    const items = offs.kind === "list" ? offs.items : [];
+    const tt = t.kind === "var" ? t.type : null;
+    const numel = shape.every((d) => typeof d === "number") ? (shape as number[]).reduce((a, b) => a * b, 1) : 0;
+    const elem = tt && tt.kind === "tensor" ? DTYPE_BYTES[(tt as TensorType).dtype] : 0;
+    for (let ax = 0; ax < items.length && use.ext < 0; ax++) {
+      const o = items[ax], tileExt = shape[ax];
+      if (typeof tileExt !== "number" || !Number.isInteger(tileExt) || tileExt <= 0) continue;
+      const bytes = (ext: number) => (numel / tileExt) * ext * elem;
+      if (isLv(o)) { use = { axis: ax, ext: tileExt, plain: true, bytes: bytes(tileExt) }; break; }
+      if (o.kind !== "call" || o.op !== "scalar.add") continue;
+      const [x, y] = o.args;
+      const [l, r] = isLv(x) ? [x, y] : isLv(y) ? [y, x] : [null, null];
+      if (!l || !r) continue;
+      const last = r.kind === "var" ? innerLast.get(r.id) : undefined;
+      if (last !== undefined) use = { axis: ax, ext: tileExt + last, plain: ax === 0, bytes: bytes(tileExt + last) };
+      else if (invariant(r)) use = { axis: ax, ext: tileExt, plain: false, bytes: bytes(tileExt) };
     }
-    if (ok0 && inner > 0) rowExtent += inner;
-    const banded = ok0 && Number.isInteger(rowExtent) && rowExtent > 0;
     const prev = extent.get(pi);
-    if (!banded) extent.set(pi, -1);
-    else if (prev === undefined) extent.set(pi, rowExtent);
-    else if (prev >= 0) extent.set(pi, Math.max(prev, rowExtent));
+    if (use.ext < 0 || (prev !== undefined && (prev.ext < 0 || prev.axis !== use.axis))) extent.set(pi, NOT);
+    else if (prev === undefined) extent.set(pi, use);
+    else extent.set(pi, { axis: use.axis, ext: Math.max(prev.ext, use.ext), plain: prev.plain && use.plain, bytes: Math.max(prev.bytes, use.bytes) });
   };
   const visit = (ss: readonly Stmt[]): void => {
     for (const s of ss) {
@@ -140,25 +166,29 @@ function planFor(f: Func): Plan | null {
   visit(loop.body);
   if (!ok) return null;
 
-  const bands: { arg: number; rows: number; rowBytes: number; extent: number }[] = [];
+  const bands: SpmdBand[] = [];
   let bandBytes = 0;
   for (let i = 0; i < f.params.length; i++) {
     const p = f.params[i];
     if (p.var.type.kind !== "tensor") continue;
     const t = p.var.type as TensorType;
-    const ext = extent.get(i);
+    const use = extent.get(i);
     const writes = p.dir !== "in";
-    if (ext === undefined || ext < 0) {
+    if (use === undefined || use.ext < 0) {
       if (writes) return null; // a written tensor that is not banded: bands would serialize
       continue;
     }
-    // rows may be dynamic (the band is clamped to the run-time extent); a row's bytes must be static
-    const rest = t.shape.slice(1);
-    if (!rest.every((d): d is number => typeof d === "number")) return null;
-    const rowBytes = rest.reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
-    const rows = typeof t.shape[0] === "number" ? t.shape[0] : -1;
-    bands.push({ arg: i, rows, rowBytes, extent: ext });
-    bandBytes += rows < 0 ? Infinity : rows * rowBytes;
+    // the banded axis may be dynamic (the band is clamped to the run-time extent); a byte-range
+    // band (axis 0) needs the bytes of one row to be static (0: unknown, no byte range)
+    const rest = t.shape.filter((_, ax) => ax !== use.axis);
+    const staticRest = rest.every((d): d is number => typeof d === "number");
+    if (!staticRest && use.axis === 0) return null;
+    const rowBytes = staticRest ? (rest as number[]).reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype] : 0;
+    const along = t.shape[use.axis];
+    const rows = typeof along === "number" ? along : -1;
+    bands.push({ arg: i, rows, rowBytes, extent: use.ext, iterBytes: use.bytes, ...(use.axis ? { axis: use.axis } : {}), ...(use.plain && use.axis === 0 && staticRest ? { byteRange: true } : {}) });
+    // the work: what the iterations touch (a dynamic end: known at run time only)
+    bandBytes += stop === null ? Infinity : trips * use.bytes;
   }
   if (!bands.some((b) => f.params[b.arg].dir !== "in")) return null;
   // with a dynamic end the work is known at run time only: the generated code limits the bands then

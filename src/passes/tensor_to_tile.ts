@@ -682,7 +682,16 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ka = typeof k === "number" ? axisOf(k, tk) : null;
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
   const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
-  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), axis(mE, tm), axis(nE, tn)], span, (offsets, valid0, tile) => {
+  // The loop over output tiles that SplitParallelLoops spreads over the cores is the outer one:
+  // the N tiles when M has fewer tiles than N or is dynamic (a decode GEMV, M = 1: one task per
+  // band of columns, each reading its columns of b once), else the M tiles. The body sees the
+  // offsets in [m, n] order either way.
+  const mTiles = typeof m === "number" ? Math.ceil(m / tm) : 0, nTiles = typeof n === "number" ? Math.ceil(n / tn) : 0;
+  const nFirst = !batch && nTiles >= 2 && mTiles < nTiles;
+  const swap2 = <T>(xs: T[] | null): T[] | null => (xs ? [xs[1], xs[0]] : xs);
+  const order = (xs: readonly Axis[]): Axis[] => (nFirst ? [xs[1], xs[0]] : [...xs]);
+  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), ...order([axis(mE, tm), axis(nE, tn)])], span, (offsetsIn, validIn, tileIn) => {
+    const [offsets, valid0, tile] = nFirst ? [swap2(offsetsIn)!, swap2(validIn), swap2(tileIn)!] : [offsetsIn, validIn, tileIn];
     const inner: Stmt[] = [];
     const ob = batch ? offsets[0] : null;
     const [oi, oj] = batch ? offsets.slice(1) : offsets;
@@ -754,7 +763,7 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     const fin = epilogue && !ob ? epilogue.apply(result, [oi, oj], [tm, tn], valid ? [vm, vn] : null, inner) : result;
     inner.push(ob ? store(call("tile.reshape", [result], { shape: [1, tm, tn] }, span), [ob, oi, oj]) : store(fin, [oi, oj]));
     return inner;
-  }, "m");
+  }, nFirst ? "n" : "m");
 }
 
 /**

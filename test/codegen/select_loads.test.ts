@@ -73,7 +73,7 @@ describe("sel loads both operands (no conditional loads for the C++ compiler to 
       for (const k of [selTile, selTensor]) {
         const out = zeros([4, 8]);
         k(m, a, b, out, 4, 8, cfg(platform));
-        expect(Array.from(out.data), k.name).toEqual(want);
+        expect(Array.from(out.data as Float32Array), k.name).toEqual(want);
       }
     });
 
@@ -83,13 +83,13 @@ describe("sel loads both operands (no conditional loads for the C++ compiler to 
         for (const k of [selTile, selTensor]) {
           const out = zeros([r, c]);
           k(s.m, s.a, s.b, out, r, c, cfg(platform));
-          expect(Array.from(out.data), `${k.name} [${r}, ${c}]`).toEqual(s.want);
+          expect(Array.from(out.data as Float32Array), `${k.name} [${r}, ${c}]`).toEqual(s.want);
         }
         const t = cmpCase(r, c);
         for (const k of [cmpSelTile, cmpSelTensor]) {
           const out = zeros([r, c]);
           k(t.a, t.b, out, r, c, cfg(platform));
-          expect(Array.from(out.data), `${k.name} [${r}, ${c}]`).toEqual(t.want);
+          expect(Array.from(out.data as Float32Array), `${k.name} [${r}, ${c}]`).toEqual(t.want);
         }
       }
     });

@@ -19,16 +19,18 @@ function affine(a: AffineAttr, slots: readonly string[], span: Span): string {
   return parts.join(" + ");
 }
 
-/** min (or max) of the forms. */
+/** min (or max) of the forms; an upper bound's form with caps is the least of it and them. */
 function extreme(forms: readonly AffineAttr[], upper: boolean, slots: readonly string[], span: Span): string {
-  const cs = forms.map((f) => affine(f, slots, span));
+  const capped = (f: AffineAttr): string => (f.min ?? []).reduce((acc, c) => `std::min<int64_t>(${acc}, ${affine(c, slots, span)})`, affine(f, slots, span));
+  const cs = forms.map(capped);
   return cs.reduce((acc, c) => `std::${upper ? "max" : "min"}<int64_t>(${acc}, ${c})`);
 }
 
 export function checkWindow(w: unknown, rank: number): w is WindowAttr {
   const isAff = (a: unknown): boolean => {
     const o = a as AffineAttr;
-    return !!o && typeof o.c === "number" && Array.isArray(o.t) && o.t.every((x) => Array.isArray(x) && x.length === 2 && Number.isInteger(x[0]) && typeof x[1] === "number");
+    return !!o && typeof o.c === "number" && Array.isArray(o.t) && o.t.every((x) => Array.isArray(x) && x.length === 2 && Number.isInteger(x[0]) && typeof x[1] === "number") &&
+      (o.min === undefined || (Array.isArray(o.min) && o.min.every(isAff)));
   };
   const o = w as WindowAttr;
   return !!o && Array.isArray(o.lo) && Array.isArray(o.hi) && o.lo.length === rank && o.hi.length === rank &&
@@ -50,7 +52,7 @@ export function accessInit(acc: AccessAttr, tr: TensorRef, mode: string, slots: 
   const hi = w.hi.map((f) => extreme(f, true, slots, span));
   const pad = (xs: string[]) => xs.join(", ");
   // extents may come out negative for a loop that runs no iteration: the runtime clamps them
-  const ext = lo.map((l, d) => (w.lo[d].length === 1 && w.hi[d].length === 1 && sameTerms(w.lo[d][0], w.hi[d][0])
+  const ext = lo.map((l, d) => (w.lo[d].length === 1 && w.hi[d].length === 1 && !w.hi[d][0].min && sameTerms(w.lo[d][0], w.hi[d][0])
     ? int(w.hi[d][0].c - w.lo[d][0].c) : `(${hi[d]}) - (${l})`));
   return `{ 0, 0, ${mode}, ${rank}, ${ptr}, ${DTYPE_BYTES[type.dtype]}, { ${pad(tr.dims.map((d) => (typeof d === "number" ? int(d) : d)))} }, { ${pad(lo)} }, { ${pad(ext)} } }`;
 }

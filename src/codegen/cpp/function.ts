@@ -50,7 +50,7 @@ export class FnGen extends StmtWalker implements KernelCtx {
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
     if (mode === "kernel") for (const [id, fw] of forwardableReads(fn, this.forwarded)) this.forwarded.set(id, fw);
     this.unread = mode === "kernel" ? unreadScratchTiles(fn) : new Set();
-    this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map() };
+    this.matmulFw = mode === "kernel" ? forwardableMatmulOperands(fn) : { skipped: new Set(), operands: new Map(), transposed: new Set() };
     if (mode === "kernel") this.scratchBytes = this.planCheck();
   }
 
@@ -62,8 +62,9 @@ export class FnGen extends StmtWalker implements KernelCtx {
     return Array.isArray(idx) && this.fn.params.some((p, i) => p.var.id === e.id && idx.includes(i));
   }
 
-  matmulOperand(e: Expr): Call | null {
-    return e.kind === "var" ? this.matmulFw.operands.get(e.id) ?? null : null;
+  matmulOperand(e: Expr): { load: Call; trans: boolean } | null {
+    const load = e.kind === "var" ? this.matmulFw.operands.get(e.id) : undefined;
+    return load ? { load, trans: this.matmulFw.transposed.has((e as { id: number }).id) } : null;
   }
 
   // ---------------------------------------------------------------- scratch plan

@@ -28,7 +28,8 @@ export function checkSpmdAttr(call: Call): SpmdAttr {
   const okInt = (x: unknown, min: number) => typeof x === "number" && Number.isInteger(x) && x >= min;
   if (!a || typeof a !== "object" || !okInt(a.lo, 0) || !okInt(a.hi, 0) || !okInt(a.step, 1) || !okInt(a.maxChunks, 1) ||
       !Number.isInteger(a.start) || !(a.stop === null || Number.isInteger(a.stop)) || !Array.isArray(a.bands) ||
-      !a.bands.every((b) => okInt(b.arg, 0) && (b.rows === -1 || okInt(b.rows, 1)) && okInt(b.rowBytes, 0) && okInt(b.extent, 1))) {
+      !a.bands.every((b) => okInt(b.arg, 0) && (b.rows === -1 || okInt(b.rows, 1)) && okInt(b.rowBytes, 0) && okInt(b.extent, 1) &&
+        (b.axis === undefined || okInt(b.axis, 0)) && (b.byteRange === undefined || typeof b.byteRange === "boolean") && (b.iterBytes === undefined || okInt(b.iterBytes, 0)))) {
     throw new TsptoCompileError("E_CODEGEN", `internal: bad spmd attribute ${JSON.stringify(call.attrs.spmd)} on the call of '${String(call.attrs.callee)}'`, call.span);
   }
   return a;
@@ -48,9 +49,9 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
   g.line(`if (${nc} > ${int(a.maxChunks)}) ${nc} = ${int(a.maxChunks)};`);
   if (a.stop === null) {
     // the work is known now: at most one band per iteration, and per SPMD_MIN_CHUNK_BYTES of banded rows
-    const rowBytes = a.bands.reduce((x, b) => x + b.rowBytes, 0);
+    const iterBytes = a.bands.reduce((x, b) => x + (b.iterBytes ?? a.step * b.rowBytes), 0);
     g.line(`if (${nc} > ${tr}) ${nc} = ${tr};`);
-    g.line(`if (${nc} > ${tr} * ${int(a.step * rowBytes)} / ${int(SPMD_MIN_CHUNK_BYTES)}) ${nc} = ${tr} * ${int(a.step * rowBytes)} / ${int(SPMD_MIN_CHUNK_BYTES)};`);
+    g.line(`if (${nc} > ${tr} * ${int(iterBytes)} / ${int(SPMD_MIN_CHUNK_BYTES)}) ${nc} = ${tr} * ${int(iterBytes)} / ${int(SPMD_MIN_CHUNK_BYTES)};`);
   }
   g.line(`if (${nc} < 1) ${nc} = 1;`);
   g.open(`for (int64_t ${c} = 0; ${c} < ${nc}; ++${c}) {`);
@@ -59,13 +60,19 @@ export function emitSpmdSubmit(g: KernelCtx, s: SpmdSubmit): void {
   g.line(`const int64_t ${hi} = ${c} + 1 == ${nc} ? ${stop} : ${int(a.start)} + ${t1} * ${int(a.step)};`);
   const slots = s.slots.map((x, k) => (k === a.lo ? lo : k === a.hi ? hi : x));
   g.line(`const int64_t ${sl}[${Math.max(1, slots.length)}] = { ${slots.join(", ") || "0"} };`);
+  // The band's last iteration: DeriveDeps bounds the loop variable by hi - 1, so its windows are
+  // evaluated with hi = last + 1, exact for every band (the next band starts at last + step).
+  const lastIt = g.fresh("last");
+  g.line(`const int64_t ${lastIt} = ${lo} + (${t1} - ${t0} - 1) * ${int(a.step)};`);
+  const winSlots = slots.map((_, k) => (k === a.hi ? `(${lastIt} + 1)` : `${sl}[${k}]`));
   const accs = s.accesses.map((x) => {
     const b = bandOf.get(x.arg);
-    // a banded tensor: the band's exact rows (a window bounds the loop variable by stop - 1 only)
-    if (x.init && !b) return x.init(slots.map((_, k) => `${sl}[${k}]`));
-    if (!b) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
+    // a window (DeriveDeps bounded it, guards and valid extents included); else a banded
+    // tensor's rows as a byte range; else the whole tensor
+    if (x.init) return x.init(winSlots);
+    if (!b || b.byteRange !== true) return `{ ${x.ptr}, ${x.bytes}, ${x.mode}, 0 }`;
     // rows [lo, last iteration + extent), clamped to the tensor
-    const last = `${lo} + (${t1} - ${t0} - 1) * ${int(a.step)} + ${int(b.extent)}`;
+    const last = `${lastIt} + ${int(b.extent)}`;
     const rows = b.rows < 0 ? x.rows : int(b.rows);
     const end = `(${last} < ${rows} ? ${last} : ${rows})`;
     return `{ ${x.ptr} + ${lo} * ${int(b.rowBytes)}, (${end} - ${lo}) * ${int(b.rowBytes)}, ${x.mode}, 0 }`;

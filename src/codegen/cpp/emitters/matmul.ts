@@ -14,16 +14,18 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
   const fused = contractOf(call.attrs) === "fast";
   if (isFloat(at.dtype)) {
     // An operand that is load(t, ...) or move(load(t, ...)) used only here is read straight
-    // from the tensor window (./forward.ts): row stride = the tensor's row length, no copies.
-    const direct = (x: Expr): { ptr: string; ld: CDim } | null => {
-      const load = ctx.matmulOperand?.(x);
-      if (!load) return null;
+    // from the tensor window (forwardableMatmulOperands): row stride = the tensor's row length,
+    // no copies; transpose(load(...)) (aTrans / bTrans) is read with its strides swapped.
+    const direct = (x: Expr): { ptr: string; ld: CDim; trans: boolean } | null => {
+      const fw = ctx.matmulOperand?.(x);
+      if (!fw) return null;
+      const load = fw.load;
       const t = ctx.tensor(load.args[0]);
       const lt = load.type as TileType;
       const offs = windowCheck(ctx, "load", t, offsetsOf(ctx, load.args[1], 2, "load", load.span), [...lt.shape], load.span);
       const p = ctx.fresh("p");
       ctx.line(`const float* __restrict ${p} = (const float*)${t.ptr} + ${offs[0]} * ${cdim(t.dims[1])} + ${offs[1]};  // matmul operand read from '${t.label.replace(/[^\w.]/g, "_")}' (forwarded)`);
-      return { ptr: p, ld: cdim(t.dims[1]) };
+      return { ptr: p, ld: cdim(t.dims[1]), trans: fw.trans };
     };
     const da = direct(call.args[base]), db = direct(call.args[base + 1]);
     const ea = da ? null : ctx.elements(call.args[base]), eb = db ? null : ctx.elements(call.args[base + 1]);
@@ -42,9 +44,10 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     };
     const A = da ? da.ptr : arr(ea), Bp = db ? db.ptr : arr(eb), C = arr(ec);
     const lda = da ? da.ld : k, ldb = db ? db.ld : n;
-    /** Element (r, c) of a / b (C++ index expressions). */
-    const aE = (r: string, c: string) => (da ? `${da.ptr}[(${r}) * ${lda} + ${c}]` : ea!(`(${r}) * ${k} + ${c}`));
-    const bE = (r: string, c: string) => (db ? `${db.ptr}[(${r}) * ${ldb} + ${c}]` : eb!(`(${r}) * ${n} + ${c}`));
+    const aT = da?.trans === true, bT = db?.trans === true;
+    /** Element (r, c) of a / b (C++ index expressions); a transposed operand is stored [cols, rows]. */
+    const aE = (r: string, c: string) => (da ? (aT ? `${da.ptr}[(${c}) * ${lda} + ${r}]` : `${da.ptr}[(${r}) * ${lda} + ${c}]`) : ea!(`(${r}) * ${k} + ${c}`));
+    const bE = (r: string, c: string) => (db ? (bT ? `${db.ptr}[(${c}) * ${ldb} + ${r}]` : `${db.ptr}[(${r}) * ${ldb} + ${c}]`) : eb!(`(${r}) * ${n} + ${c}`));
     // Register blocking: an [MR, 16 nv] block of the output is held in registers (tspto_v16f
     // values, 16 floats each) across the k loop; each k step loads nv vectors of a row of b and
     // multiplies them with MR broadcast elements of a. Every output element accumulates in
@@ -111,7 +114,7 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       for (let v = 0; v < nv; v++) ctx.line(`const tspto_v16f ${bv}${v} = tspto_ld16(&${bsrc}[${brow} * ${bld} + ${bcol} + ${16 * v}]);`);
       const acol = kc === "0" ? kk : `${kc} + ${kk}`;
       for (let r = 0; r < rows; r++) {
-        const aik = `${A}[(${i0} + ${r}) * ${lda} + ${acol}]`;
+        const aik = aT ? `${A}[(${acol}) * ${lda} + ${i0} + ${r}]` : `${A}[(${i0} + ${r}) * ${lda} + ${acol}]`;
         if (fused) {
           ctx.line(`{ const tspto_v16f ${av} = tspto_splat16(${aik}); ${Array.from({ length: nv }, (_, v) => `${name(r, v)} = tspto_fma16(${av}, ${bv}${v}, ${name(r, v)});`).join(" ")} }`);
         } else {
@@ -137,13 +140,17 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     // Column panels of width W = 16 nv. A panel of b is packed into a contiguous buffer (its
     // rows W floats apart) in chunks of KC rows of k that fit in L1 (32 KiB), once per chunk
     // for all row blocks, which then stream a past it; the output block is kept in registers
-    // over one chunk and stored between chunks. Packing and chunking only reorder loads: each
-    // element's arithmetic (fp32, k order) is unchanged.
+    // over one chunk and stored between chunks. A transposed b (bTrans: stored [n, k]) is
+    // always packed, 16 x 16 blocks transposed in registers (tspto_pack_bt), so the blocks read
+    // it as they read b. Packing and chunking only reorder loads: each element's arithmetic
+    // (fp32, k order) is unchanged, bit for bit the same as without bTrans.
     const PB = ctx.fresh("pb");
-    const pack = m > MR;
+    const pack = m > MR || bT;
     const n64 = n - (n % 64);
     const chunkOf = (W: number) => Math.floor(8192 / W);  // KC: rows of k per packed chunk (32 KiB)
-    const pbFloats = Math.max(n64 > 0 ? Math.min(k, chunkOf(64)) * 64 : 0, n - n64 >= 32 ? Math.min(k, chunkOf(32)) * 32 : 0);
+    const rest = n - n64;
+    const pbFloats = Math.max(n64 > 0 ? Math.min(k, chunkOf(64)) * 64 : 0, rest >= 32 ? Math.min(k, chunkOf(32)) * 32 : 0,
+      bT && rest % 32 >= 16 ? Math.min(k, chunkOf(16)) * 16 : 0);
     if (pack && pbFloats > 0) ctx.line(`alignas(64) float ${PB}[${pbFloats}];`);
     const panel = (nv: number, j0: string): void => {
       const W = 16 * nv, KC = chunkOf(W);
@@ -155,7 +162,8 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
         ctx.line(`const int64_t ${kl} = ${k} - ${kc} < ${KC} ? ${k} - ${kc} : ${KC};`);
       }
       const kk = ctx.fresh("k");
-      ctx.line(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) std::memcpy(&${PB}[${kk} * ${W}], &${Bp}[(${chunked ? `${kc} + ` : ""}${kk}) * ${ldb} + ${j0}], ${W * 4});`);
+      if (bT) ctx.line(`tspto_pack_bt(${PB}, ${W}, ${Bp}, ${ldb}, ${j0}, ${kc}, ${kl});`);
+      else ctx.line(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) std::memcpy(&${PB}[${kk} * ${W}], &${Bp}[(${chunked ? `${kc} + ` : ""}${kk}) * ${ldb} + ${j0}], ${W * 4});`);
       rowsDo((rows, i0) => vblock(rows, nv, i0, j0, PB, W, "0", kc, kl, true));
       if (chunked) ctx.close();
     };
@@ -168,7 +176,11 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       j1 = n64;
     }
     if (n - j1 >= 32) { panel(2, String(j1)); j1 += 32; }
-    if (n - j1 >= 16) { const jj = j1; rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj), "0", String(k), false)); j1 += 16; }
+    if (n - j1 >= 16) {
+      const jj = j1;
+      if (bT) panel(1, String(jj)); else rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj), "0", String(k), false));
+      j1 += 16;
+    }
     if (n > j1) { const jj = j1; rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj))); }
     return;
   }

@@ -45,8 +45,11 @@ export interface KernelCtx {
    * it has no validShape.
    */
   validOf(e: Expr): (number | string)[];
-  /** The tile.load a matmul operand reads straight from its tensor (not materialized), or null. */
-  matmulOperand?(e: Expr): Call | null;
+  /**
+   * The tile.load a matmul operand reads straight from its tensor (not materialized), or null;
+   * `trans`: the operand is the 2-D transpose of that load (read with its strides swapped).
+   */
+  matmulOperand?(e: Expr): { load: Call; trans: boolean } | null;
   /** Is this tensor (a store's destination) a write-only output of the launch (attrs.streamOut, pass StreamOutputs)? */
   streamOut?(e: Expr): boolean;
   /** The C++ local holding a dynamic dimension's extent (a name in the function's parameters' shapes), or undefined. */

@@ -1,0 +1,164 @@
+// GPT-2 checkpoints: the Hugging Face layout (config.json + model.safetensors, as
+// GPT2LMHeadModel.save_pretrained writes them) and a seeded random model of any shape.
+//
+//   config.json        n_layer, n_head, n_embd, vocab_size, n_positions, layer_norm_epsilon
+//   model.safetensors  wte.weight [V, D], wpe.weight [P, D], h.{i}.ln_1.{weight,bias} [D],
+//                      h.{i}.attn.c_attn.{weight [D, 3D], bias [3D]}, h.{i}.attn.c_proj.{weight [D, D], bias},
+//                      h.{i}.ln_2.*, h.{i}.mlp.c_fc.{weight [D, 4D], bias}, h.{i}.mlp.c_proj.{weight [4D, D], bias},
+//                      ln_f.{weight,bias}; names with or without the "transformer." prefix; Conv1D
+//                      weights are [in, out]; other entries (attn.bias, attn.masked_bias, lm_head.weight
+//                      tied to wte) are ignored; F32, F16 and BF16 are read as float32.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { SafetensorsError, SafetensorsFile } from "./safetensors.js";
+
+export interface GPT2Config {
+  readonly nLayer: number; readonly nHead: number; readonly nEmbd: number;
+  readonly vocabSize: number; readonly nPositions: number; readonly eps: number;
+}
+
+/** GPT-2 small (124M): what --random-init builds. */
+export const GPT2_SMALL: GPT2Config = { nLayer: 12, nHead: 12, nEmbd: 768, vocabSize: 50257, nPositions: 1024, eps: 1e-5 };
+
+export interface LayerWeights {
+  /** [1, D] */ ln1w: Float32Array; ln1b: Float32Array;
+  /** [D, 3D], [1, 3D] */ attnW: Float32Array; attnB: Float32Array;
+  /** [D, D], [1, D] */ projW: Float32Array; projB: Float32Array;
+  /** [1, D] */ ln2w: Float32Array; ln2b: Float32Array;
+  /** [D, 4D], [1, 4D] */ fcW: Float32Array; fcB: Float32Array;
+  /** [4D, D], [1, D] */ fcProjW: Float32Array; fcProjB: Float32Array;
+}
+export interface GPT2Weights {
+  /** [V, D] (also the tied output projection) */ wte: Float32Array;
+  /** [P, D] */ wpe: Float32Array;
+  layers: LayerWeights[];
+  /** [1, D] */ lnfW: Float32Array; lnfB: Float32Array;
+}
+
+export class CheckpointError extends Error {
+  constructor(message: string) { super(message); this.name = "CheckpointError"; }
+}
+
+/** config.json of a Hugging Face GPT-2 directory. */
+export function readConfig(dir: string): GPT2Config {
+  const file = join(dir, "config.json");
+  let raw: unknown;
+  try { raw = JSON.parse(readFileSync(file, "utf8")); } catch (e) {
+    throw new CheckpointError(`${file}: ${existsSync(file) ? `not valid JSON: ${(e as Error).message}` : "not found (a GPT-2 checkpoint directory holds config.json and model.safetensors)"}`);
+  }
+  const c = raw as Record<string, unknown>;
+  const int = (k: string, alt?: string): number => {
+    const v = c[k] ?? (alt ? c[alt] : undefined);
+    if (!Number.isInteger(v) || (v as number) <= 0) throw new CheckpointError(`${file}: '${k}' must be a positive integer, got ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  const cfg: GPT2Config = {
+    nLayer: int("n_layer"), nHead: int("n_head"), nEmbd: int("n_embd"), vocabSize: int("vocab_size"),
+    nPositions: int("n_positions", "n_ctx"),
+    eps: typeof c.layer_norm_epsilon === "number" ? c.layer_norm_epsilon : 1e-5,
+  };
+  if (cfg.nEmbd % cfg.nHead !== 0) throw new CheckpointError(`${file}: n_embd ${cfg.nEmbd} is not a multiple of n_head ${cfg.nHead}`);
+  return cfg;
+}
+
+/** The weights of a checkpoint directory, checked against its config. */
+export function loadCheckpoint(dir: string): { config: GPT2Config; weights: GPT2Weights } {
+  const config = readConfig(dir);
+  const path = join(dir, "model.safetensors");
+  if (!existsSync(path)) throw new CheckpointError(`${path}: not found (convert a PyTorch checkpoint with safetensors' convert script, or save_pretrained(safe_serialization=True))`);
+  const f = new SafetensorsFile(path);
+  try {
+    const prefix = f.tensors.has("transformer.wte.weight") ? "transformer." : "";
+    const { nLayer, nEmbd: D, vocabSize: V, nPositions: P } = config;
+    const get = (name: string, shape: readonly number[]): Float32Array => {
+      const full = prefix + name;
+      const t = f.tensors.get(full);
+      if (!t) throw new SafetensorsError(path, `missing (config.json says n_layer=${nLayer}, n_embd=${D})`, full);
+      if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+        throw new SafetensorsError(path, `has shape [${t.shape.join(", ")}], config.json implies [${shape.join(", ")}]`, full);
+      }
+      return f.float32(full);
+    };
+    const layers: LayerWeights[] = [];
+    for (let i = 0; i < nLayer; i++) {
+      const h = `h.${i}.`;
+      layers.push({
+        ln1w: get(`${h}ln_1.weight`, [D]), ln1b: get(`${h}ln_1.bias`, [D]),
+        attnW: get(`${h}attn.c_attn.weight`, [D, 3 * D]), attnB: get(`${h}attn.c_attn.bias`, [3 * D]),
+        projW: get(`${h}attn.c_proj.weight`, [D, D]), projB: get(`${h}attn.c_proj.bias`, [D]),
+        ln2w: get(`${h}ln_2.weight`, [D]), ln2b: get(`${h}ln_2.bias`, [D]),
+        fcW: get(`${h}mlp.c_fc.weight`, [D, 4 * D]), fcB: get(`${h}mlp.c_fc.bias`, [4 * D]),
+        fcProjW: get(`${h}mlp.c_proj.weight`, [4 * D, D]), fcProjB: get(`${h}mlp.c_proj.bias`, [D]),
+      });
+    }
+    const weights: GPT2Weights = { wte: get("wte.weight", [V, D]), wpe: get("wpe.weight", [P, D]), layers, lnfW: get("ln_f.weight", [D]), lnfB: get("ln_f.bias", [D]) };
+    return { config, weights };
+  } finally {
+    f.close();
+  }
+}
+
+/** mulberry32: a small seeded generator (the same sequence everywhere). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A GPT-2 of `config`'s shape with N(0, std) weights (std 0.02, as GPT-2's init), biases N(0, std / 2), LN gains 1 + N(0, 0.1). */
+export function randomWeights(config: GPT2Config, seed: number, std = 0.02): GPT2Weights {
+  const u = rng(seed);
+  const normal = (n: number, s: number, mean = 0): Float32Array => {
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i += 2) {
+      const r = Math.sqrt(-2 * Math.log(1 - u())), th = 2 * Math.PI * u();
+      out[i] = mean + s * r * Math.cos(th);
+      if (i + 1 < n) out[i + 1] = mean + s * r * Math.sin(th);
+    }
+    return out;
+  };
+  const { nLayer, nEmbd: D, vocabSize: V, nPositions: P } = config;
+  const layers: LayerWeights[] = [];
+  for (let i = 0; i < nLayer; i++) {
+    layers.push({
+      ln1w: normal(D, 0.1, 1), ln1b: normal(D, std / 2), attnW: normal(D * 3 * D, std), attnB: normal(3 * D, std / 2),
+      projW: normal(D * D, std), projB: normal(D, std / 2), ln2w: normal(D, 0.1, 1), ln2b: normal(D, std / 2),
+      fcW: normal(D * 4 * D, std), fcB: normal(4 * D, std / 2), fcProjW: normal(4 * D * D, std), fcProjB: normal(D, std / 2),
+    });
+  }
+  return { wte: normal(V * D, std), wpe: normal(P * D, std / 2), layers, lnfW: normal(D, 0.1, 1), lnfB: normal(D, std / 2) };
+}
+
+/** The Hugging Face tensor names and shapes of `weights` (for writing a checkpoint). */
+export function checkpointTensors(config: GPT2Config, w: GPT2Weights, prefix = ""): Record<string, { shape: number[]; data: Float32Array }> {
+  const { nEmbd: D, vocabSize: V, nPositions: P } = config;
+  const out: Record<string, { shape: number[]; data: Float32Array }> = {};
+  const put = (name: string, shape: number[], data: Float32Array) => { out[prefix + name] = { shape, data }; };
+  put("wte.weight", [V, D], w.wte);
+  put("wpe.weight", [P, D], w.wpe);
+  w.layers.forEach((l, i) => {
+    const h = `h.${i}.`;
+    put(`${h}ln_1.weight`, [D], l.ln1w); put(`${h}ln_1.bias`, [D], l.ln1b);
+    put(`${h}attn.c_attn.weight`, [D, 3 * D], l.attnW); put(`${h}attn.c_attn.bias`, [3 * D], l.attnB);
+    put(`${h}attn.c_proj.weight`, [D, D], l.projW); put(`${h}attn.c_proj.bias`, [D], l.projB);
+    put(`${h}ln_2.weight`, [D], l.ln2w); put(`${h}ln_2.bias`, [D], l.ln2b);
+    put(`${h}mlp.c_fc.weight`, [D, 4 * D], l.fcW); put(`${h}mlp.c_fc.bias`, [4 * D], l.fcB);
+    put(`${h}mlp.c_proj.weight`, [4 * D, D], l.fcProjW); put(`${h}mlp.c_proj.bias`, [D], l.fcProjB);
+  });
+  put("ln_f.weight", [D], w.lnfW);
+  put("ln_f.bias", [D], w.lnfB);
+  return out;
+}
+
+/** config.json as Hugging Face writes it (the fields this reader uses). */
+export function configJson(c: GPT2Config): string {
+  return JSON.stringify({
+    architectures: ["GPT2LMHeadModel"], model_type: "gpt2", n_layer: c.nLayer, n_head: c.nHead, n_embd: c.nEmbd,
+    vocab_size: c.vocabSize, n_positions: c.nPositions, n_ctx: c.nPositions, layer_norm_epsilon: c.eps,
+  }, null, 2);
+}
