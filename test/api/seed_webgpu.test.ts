@@ -110,6 +110,12 @@ describe.skipIf(!!why)(titled("API.md §1 seed example on webgpu (async forms)",
     }
   });
 
+  it("examples/async_dispatch.ts runs on webgpu", async () => {
+    process.env.TSPTO_EXAMPLES_QUIET = "1";
+    const { main } = await import("../../examples/async_dispatch.js");
+    await main("webgpu");
+  });
+
   it("benchmarkAsync times launches (timestamp queries where the adapter has them)", async () => {
     const A = randn([ROWS, COLS], { seed: 4 }), B = randn([ROWS, COLS], { seed: 5 });
     const compiled = ir.compile(addKernel.lower(A, B, zeros([ROWS, COLS])), { platform: PLATFORM });
