@@ -10,7 +10,7 @@ import { CXX_FLAGS, abiIncludeDir } from "../src/targets/cpu/index.js";
 
 const CXX = (process.env.CXX ?? "c++").split(/\s+/);
 
-function build(dir: string, name: string, source: string, extra: string[]): string {
+export function build(dir: string, name: string, source: string, extra: string[]): string {
   mkdirSync(dir, { recursive: true });
   const src = join(dir, `${name}.cc`), out = join(dir, name);
   writeFileSync(src, source);

@@ -1,13 +1,13 @@
-// Section 11 of bench/run.ts (BENCH_ONLY=11): the webgpu platform on this machine's WebGPU
+// Section 13 of bench/run.ts (BENCH_ONLY=13 or BENCH_ONLY=webgpu): the webgpu platform on this machine's WebGPU
 // adapter (Dawn in Node; on a machine without a GPU, SwiftShader: correctness-grade speed).
-//   11a  launch cost of a tiny kernel (registered handle, resident tensors): one launch = one
+//   13a  launch cost of a tiny kernel (registered handle, resident tensors): one launch = one
 //        dispatch and one submit; host enqueue time and wall time to completion per launch
-//   11b  cost per dispatch inside one launch (one compute pass, one submit): a launch of K
+//   13b  cost per dispatch inside one launch (one compute pass, one submit): a launch of K
 //        calls against one of 1 call, (T_K - T_1) / (K - 1)
-//   11c  matmul, tspto's generated WGSL vs a hand-written kernel in the design onnxruntime-web
+//   13c  matmul, tspto's generated WGSL vs a hand-written kernel in the design onnxruntime-web
 //        publishes (8x8 invocations, 4x4 outputs each, vec4 loads, K tile 32 in workgroup memory),
 //        both timed by timestamp queries around their compute pass on the same adapter
-//   11d  softmax over rows, tspto vs a hand-written kernel (one workgroup of 64 per row: max,
+//   13d  softmax over rows, tspto vs a hand-written kernel (one workgroup of 64 per row: max,
 //        sum of exp, write, each a workgroup-memory tree)
 // The contenders alternate within each round; medians of the rounds.
 import { spawnSync } from "node:child_process";
@@ -194,25 +194,25 @@ function baseline(d: GpuDevice, code: string, inputs: Float32Array[], outLen: nu
 
 export async function webgpuBench(rounds: number, log: (s: string) => void): Promise<{ rows: WebgpuRow[]; notes: string[] }> {
   const rows: WebgpuRow[] = [], notes: string[] = [];
-  log("11. webgpu");
+  log("13. webgpu");
   if (!dawnInstalled()) {
-    rows.push({ id: "11", what: "webgpu platform", tspto: "", peer: "", result: "skipped", goal: "", met: null });
-    notes.push("11. skipped: Dawn's npm package 'webgpu' is not installed.");
+    rows.push({ id: "13", what: "webgpu platform", tspto: "", peer: "", result: "skipped", goal: "", met: null });
+    notes.push("13. skipped: Dawn's npm package 'webgpu' is not installed.");
     return { rows, notes };
   }
   let w: ChipWorker;
   try {
     w = await new ChipWorker(new RunConfig({ platform: "webgpu" })).initAsync();
   } catch (e) {
-    rows.push({ id: "11", what: "webgpu platform", tspto: "", peer: "", result: "skipped", goal: "", met: null });
-    notes.push(`11. skipped: ${(e as Error).message.split("\n")[0]}`);
+    rows.push({ id: "13", what: "webgpu platform", tspto: "", peer: "", result: "skipped", goal: "", met: null });
+    notes.push(`13. skipped: ${(e as Error).message.split("\n")[0]}`);
     return { rows, notes };
   }
   const dev = w.device as unknown as { adapter: string; timestamps: boolean };
   const adapter = dev.adapter;
   const soft = /swiftshader|fallback/i.test(adapter);
   try {
-    // 11a: launches of a tiny kernel, resident tensors
+    // 13a: launches of a tiny kernel, resident tensors
     const A = randn([1, TINY], { seed: 1 }), B = randn([1, TINY], { seed: 2 });
     const h = w.register(tinyAdd.compile(A, B, zeros([1, TINY]), new RunConfig({ platform: "webgpu" })));
     const ra = w.allocTensor([1, TINY], "float32", { init: A }), rb = w.allocTensor([1, TINY], "float32", { init: B }), ro = w.allocTensor([1, TINY], "float32");
@@ -230,14 +230,14 @@ export async function webgpuBench(rounds: number, log: (s: string) => void): Pro
     const back = zeros([1, TINY]);
     await w.copyFromAsync(back, ro, ro.nbytes);
     assertClose(back, A.add(B), { rtol: 0, atol: 0 });
-    rows.push({ id: "11a", what: `webgpu launch of a tiny kernel (registered handle, resident tensors; ${adapter})`, tspto: `${fmt(median(wall), 1)} us`, peer: "",
+    rows.push({ id: "13a", what: `webgpu launch of a tiny kernel (registered handle, resident tensors; ${adapter})`, tspto: `${fmt(median(wall), 1)} us`, peer: "",
       result: `${fmt(median(wall), 1)} us per launch (host enqueue ${fmt(median(enq), 1)} us)`, goal: "", met: null });
 
     // the hand-written peers run on a second device of the same adapter
     const peer = await openGpu(await dawnGpu());
     const pd = peer.device;
 
-    // 11b: dispatches in one launch
+    // 13b: dispatches in one launch
     const K = 500;
     const raw = rawDispatches(pd, K);
     const c1 = ir.compile(stepsOf(1).lower(A, zeros([1, TINY])), { platform: "webgpu" });
@@ -254,11 +254,11 @@ export async function webgpuBench(rounds: number, log: (s: string) => void): Pro
     assertClose(back, tensor(Array.from(A.data as Float32Array, (x) => Math.fround(x + (K - 1))), { shape: [1, TINY] }), { rtol: 0, atol: 0 });
     const perDispatch = (median(tKs) - median(t1s)) / (K - 1);
     const rawPer = (median(pKs) - median(p1s)) / (K - 1);
-    rows.push({ id: "11b", what: `webgpu dispatch inside one launch (${K} calls, one pass, one submit; ${adapter})`, tspto: `${fmt(perDispatch, 1)} us`, peer: `${fmt(rawPer, 1)} us`,
+    rows.push({ id: "13b", what: `webgpu dispatch inside one launch (${K} calls, one pass, one submit; ${adapter})`, tspto: `${fmt(perDispatch, 1)} us`, peer: `${fmt(rawPer, 1)} us`,
       result: `${fmt(perDispatch, 1)} us per dispatch (device ${fmt(median(dKs) / K, 1)} us; hand-written ${fmt(rawPer, 1)} us)`, goal: "≤ 20 us", met: perDispatch <= 20 });
-    notes.push(`11a/11b: ${adapter}, timestamp queries ${dev.timestamps ? "on (Dawn's timestamp_quantization off)" : "not available"}. 11a: ${L} launches of an add of [1, ${TINY}] through a registered handle with resident tensors (each one dispatch and one submit), then one 4-byte read back; per launch = the whole / ${L}; the host enqueue part is the JS of the ${L} synchronous calls. 11b: (wall of an awaited launch of ${K} calls - wall of one of 1 call) / ${K - 1}; "device" is the launch's compute pass by timestamps / ${K}; the peer is the same measure of a hand-written pass of ${K} dispatches of the same add (a workgroup of 64, setBindGroup with a dynamic uniform offset per dispatch, as tspto does): the WebGPU implementation's own floor.`);
+    notes.push(`13a/13b: ${adapter}, timestamp queries ${dev.timestamps ? "on (Dawn's timestamp_quantization off)" : "not available"}. 13a: ${L} launches of an add of [1, ${TINY}] through a registered handle with resident tensors (each one dispatch and one submit), then one 4-byte read back; per launch = the whole / ${L}; the host enqueue part is the JS of the ${L} synchronous calls. 13b: (wall of an awaited launch of ${K} calls - wall of one of 1 call) / ${K - 1}; "device" is the launch's compute pass by timestamps / ${K}; the peer is the same measure of a hand-written pass of ${K} dispatches of the same add (a workgroup of 64, setBindGroup with a dynamic uniform offset per dispatch, as tspto does): the WebGPU implementation's own floor.`);
 
-    // 11c / 11d: against hand-written WGSL
+    // 13c / 13d: against hand-written WGSL
     const a = randn([MN, MN], { seed: 3 }), b = randn([MN, MN], { seed: 4 });
     const cm = tensorMatmul.compile(a, b, zeros([MN, MN]), new RunConfig({ platform: "webgpu" }));
     const mm = baseline(pd, MATMUL_WGSL(MN, MN, MN), [a.data as Float32Array, b.data as Float32Array], MN * MN, [MN / 32, MN / 32]);
@@ -272,7 +272,7 @@ export async function webgpuBench(rounds: number, log: (s: string) => void): Pro
     const ref = tensor(await mm.read(), { shape: [MN, MN] });
     assertClose(cOut, ref, { rtol: 1e-4, atol: 1e-4 });
     const gflop = (us: number) => (2 * MN ** 3) / (us * 1e3);
-    rows.push({ id: "11c", what: `webgpu matmul [${MN}, ${MN}] x [${MN}, ${MN}] fp32 vs hand-written WGSL (8x8 invocations x 4x4, vec4, K tile 32; ${adapter})`,
+    rows.push({ id: "13c", what: `webgpu matmul [${MN}, ${MN}] x [${MN}, ${MN}] fp32 vs hand-written WGSL (8x8 invocations x 4x4, vec4, K tile 32; ${adapter})`,
       tspto: `${fmt(median(mine) / 1e3, 2)} ms (${fmt(gflop(median(mine)), 2)} GFLOP/s)`, peer: `${fmt(median(theirs) / 1e3, 2)} ms (${fmt(gflop(median(theirs)), 2)} GFLOP/s)`,
       result: `${fmt(median(theirs) / median(mine), 2)}x`, goal: soft ? "— (software adapter; ≥ 0.3 of fp32 peak on a GPU)" : "≥ 0.3 of fp32 peak", met: null });
     const x = randn([SR, SC], { seed: 5 });
@@ -286,9 +286,9 @@ export async function webgpuBench(rounds: number, log: (s: string) => void): Pro
       if (r >= 0) { sMine.push(s.deviceUsMedian); sTheirs.push(t / 1e3); }
     }
     assertClose(sOut, tensor(await sm.read(), { shape: [SR, SC] }), { rtol: 1e-4, atol: 1e-6 });
-    rows.push({ id: "11d", what: `webgpu softmax over rows [${SR}, ${SC}] fp32 vs hand-written WGSL (a workgroup of 64 per row; ${adapter})`,
+    rows.push({ id: "13d", what: `webgpu softmax over rows [${SR}, ${SC}] fp32 vs hand-written WGSL (a workgroup of 64 per row; ${adapter})`,
       tspto: `${fmt(median(sMine) / 1e3, 2)} ms`, peer: `${fmt(median(sTheirs) / 1e3, 2)} ms`, result: `${fmt(median(sTheirs) / median(sMine), 2)}x`, goal: "—", met: null });
-    notes.push(`11c/11d: device time of the compute pass by timestamp queries for both (tspto: benchmarkAsync's deviceWallUs), ${Math.max(3, Math.min(rounds, 7))} alternating rounds after one warm-up; the hand-written kernels run on a second device of the same adapter. Results agree (rtol 1e-4).${soft ? " A software adapter (SwiftShader on the CPU): these figures say nothing about a GPU; workgroup memory and barriers are its slow path." : ""}`);
+    notes.push(`13c/13d: device time of the compute pass by timestamp queries for both (tspto: benchmarkAsync's deviceWallUs), ${Math.max(3, Math.min(rounds, 7))} alternating rounds after one warm-up; the hand-written kernels run on a second device of the same adapter. Results agree (rtol 1e-4).${soft ? " A software adapter (SwiftShader on the CPU): these figures say nothing about a GPU; workgroup memory and barriers are its slow path." : ""}`);
     pd.destroy();
   } finally {
     w.close();
@@ -316,7 +316,7 @@ export function webgpuSection(root: string, rounds: number, log: (s: string) => 
   try {
     return JSON.parse(last) as { rows: WebgpuRow[]; notes: string[] };
   } catch {
-    return { rows: [{ id: "11", what: "webgpu platform", tspto: "", peer: "", result: "failed", goal: "", met: null }], notes: [`11. the child failed (status ${r.status}): ${(r.stderr ?? "").split("\n").slice(-5).join(" ")}`] };
+    return { rows: [{ id: "13", what: "webgpu platform", tspto: "", peer: "", result: "failed", goal: "", met: null }], notes: [`13. the child failed (status ${r.status}): ${(r.stderr ?? "").split("\n").slice(-5).join(" ")}`] };
   }
 }
 

@@ -12,7 +12,8 @@
         "src/cuda_device.cc",
         "src/device.cc",
         "src/scheduler.cc",
-        "src/mpi.cc"
+        "src/mpi.cc",
+        "src/mpi_watch.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -5,16 +5,16 @@
 // finds an entry parses nothing and compiles nothing.
 //
 // Location: $TSPTO_CACHE_DIR, else $XDG_CACHE_HOME/tspto, else ~/.cache/tspto
-// (TSPTO_CACHE_DIR=off disables it). The directory is created private to the user (0700); a
-// directory that other users can write to is not used (a cached library is code that gets
-// loaded). Entries are artifact directories, written under a temporary name and renamed
-// into place (src/artifact/write.ts), so concurrent processes never see half an entry. An
-// entry whose metadata does not validate or whose library does not match its recorded hash
-// is removed and rebuilt.
+// (TSPTO_CACHE_DIR=off disables it). The directory is created private to the user (0700); one
+// that another user owns or can write to is refused with E_UNSAFE_PATH (a cached library is
+// code that gets loaded). Entries are artifact directories, written under a temporary name
+// and renamed into place (src/artifact/write.ts), so concurrent processes never see half an
+// entry. An entry whose metadata does not validate or whose library does not match its
+// recorded hash is removed (the files its marker lists) and rebuilt.
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { renameSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { META_FILE, PROGRAM_FILE, ensurePrivateDir, sha256, userCacheRoot } from "./artifact/index.js";
+import { META_FILE, PROGRAM_FILE, TsptoArtifactError, checkPrivateDir, removeArtifact, unsafePathError, userCacheRoot, verifiedLibrary } from "./artifact/index.js";
 import type { Target } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
@@ -38,15 +38,22 @@ export function log(line: string): void {
 
 let resolved: { env: string; dir: string | null } | undefined;
 
-/** The cache directory (created, 0700), or null when disabled or unusable. */
+/**
+ * The cache directory (created, 0700), or null when disabled or impossible to create. A
+ * directory another user owns or can write to is refused (TsptoArtifactError E_UNSAFE_PATH).
+ */
 export function cacheDir(): string | null {
   const env = `${process.env.TSPTO_CACHE_DIR ?? ""}\0${process.env.XDG_CACHE_HOME ?? ""}`;
   if (resolved && resolved.env === env) return resolved.dir;
   const base = userCacheRoot();
   let dir: string | null = null;
   if (base) {
-    const why = ensurePrivateDir(base);
-    if (why) log(`disk cache disabled: ${why}`);
+    const problem = checkPrivateDir(base);
+    if (problem?.kind === "unsafe") {
+      throw unsafePathError(`the disk cache ${base}: ${problem.why}`,
+        "remove it (it is not tspto's) or make it yours and private (chmod 700), or set TSPTO_CACHE_DIR to a directory of your own (TSPTO_CACHE_DIR=off disables the cache)");
+    }
+    if (problem) log(`disk cache disabled: ${problem.why}`);
     else dir = base;
   }
   resolved = { env, dir };
@@ -80,18 +87,25 @@ export function lookup(dir: string, platform: string): Lookup {
   }
   const meta = c.meta;
   if (meta.library) {
-    let bytes: Buffer;
-    try { bytes = readFileSync(join(dir, meta.library)); } catch { return { kind: "corrupt", why: "the program library is missing" }; }
-    if (sha256(bytes) !== meta.libraryHash) return { kind: "corrupt", why: "the program library does not match its recorded hash" };
+    try {
+      verifiedLibrary(c);
+    } catch (e) {
+      // a planted library is refused, not rebuilt over; a missing or modified one is rebuilt
+      if (e instanceof TsptoArtifactError && e.code !== "E_UNSAFE_PATH") return { kind: "corrupt", why: e.detail };
+      throw e;
+    }
   } else {
     try { statSync(join(dir, PROGRAM_FILE)); } catch { return { kind: "corrupt", why: "program.json is missing" }; }
   }
   return { kind: "hit", compiled: c };
 }
 
-/** Removes an entry (renamed away first, so no process sees it half deleted). */
+/**
+ * Removes an entry (renamed away first, so no process sees it half deleted): the files its
+ * marker says tspto wrote; anything else stays in the renamed directory.
+ */
 export function evict(dir: string): void {
   const away = `${dir}.corrupt-${process.pid}-${randomBytes(4).toString("hex")}`;
   try { renameSync(dir, away); } catch { return; }
-  rmSync(away, { recursive: true, force: true });
+  removeArtifact(away);
 }

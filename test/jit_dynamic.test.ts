@@ -207,6 +207,22 @@ describe("dynamic dimensions", () => {
     }
   });
 
+  it("a name used twice in one shape must have one extent there (E_ARG names the axes, not a TypeError)", () => {
+    const square = pl.jit(function square(x: pl.Tensor<["N", "N"], pl.FP32>, out: pl.Out<pl.Tensor<["N", "N"], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(x, 1.0)); });
+    });
+    for (const platform of PLATFORMS) {
+      let err: unknown;
+      try { square(randn([3, 4]), zeros([3, 4]), cfgOf(platform)); } catch (e) { err = e; }
+      expect(err).toBeInstanceOf(TsptoError);
+      expect((err as TsptoError).code).toBe("E_ARG");
+      expect((err as Error).message).toContain("argument 'x' (#1) of 'square': dynamic dimension 'N' (axis 1) is 4, but axis 0 of the same argument gave N = 3");
+      const x = randn([3, 3], { seed: 5 }), out = zeros([3, 3]);
+      square(x, out, cfgOf(platform));
+      expect(maxDiff(out.data as Float32Array, Array.from(x.data as Float32Array, (v) => Math.fround(v + 1)))).toBe(0);
+    }
+  });
+
   it("a static dimension still has to match, and the message shows the dimension names", () => {
     const compiled = twice.compile(randn([16, 64]), zeros([16, 64]));
     const w = new ChipWorker(new RunConfig());

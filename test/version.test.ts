@@ -3,7 +3,7 @@
 // reuse an artifact built by the old code.
 import { describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { statSync, utimesSync } from "node:fs";
+import { mkdirSync, rmSync, statSync, symlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "..");
@@ -25,6 +25,20 @@ describe("COMPILER_FINGERPRINT", () => {
       expect(fingerprint()).toBe(before);
     } finally {
       utimesSync(file, st.atime, st.mtime);
+    }
+  }, 60_000);
+
+  it("a dangling link (or a file that vanished during the walk) under src/ does not make the import throw ENOENT", () => {
+    const probe = join(root, "src", `.fingerprint-probe-${process.pid}`);
+    mkdirSync(probe, { recursive: true });
+    try {
+      symlinkSync(join(probe, "no-such-target"), join(probe, "dangling"));
+      const fp = fingerprint();
+      expect(fp).toMatch(/^[0-9a-f]{16}$/);
+      rmSync(join(probe, "dangling"));
+      expect(fingerprint()).not.toBe(fp); // the link was part of it
+    } finally {
+      rmSync(probe, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -102,6 +102,10 @@ export class OrtGpt2 {
     return new OrtGpt2(ort, session, c);
   }
 
+  /** The cache as it is (to restore later: a bench replays decode from one position). */
+  snapshot(): { past: Float32Array[]; len: number } { return { past: [...this.past], len: this.len }; }
+  restore(s: unknown): void { const x = s as { past: Float32Array[]; len: number }; this.past = [...x.past]; this.len = x.len; }
+
   reset(): void {
     this.past = Array.from({ length: 2 * this.config.nLayer }, () => new Float32Array(0));
     this.len = 0;

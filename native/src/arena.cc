@@ -290,6 +290,31 @@ uint64_t Arena::Pin(uint64_t addr, std::string* why) {
   return it->second.generation;
 }
 
+uint64_t Arena::PinRange(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.upper_bound(addr);
+  if (it != live_.begin()) {
+    --it;
+    Allocation& a = it->second;
+    if (addr == a.base || addr < a.base + a.size) {
+      const uint64_t room = a.base + a.size - addr;
+      if (nbytes > room) {
+        *why = "the range [" + Hex(addr) + ", " + Hex(addr) + " + " + std::to_string(nbytes) +
+               ") the program uses leaves the allocation at " + Hex(a.base) + " of " +
+               std::to_string(a.size) + " bytes (" + std::to_string(room) + " bytes from " +
+               Hex(addr) + ")";
+        return 0;
+      }
+      ++a.pins;
+      *base = a.base;
+      return a.generation;
+    }
+  }
+  *why = DescribeNonLiveLocked(addr);
+  if (why->empty()) *why = Hex(addr) + " is not inside a live allocation";
+  return 0;
+}
+
 void Arena::Unpin(uint64_t addr, uint64_t generation) {
   std::shared_lock<std::shared_mutex> region(region_mu_);
   uint64_t offset = 0, reserved = 0;

@@ -74,6 +74,10 @@ class Arena {
   // Holds the live allocation that starts at `addr` for a launch; returns its generation, or
   // 0 with `why` set (DescribeNonLive) when `addr` is not the start of a live allocation.
   uint64_t Pin(uint64_t addr, std::string* why);
+  // Holds the live allocation that contains [addr, addr + nbytes) for a launch: `addr` is its
+  // start or lies inside it (a view of a DeviceTensor, t.narrow). Returns its generation and
+  // sets *base to its start, or 0 with `why` set when no live allocation holds the whole range.
+  uint64_t PinRange(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why);
   // Drops one hold of (addr, generation); releases a deferred free when it was the last.
   // A no-op after Release().
   void Unpin(uint64_t addr, uint64_t generation);

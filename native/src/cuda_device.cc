@@ -338,6 +338,29 @@ uint64_t CudaDeviceCore::PinLocked(uint64_t addr, std::string* why) {
   return it->second.generation;
 }
 
+uint64_t CudaDeviceCore::PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
+  auto it = allocs_.upper_bound(addr);
+  if (it != allocs_.begin()) {
+    --it;
+    if (addr == it->first || addr < it->first + it->second.size) {
+      const uint64_t room = it->first + it->second.size - addr;
+      if (nbytes > room) {
+        *why = "the range [" + Hex(addr) + ", " + Hex(addr) + " + " + std::to_string(nbytes) +
+               ") the program uses leaves the allocation at " + Hex(it->first) + " of " +
+               std::to_string(it->second.size) + " bytes (" + std::to_string(room) + " bytes from " +
+               Hex(addr) + ")";
+        return 0;
+      }
+      ++it->second.pins;
+      *base = it->first;
+      return it->second.generation;
+    }
+  }
+  *why = DescribeNonLiveLocked(addr);
+  if (why->empty()) *why = Hex(addr) + " is not inside a live allocation";
+  return 0;
+}
+
 void CudaDeviceCore::UnpinLocked(uint64_t addr, uint64_t generation) {
   auto it = allocs_.find(addr);
   if (it != allocs_.end() && it->second.generation == generation) {
@@ -548,7 +571,7 @@ void CudaDeviceCore::ReleasePlan(Plan* plan) {
       a.staged = 0;
     }
     if (a.generation != 0) {
-      UnpinLocked(static_cast<uint64_t>(a.value), a.generation);
+      UnpinLocked(a.pin_base, a.generation);
       a.generation = 0;
     }
   }
@@ -590,8 +613,11 @@ void CudaDeviceCore::Prepare(Plan* plan, const char* method, bool stage_now) {
       if (a.kind <= kArgHostInOut) {
         CheckHostArg(&a, i, expect, plan->args, method);
       } else if (a.kind == kArgDevice) {
+        // the allocation holding the bytes the program uses from this address (a view's
+        // address may lie inside it): pinned by its start and generation
         std::string why;
-        a.generation = PinLocked(static_cast<uint64_t>(a.value), &why);
+        const int64_t need = expect.Need(i, plan->args, method);
+        a.generation = PinRangeLocked(static_cast<uint64_t>(a.value), need > 0 ? static_cast<uint64_t>(need) : 0, &a.pin_base, &why);
         if (a.generation == 0) {
           throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (device tensor): " + why,
                             kCodeBadAddress, static_cast<int64_t>(i));

@@ -109,6 +109,7 @@ class CudaDeviceCore {
   uint64_t AllocLocked(uint64_t nbytes);  // mem_mu_ held
   bool FreeLocked(uint64_t addr, const char* op = "free");  // true: deferred (pinned)
   std::string DescribeNonLiveLocked(uint64_t addr) const;
+  uint64_t PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why);  // a view's address may lie inside the allocation
   uint64_t PinLocked(uint64_t addr, std::string* why);  // generation, or 0 with `why`
   void UnpinLocked(uint64_t addr, uint64_t generation);
   void CheckRange(uint64_t addr, uint64_t nbytes, const char* what);

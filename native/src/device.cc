@@ -230,7 +230,7 @@ void LaunchPlan::Release() {
       a.staged = 0;
     }
     if (a.generation != 0) {
-      arena.Unpin(static_cast<uint64_t>(a.value), a.generation);
+      arena.Unpin(a.pin_base, a.generation);
       a.generation = 0;
     }
   }
@@ -254,8 +254,12 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
           CheckHostArg(&a, i, expect, plan->args, method);
           break;
         case kArgDevice: {
+          // the allocation holding the bytes the program uses from this address (a view's
+          // address may lie inside it): pinned by its start and generation
           std::string why;
-          a.generation = arena_->Pin(static_cast<uint64_t>(a.value), &why);
+          const int64_t need = expect.Need(i, plan->args, method);
+          a.generation = arena_->PinRange(static_cast<uint64_t>(a.value), need > 0 ? static_cast<uint64_t>(need) : 0,
+                                          &a.pin_base, &why);
           if (a.generation == 0) {
             throw DeviceError(std::string(method) + ": argument " + std::to_string(i) +
                                   " (device tensor): " + why,

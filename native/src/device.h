@@ -68,6 +68,7 @@ struct LaunchArg {
   uint64_t stage_bytes = 0;   // host kinds: bytes staged/copied (validated <= host_bytes)
   uint64_t staged = 0;        // host kinds: staging buffer (device address), 0 = none yet
   uint64_t generation = 0;    // device kind: the pinned allocation's generation
+  uint64_t pin_base = 0;      // device kind: the pinned allocation's start (a view's address lies inside it)
 };
 
 // What a program uses of each launch slot (parameters, then dynamic dimensions), given at

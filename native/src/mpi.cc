@@ -12,9 +12,19 @@
 // time and waits; while it waits it watches the world:
 //  - a peer rank on this host whose process is gone (pids and hosts are exchanged at init) is
 //    reported at once as lost ("MPI rank 1 (pid 123 on host a) was lost during allReduce");
+//  - the watch (mpi_watch.h: a TCP connection to every peer with heartbeats, on a thread of its
+//    own) reports a peer on any host whose process exited, that said it is failing, or whose
+//    heartbeats stopped (host or link down), and a peer that left the world cleanly before
+//    the collective this rank waits in;
 //  - SIGTERM while waiting (mpirun tears the job down when one rank dies) triggers the same
-//    scan before the process goes, so the surviving ranks say which rank was lost;
-//  - an optional timeout (setTimeout) ends a wait that never completes.
+//    scans before the process goes, so the surviving ranks say which rank was lost;
+//  - a timeout (setTimeout; JS gives 300 s unless told otherwise) ends a wait that never completes.
+//
+// Agreement. A collective may carry a check: a 64-bit hash of what this rank asked for (the
+// collective, its number, shape, dtype, op, root). Before the data moves, one MPI_Allreduce
+// (MAX) of [h, ~h] gives every rank [max h, ~min h]: all equal to its own exactly when every
+// rank passed the same hash. Otherwise no data moves and every rank gets TSPTO_MPI_DISAGREE
+// (the world stays usable; JS then exchanges the descriptions to say who differs).
 // After a peer is lost the world is broken: the MPI thread may be stuck inside libmpi for
 // good, so it is detached and every later call fails at once with the same message, and
 // MPI_Finalize is skipped at exit.
@@ -24,7 +34,9 @@
 // memory in place and a freed or out-of-range address is refused before MPI sees it.
 #include "mpi.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,12 +50,14 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "errors.h"
+#include "mpi_watch.h"
 
 namespace tspto {
 namespace {
@@ -78,6 +92,8 @@ struct Api {
   int (*Bcast)(void*, int, Handle, int, Handle);
   int (*Allgather)(const void*, int, Handle, void*, int, Handle, Handle);
   int (*Reduce_scatter_block)(const void*, void*, int, Handle, Handle, Handle);
+  int (*Allgatherv)(const void*, int, Handle, void*, const int*, const int*, Handle, Handle);
+  int (*Reduce_scatter)(const void*, void*, const int*, Handle, Handle, Handle);
   int (*Barrier)(Handle);
   int (*Get_library_version)(char*, int*);
   Handle comm_world, errors_return, in_place;
@@ -106,6 +122,8 @@ struct World {
   std::string my_host;
   double timeout_s = 0;  // 0 = wait forever
   bool skip_finalize = false;
+  Watch watch;
+  uint32_t last_collective = 0;  // the number of the last collective JS passed (for the goodbye)
 
   // The MPI thread and its one-slot job queue.
   std::thread thread;
@@ -136,6 +154,9 @@ constexpr const char* kCodePeerLost = "TSPTO_MPI_PEER_LOST";
 constexpr const char* kCodeMpi = "TSPTO_MPI_ERROR";
 constexpr const char* kCodeTimeout = "TSPTO_MPI_TIMEOUT";
 constexpr const char* kCodeState = "TSPTO_MPI_STATE";
+constexpr const char* kCodeDisagree = "TSPTO_MPI_DISAGREE";
+constexpr const char* kCodeLeft = "TSPTO_MPI_LEFT";
+constexpr int kTypeInt64 = 5, kOpMax = 1;  // indices into kTypeSymbols / kOpSymbols
 
 template <typename T>
 bool Sym(void* lib, const char* name, T* out) {
@@ -183,6 +204,7 @@ std::string LoadLocked(World& w) {
             Sym(lib, "MPI_Error_string", &a.Error_string) && Sym(lib, "MPI_Allreduce", &a.Allreduce) &&
             Sym(lib, "MPI_Bcast", &a.Bcast) && Sym(lib, "MPI_Allgather", &a.Allgather) &&
             Sym(lib, "MPI_Reduce_scatter_block", &a.Reduce_scatter_block) &&
+            Sym(lib, "MPI_Allgatherv", &a.Allgatherv) && Sym(lib, "MPI_Reduce_scatter", &a.Reduce_scatter) &&
             Sym(lib, "MPI_Barrier", &a.Barrier) &&
             Sym(lib, "MPI_Get_library_version", &a.Get_library_version) &&
             Sym(lib, "ompi_mpi_errors_return", &a.errors_return);
@@ -235,10 +257,41 @@ int LostPeer(World& w) {
   return -1;
 }
 
-std::string LostMessage(World& w, int r, const std::string& op) {
-  return "MPI rank " + std::to_string(r) + " (pid " + std::to_string(w.peers[r].pid) + " on host " +
-         w.peers[r].host + ") was lost during " + op + ": its process exited; rank " +
-         std::to_string(w.rank) + " stops here instead of waiting for it";
+std::string RankName(World& w, int r) {
+  return "rank " + std::to_string(r) + " (pid " + std::to_string(w.peers[r].pid) + " on host " + w.peers[r].host + ")";
+}
+
+std::string LostMessage(World& w, int r, const std::string& op, const std::string& why = "its process exited",
+                        const std::vector<int>& also = {}) {
+  std::string m = "MPI " + RankName(w, r) + " was lost during " + op + ": " + why + "; rank " +
+                  std::to_string(w.rank) + " stops here instead of waiting for it";
+  if (!also.empty()) {
+    m += " (also lost:";
+    for (size_t i = 0; i < also.size(); i++) m += (i ? ", " : " ") + RankName(w, also[i]);
+    m += ")";
+  }
+  return m;
+}
+
+// The watch's losses as one message (the first found, then the others), or "" when none.
+std::string WatchLostMessage(World& w, const std::string& op, int* first) {
+  if (!w.watch.HasLoss()) return "";
+  const std::vector<WatchLoss> losses = w.watch.Losses();
+  std::vector<int> also;
+  for (size_t i = 1; i < losses.size(); i++) also.push_back(losses[i].rank);
+  *first = losses[0].rank;
+  return LostMessage(w, losses[0].rank, op, losses[0].why, also);
+}
+
+// A peer that said goodbye before collective `seq` (it will never join it), as a message, or "".
+std::string LeftMessage(World& w, const std::string& op, uint32_t seq) {
+  if (seq == 0) return "";
+  uint32_t after = 0;
+  const int r = w.watch.LeftBefore(seq, &after);
+  if (r < 0) return "";
+  return "MPI " + RankName(w, r) + " left the job (closed its DistributedWorker) after " + std::to_string(after) +
+         " collective" + (after == 1 ? "" : "s") + ", but rank " + std::to_string(w.rank) + " waits in collective #" +
+         std::to_string(seq) + " (" + op + "), which it will never join: every rank must call the same collectives in the same order";
 }
 
 void MpiThreadMain(World* w) {
@@ -260,7 +313,25 @@ void MpiThreadMain(World* w) {
   }
 }
 
+// Marks the world broken (the MPI thread may be stuck in libmpi for good: it is let go).
+void Break(World& w, const std::string& why, const char* code) {
+  w.state = State::kBroken;
+  w.broken = why;
+  w.broken_code = code;
+  w.skip_finalize = true;
+  if (w.thread.joinable()) w.thread.detach();
+}
+
 void CheckUsable(World& w, const std::string& op) {
+  if (w.state == State::kInitialized) {
+    // A peer found lost between collectives: this collective would wait for it.
+    int first = -1;
+    const std::string lost = WatchLostMessage(w, op, &first);
+    if (!lost.empty()) {
+      Break(w, lost, kCodePeerLost);
+      throw MpiError(lost, kCodePeerLost, first);
+    }
+  }
   if (w.state == State::kBroken) throw MpiError(w.broken, w.broken_code);
   if (w.state == State::kFinalized) {
     throw MpiError(op + ": MPI was finalized (DistributedWorker.close()); MPI cannot be started again in this process", kCodeState);
@@ -269,8 +340,9 @@ void CheckUsable(World& w, const std::string& op) {
 }
 
 // Runs `job` on the MPI thread and waits, watching the world (see the header comment).
-// `watch` is false for MPI_Init (no peers known yet).
-void RunOnMpiThread(World& w, const std::string& op, std::function<int()> job, bool watch = true) {
+// `watch` is false for MPI_Init (no peers known yet); `seq` is the collective's number (0: none).
+void RunOnMpiThread(World& w, const std::string& op, std::function<int()> job, bool watch = true, uint32_t seq = 0) {
+  if (seq > w.last_collective) w.last_collective = seq;
   {
     std::lock_guard<std::mutex> lock(w.job_mu);
     w.job = std::move(job);
@@ -289,11 +361,24 @@ void RunOnMpiThread(World& w, const std::string& op, std::function<int()> job, b
   const auto start = std::chrono::steady_clock::now();
   auto fail_lost = [&](int r) {
     restore();
-    w.state = State::kBroken;
-    w.broken = LostMessage(w, r, op);
-    w.skip_finalize = true;
-    if (w.thread.joinable()) w.thread.detach();
+    Break(w, LostMessage(w, r, op), kCodePeerLost);
     throw MpiError(w.broken, kCodePeerLost, r);
+  };
+  // The watch: a peer lost on any host, or one that left before this collective.
+  auto check_watch = [&] {
+    int first = -1;
+    std::string lost = WatchLostMessage(w, op, &first);
+    if (!lost.empty()) {
+      restore();
+      Break(w, lost, kCodePeerLost);
+      throw MpiError(lost, kCodePeerLost, first);
+    }
+    std::string left = LeftMessage(w, op, seq);
+    if (!left.empty()) {
+      restore();
+      Break(w, left, kCodeLeft);
+      throw MpiError(left, kCodeLeft);
+    }
   };
   int rc = 0;
   for (;;) {
@@ -305,41 +390,79 @@ void RunOnMpiThread(World& w, const std::string& op, std::function<int()> job, b
       }
     }
     if (!watch) continue;
+    check_watch();  // first: a peer that said why it failed says more than its pid being gone
     if (int r = LostPeer(w); r >= 0) fail_lost(r);
     if (g_sigterm.load() != 0) {
       // mpirun tears the job down: find the rank that went (it may take a moment to exit).
       for (int i = 0; i < 25; i++) {
+        check_watch();
         if (int r = LostPeer(w); r >= 0) fail_lost(r);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       restore();
-      w.state = State::kBroken;
-      w.broken = "rank " + std::to_string(w.rank) + " was terminated (SIGTERM) during " + op +
-                 ": mpirun is ending the job, most likely because a rank on another host was lost "
-                 "(mpirun's own message names it)";
-      w.skip_finalize = true;
-      if (w.thread.joinable()) w.thread.detach();
+      Break(w, "rank " + std::to_string(w.rank) + " was terminated (SIGTERM) during " + op +
+                   ": mpirun is ending the job, most likely because a rank on another host was lost "
+                   "(mpirun's own message names it)",
+            kCodePeerLost);
       throw MpiError(w.broken, kCodePeerLost);
     }
     if (w.timeout_s > 0) {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > w.timeout_s) {
         restore();
-        w.state = State::kBroken;
         std::ostringstream m;
         m << op << " did not complete within " << w.timeout_s
-          << " s (TSPTO_MPI_TIMEOUT): a rank did not join it (it is stuck, or was lost on another host)";
-        w.broken = m.str();
-        w.broken_code = kCodeTimeout;
-        w.skip_finalize = true;
-        if (w.thread.joinable()) w.thread.detach();
+          << " s (TSPTO_MPI_TIMEOUT): a rank did not join it (it is stuck, or was lost where this rank cannot see it)";
+        Break(w, m.str(), kCodeTimeout);
         throw MpiError(w.broken, kCodeTimeout);
       }
     }
   }
   restore();
   if (g_sigterm.load() != 0) raise(SIGTERM);  // arrived as the call completed: die as asked
-  if (rc != 0) throw MpiError(op + " failed: " + ErrorString(w, rc), kCodeMpi);
+  if (rc != 0) {
+    // A peer's death can surface as an MPI error (its TCP connection reset) a moment before
+    // the watch reports it: give the watch a moment, and name the lost rank when it does.
+    if (watch) {
+      for (int i = 0; i < 50; i++) {
+        check_watch();
+        if (int r = LostPeer(w); r >= 0) fail_lost(r);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    throw MpiError(op + " failed: " + ErrorString(w, rc), kCodeMpi);
+  }
+}
+
+// The agreement check of a collective: JS's hash of what this rank asked for, and the
+// collective's number. `on` false: no check (one process, or checks turned off).
+struct Check {
+  bool on = false;
+  int64_t hash = 0;
+  uint32_t seq = 0;
+};
+
+// Runs on the MPI thread before the data moves: false (and *rc 0) when the ranks disagree.
+bool Agree(World& w, const Check& c, int* rc) {
+  *rc = 0;
+  if (!c.on) return true;
+  int64_t v[2] = {c.hash, ~c.hash};
+  *rc = w.api.Allreduce(w.api.in_place, v, 2, w.api.types[kTypeInt64], w.api.ops[kOpMax], w.api.comm_world);
+  return *rc != 0 || (v[0] == c.hash && v[1] == ~c.hash);
+}
+
+// Runs a checked collective: the agreement, then `data` unless the ranks disagree.
+void RunChecked(World& w, const std::string& op, const Check& c, std::function<int()> data) {
+  bool same = true;
+  RunOnMpiThread(w, op, [&] {
+    int rc = 0;
+    same = Agree(w, c, &rc);
+    if (rc != 0 || !same) return rc;
+    return data();
+  }, true, c.seq);
+  if (!same) {
+    throw MpiError(op + " (collective #" + std::to_string(c.seq) + "): the ranks passed different arguments", kCodeDisagree);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -406,6 +529,38 @@ void* BufferArg(const Napi::CallbackInfo& info, size_t i, uint64_t nbytes, const
   throw Napi::TypeError::New(env, std::string(op) + ": buffer must be an ArrayBufferView or [Device, address]");
 }
 
+// The optional trailing check of a collective binding: (hash: bigint, seq: number) at `i`.
+// (null, seq): no agreement, but the collective's number still counts (for the goodbye).
+Check CheckArg(const Napi::CallbackInfo& info, size_t i) {
+  Check c;
+  if (info.Length() > i + 1 && !info[i + 1].IsUndefined()) c.seq = static_cast<uint32_t>(IntArg(info, i + 1, "seq", 1, INT_MAX));
+  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return c;
+  if (!info[i].IsBigInt()) throw Napi::TypeError::New(info.Env(), "mpi: check must be a bigint");
+  bool lossless = false;
+  c.hash = info[i].As<Napi::BigInt>().Int64Value(&lossless);
+  if (!lossless) throw Napi::RangeError::New(info.Env(), "mpi: check must fit in 64 bits (signed)");
+  if (c.seq == 0) throw Napi::TypeError::New(info.Env(), "mpi: a check needs its collective's number (seq >= 1)");
+  c.on = true;
+  return c;
+}
+
+// An Int32Array of one count per rank (MPI's counts and displacements), checked >= 0.
+std::vector<int> CountsArg(const Napi::CallbackInfo& info, size_t i, int size, const char* what) {
+  Napi::Value v = info[i];
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    throw Napi::TypeError::New(info.Env(), std::string("mpi: ") + what + " must be an Int32Array");
+  }
+  auto a = v.As<Napi::Int32Array>();
+  if (static_cast<int>(a.ElementLength()) != size) {
+    throw Napi::RangeError::New(info.Env(), std::string("mpi: ") + what + " must hold one value per rank (" + std::to_string(size) + ")");
+  }
+  std::vector<int> out(a.Data(), a.Data() + a.ElementLength());
+  for (int x : out) {
+    if (x < 0) throw Napi::RangeError::New(info.Env(), std::string("mpi: ") + what + " must be >= 0");
+  }
+  return out;
+}
+
 Napi::Value Load(const Napi::CallbackInfo& info) {
   World& w = W();
   std::lock_guard<std::mutex> lock(w.mu);
@@ -414,10 +569,19 @@ Napi::Value Load(const Napi::CallbackInfo& info) {
   return info.Env().Null();
 }
 
+// init({ heartbeatS, watch }): MPI_Init_thread, then the exchange of pids, host names and
+// watch endpoints, and the watch's connections (waited for up to 5 s).
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
   std::lock_guard<std::mutex> lock(w.mu);
+  double heartbeat_s = 3;
+  bool want_watch = true;
+  if (info.Length() > 0 && info[0].IsObject()) {
+    Napi::Object o = info[0].As<Napi::Object>();
+    if (o.Has("heartbeatS") && o.Get("heartbeatS").IsNumber()) heartbeat_s = o.Get("heartbeatS").As<Napi::Number>().DoubleValue();
+    if (o.Has("watch") && o.Get("watch").IsBoolean()) want_watch = o.Get("watch").As<Napi::Boolean>().Value();
+  }
   Guarded(env, [&] {
     const std::string err = LoadLocked(w);
     if (!err.empty()) throw MpiError(err, kCodeMissing);
@@ -452,14 +616,31 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       }
     });
     w.state = State::kInitialized;
-    // Exchange pids and host names: the watch needs them.
+    // Exchange pids, host names and watch endpoints: the watches need them.
     struct Rec {
       int32_t pid;
       char host[124];
+      uint64_t nonce;  // rank 0's is the job's
+      uint16_t port;   // 0: no watch
+      uint16_t naddr;
+      uint32_t addrs[8];
     };
     Rec mine{};
     mine.pid = static_cast<int32_t>(getpid());
     gethostname(mine.host, sizeof mine.host - 1);
+    if (want_watch) {
+      const std::string why = w.watch.Listen();
+      if (why.empty()) {
+        mine.port = w.watch.port();
+        const std::vector<uint32_t> addrs = Watch::LocalAddresses(8);
+        mine.naddr = static_cast<uint16_t>(addrs.size());
+        std::copy(addrs.begin(), addrs.end(), mine.addrs);
+      } else {
+        std::fprintf(stderr, "tspto: rank %d: no watch (%s): a rank lost on another host is found by TSPTO_MPI_TIMEOUT only\n", w.rank, why.c_str());
+      }
+    }
+    std::random_device rd;
+    mine.nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     std::vector<Rec> all(static_cast<size_t>(w.size));
     Guarded(env, [&] {
       try {
@@ -474,6 +655,25 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     w.my_host = mine.host;
     w.peers.clear();
     for (const Rec& r : all) w.peers.push_back(Peer{r.pid, std::string(r.host, strnlen(r.host, sizeof r.host))});
+    if (mine.port != 0) {
+      // A peer on this host is tried on the loopback first, then on the addresses it published.
+      std::vector<WatchEndpoint> ends(all.size());
+      for (size_t r = 0; r < all.size(); r++) {
+        ends[r].port = all[r].port;
+        if (w.peers[r].host == w.my_host) ends[r].addrs.push_back(htonl(INADDR_LOOPBACK));
+        for (int k = 0; k < all[r].naddr && k < 8; k++) {
+          if (all[r].addrs[k] != htonl(INADDR_LOOPBACK)) ends[r].addrs.push_back(all[r].addrs[k]);
+        }
+      }
+      w.watch.Start(w.rank, all[0].nonce, std::move(ends), heartbeat_s);
+      const std::vector<int> missing = w.watch.WaitConnected(5.0);
+      if (!missing.empty()) {
+        std::string list;
+        for (int r : missing) list += (list.empty() ? "" : ", ") + RankName(w, r);
+        std::fprintf(stderr, "tspto: rank %d: the watch could not connect to %s within 5 s (a firewall? see TSPTO_MPI_WATCH_PORTS): "
+                     "it keeps trying; until then their loss is found by TSPTO_MPI_TIMEOUT only\n", w.rank, list.c_str());
+      }
+    }
   }
   Guarded(env, [&] { CheckUsable(w, "MPI init"); });
   Napi::Object o = Napi::Object::New(env);
@@ -516,7 +716,10 @@ void SetTimeout(const Napi::CallbackInfo& info) {
   w.timeout_s = s;
 }
 
-// allreduce(buf, count, type, op): in place.
+// Every collective binding takes a trailing optional check: (hash: bigint, seq: number); see
+// the header comment ("Agreement").
+
+// allreduce(buf, count, type, op, check?, seq?): in place.
 void Allreduce(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -525,14 +728,15 @@ void Allreduce(const Napi::CallbackInfo& info) {
   const int count = IntArg(info, 1, "count", 0, INT_MAX);
   const int type = IntArg(info, 2, "type", 0, kNumTypes - 1);
   const int op = IntArg(info, 3, "op", 0, kNumOps - 1);
+  const Check check = CheckArg(info, 4);
   void* buf = BufferArg(info, 0, static_cast<uint64_t>(count) * kTypeBytes[type], "allReduce");
   Api& a = w.api;
   Guarded(env, [&] {
-    RunOnMpiThread(w, "allReduce", [&] { return a.Allreduce(a.in_place, buf, count, a.types[type], a.ops[op], a.comm_world); });
+    RunChecked(w, "allReduce", check, [&] { return a.Allreduce(a.in_place, buf, count, a.types[type], a.ops[op], a.comm_world); });
   });
 }
 
-// bcast(buf, count, type, root).
+// bcast(buf, count, type, root, check?, seq?).
 void Bcast(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -541,14 +745,15 @@ void Bcast(const Napi::CallbackInfo& info) {
   const int count = IntArg(info, 1, "count", 0, INT_MAX);
   const int type = IntArg(info, 2, "type", 0, kNumTypes - 1);
   const int root = IntArg(info, 3, "root", 0, w.size - 1);
+  const Check check = CheckArg(info, 4);
   void* buf = BufferArg(info, 0, static_cast<uint64_t>(count) * kTypeBytes[type], "broadcast");
   Api& a = w.api;
   Guarded(env, [&] {
-    RunOnMpiThread(w, "broadcast", [&] { return a.Bcast(buf, count, a.types[type], root, a.comm_world); });
+    RunChecked(w, "broadcast", check, [&] { return a.Bcast(buf, count, a.types[type], root, a.comm_world); });
   });
 }
 
-// allgather(send, recv, count, type): count elements per rank; recv holds size * count.
+// allgather(send, recv, count, type, check?, seq?): count elements per rank; recv holds size * count.
 void Allgather(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -556,16 +761,40 @@ void Allgather(const Napi::CallbackInfo& info) {
   Guarded(env, [&] { CheckUsable(w, "allGather"); });
   const int count = IntArg(info, 2, "count", 0, INT_MAX);
   const int type = IntArg(info, 3, "type", 0, kNumTypes - 1);
+  const Check check = CheckArg(info, 4);
   const uint64_t bytes = static_cast<uint64_t>(count) * kTypeBytes[type];
   void* send = BufferArg(info, 0, bytes, "allGather");
   void* recv = BufferArg(info, 1, bytes * static_cast<uint64_t>(w.size), "allGather");
   Api& a = w.api;
   Guarded(env, [&] {
-    RunOnMpiThread(w, "allGather", [&] { return a.Allgather(send, count, a.types[type], recv, count, a.types[type], a.comm_world); });
+    RunChecked(w, "allGather", check, [&] { return a.Allgather(send, count, a.types[type], recv, count, a.types[type], a.comm_world); });
   });
 }
 
-// reduceScatter(send, recv, count, type, op): send holds size * count, recv count elements.
+// allgatherv(send, recv, counts, displs, type, check?, seq?): rank r sends counts[r] elements,
+// which land at recv + displs[r] elements on every rank.
+void Allgatherv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  World& w = W();
+  std::lock_guard<std::mutex> lock(w.mu);
+  Guarded(env, [&] { CheckUsable(w, "allGather"); });
+  const std::vector<int> counts = CountsArg(info, 2, w.size, "counts");
+  const std::vector<int> displs = CountsArg(info, 3, w.size, "displs");
+  const int type = IntArg(info, 4, "type", 0, kNumTypes - 1);
+  const Check check = CheckArg(info, 5);
+  uint64_t end = 0;
+  for (int r = 0; r < w.size; r++) end = std::max<uint64_t>(end, static_cast<uint64_t>(displs[r]) + counts[r]);
+  void* send = BufferArg(info, 0, static_cast<uint64_t>(counts[w.rank]) * kTypeBytes[type], "allGather");
+  void* recv = BufferArg(info, 1, end * kTypeBytes[type], "allGather");
+  Api& a = w.api;
+  Guarded(env, [&] {
+    RunChecked(w, "allGather", check, [&] {
+      return a.Allgatherv(send, counts[w.rank], a.types[type], recv, counts.data(), displs.data(), a.types[type], a.comm_world);
+    });
+  });
+}
+
+// reduceScatter(send, recv, count, type, op, check?, seq?): send holds size * count, recv count elements.
 void ReduceScatter(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -574,12 +803,34 @@ void ReduceScatter(const Napi::CallbackInfo& info) {
   const int count = IntArg(info, 2, "count", 0, INT_MAX);
   const int type = IntArg(info, 3, "type", 0, kNumTypes - 1);
   const int op = IntArg(info, 4, "op", 0, kNumOps - 1);
+  const Check check = CheckArg(info, 5);
   const uint64_t bytes = static_cast<uint64_t>(count) * kTypeBytes[type];
   void* send = BufferArg(info, 0, bytes * static_cast<uint64_t>(w.size), "reduceScatter");
   void* recv = BufferArg(info, 1, bytes, "reduceScatter");
   Api& a = w.api;
   Guarded(env, [&] {
-    RunOnMpiThread(w, "reduceScatter", [&] { return a.Reduce_scatter_block(send, recv, count, a.types[type], a.ops[op], a.comm_world); });
+    RunChecked(w, "reduceScatter", check, [&] { return a.Reduce_scatter_block(send, recv, count, a.types[type], a.ops[op], a.comm_world); });
+  });
+}
+
+// reduceScatterv(send, recv, counts, type, op, check?, seq?): send holds sum(counts) elements;
+// rank r keeps the reduction of block r (counts[r] elements, blocks in rank order).
+void ReduceScatterv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  World& w = W();
+  std::lock_guard<std::mutex> lock(w.mu);
+  Guarded(env, [&] { CheckUsable(w, "reduceScatter"); });
+  const std::vector<int> counts = CountsArg(info, 2, w.size, "counts");
+  const int type = IntArg(info, 3, "type", 0, kNumTypes - 1);
+  const int op = IntArg(info, 4, "op", 0, kNumOps - 1);
+  const Check check = CheckArg(info, 5);
+  uint64_t total = 0;
+  for (int c : counts) total += static_cast<uint64_t>(c);
+  void* send = BufferArg(info, 0, total * kTypeBytes[type], "reduceScatter");
+  void* recv = BufferArg(info, 1, static_cast<uint64_t>(counts[w.rank]) * kTypeBytes[type], "reduceScatter");
+  Api& a = w.api;
+  Guarded(env, [&] {
+    RunChecked(w, "reduceScatter", check, [&] { return a.Reduce_scatter(send, recv, counts.data(), a.types[type], a.ops[op], a.comm_world); });
   });
 }
 
@@ -588,14 +839,45 @@ void Barrier(const Napi::CallbackInfo& info) {
   World& w = W();
   std::lock_guard<std::mutex> lock(w.mu);
   Guarded(env, [&] { CheckUsable(w, "barrier"); });
+  const Check check = CheckArg(info, 0);  // (null, seq): MPI_Barrier itself; a check goes through agree()
   Api& a = w.api;
-  Guarded(env, [&] { RunOnMpiThread(w, "barrier", [&] { return a.Barrier(a.comm_world); }); });
+  Guarded(env, [&] { RunOnMpiThread(w, "barrier", [&] { return a.Barrier(a.comm_world); }, true, check.seq); });
+}
+
+// agree(hash, seq, op): the agreement check alone (a barrier too: no rank leaves an allreduce
+// before every rank entered it). True when every rank passed the same hash.
+Napi::Value AgreeJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  World& w = W();
+  std::lock_guard<std::mutex> lock(w.mu);
+  const std::string op = info.Length() > 2 && info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "barrier";
+  Guarded(env, [&] { CheckUsable(w, op); });
+  const Check check = CheckArg(info, 0);
+  if (!check.on) throw Napi::TypeError::New(env, "mpi.agree: hash (bigint) and seq are needed");
+  bool same = true;
+  Guarded(env, [&] {
+    RunOnMpiThread(w, op, [&] {
+      int rc = 0;
+      same = Agree(w, check, &rc);
+      return rc;
+    }, true, check.seq);
+  });
+  return Napi::Boolean::New(env, same);
+}
+
+// sayFailing(why): tells every peer's watch that this rank is failing (once).
+void SayFailingJs(const Napi::CallbackInfo& info) {
+  World& w = W();
+  const std::string why = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "it failed";
+  w.watch.SayFailing(why);
 }
 
 void FinalizeLocked(World& w) {
   if (w.state != State::kInitialized) return;
   Api& a = w.api;
   w.state = State::kFinalized;
+  // Goodbye first: the peers' watches must not take this rank's leaving for a loss.
+  w.watch.SayBye(w.last_collective);
   // Not watched: a rank that finished its own MPI_Finalize and exited is not a lost rank (under
   // load, a peer can leave while this rank is still finalizing); a rank that dies earlier is
   // caught by the collectives before this one, and mpirun ends the job if one exits failing.
@@ -614,7 +896,10 @@ void SetExitCode(const Napi::CallbackInfo& info) {
   World& w = W();
   std::lock_guard<std::mutex> lock(w.mu);
   const double code = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : 1;
-  if (code != 0) w.skip_finalize = true;
+  if (code != 0) {
+    w.skip_finalize = true;
+    w.watch.SayFailing("its process is exiting with code " + std::to_string(static_cast<int>(code)));
+  }
 }
 
 // lostPeer(): the message naming a peer rank on this host whose process is gone, or null
@@ -623,10 +908,13 @@ Napi::Value LostPeerJs(const Napi::CallbackInfo& info) {
   World& w = W();
   std::lock_guard<std::mutex> lock(w.mu);
   for (int i = 0; i < 25 && w.state == State::kInitialized; i++) {
-    if (int r = LostPeer(w); r >= 0) {
+    int r = -1;
+    std::string message = WatchLostMessage(w, "the run", &r);
+    if (r < 0 && (r = LostPeer(w)) >= 0) message = LostMessage(w, r, "the run");
+    if (r >= 0) {
       Napi::Object o = Napi::Object::New(info.Env());
       o.Set("rank", r);
-      o.Set("message", LostMessage(w, r, "the run"));
+      o.Set("message", message);
       return o;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -654,6 +942,10 @@ Napi::Object MpiBinding(Napi::Env env) {
   o.Set("bcast", Napi::Function::New<Bcast>(env, "bcast"));
   o.Set("allgather", Napi::Function::New<Allgather>(env, "allgather"));
   o.Set("reduceScatter", Napi::Function::New<ReduceScatter>(env, "reduceScatter"));
+  o.Set("allgatherv", Napi::Function::New<Allgatherv>(env, "allgatherv"));
+  o.Set("reduceScatterv", Napi::Function::New<ReduceScatterv>(env, "reduceScatterv"));
+  o.Set("agree", Napi::Function::New<AgreeJs>(env, "agree"));
+  o.Set("sayFailing", Napi::Function::New<SayFailingJs>(env, "sayFailing"));
   o.Set("barrier", Napi::Function::New<Barrier>(env, "barrier"));
   o.Set("finalize", Napi::Function::New<Finalize>(env, "finalize"));
   o.Set("setExitCode", Napi::Function::New<SetExitCode>(env, "setExitCode"));

@@ -1,8 +1,19 @@
-// The artifact room: compiled_meta.json's schema and validator, the directory layout, the
-// library hash check, private directories and atomic writes. Codegen and the targets write
-// through it; the runtime, the disk cache and the tools read through it.
+// The artifact room: compiled_meta.json's schema and validator, the directory layout and its
+// marker, the library hash check, private directories, reading files from a directory tspto
+// does not trust, and atomic writes. Codegen and the targets write through it; the runtime,
+// the disk cache and the tools read through it.
 export * from "./layout.js";
 export { validateMeta, dimSlotNames, TsptoArtifactError, META_SCHEMA, META_SCHEMA_VERSION, type CompiledMeta, type CompiledParam, type CompiledKernel } from "./meta.js";
-export { writeArtifact, writeAtomic, writeDumps, checkReplaceable, canonicalJSON, sha256, safeName, type ArtifactDump, type ArtifactFill, type WriteArtifactOptions } from "./write.js";
+export {
+  writeArtifact, writeAtomic, writeDumps, checkReplaceable, canonicalJSON, sha256, safeName, reuseArtifact, startArtifact, sealArtifact,
+  installArtifact, publishPartialArtifact, removeArtifact, type ArtifactDump, type ArtifactFill, type WriteArtifactOptions,
+} from "./write.js";
 export { readArtifact, verifiedLibrary, readProgram, type ArtifactRef } from "./read.js";
-export { ensurePrivateDir, userCacheRoot, defaultArtifactRoot, unsafeReason } from "./private_dir.js";
+export {
+  ensurePrivateDir, checkPrivateDir, userCacheRoot, defaultArtifactRoot, privateDir, tempPrivateRoot, unsafeReason, unsafePathError, type PrivateDirProblem,
+} from "./private_dir.js";
+export {
+  FILE_LIMITS, badRelativeName, openInside, readInside, readTextInside, readOpened, hashOpened, writeFileNoFollow, checkDirInside,
+  untrustedReason, ancestorsReason, fileKind, isInside, type OpenedFile,
+} from "./files.js";
+export { readMarker, markerKey, recordFiles, wroteFile, listTree, removeWritten, formatMarker, parseMarker, type Marker } from "./marker.js";

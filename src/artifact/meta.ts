@@ -67,8 +67,13 @@ export interface CompiledMeta {
 // ------------------------------------------------------------------ validation
 /** An artifact directory that cannot be used as it is (missing, malformed, modified). */
 export class TsptoArtifactError extends TsptoError {
-  constructor(detail: string, hint = "compile the program again (ir.compile or a jit call); an artifact directory is written only by tspto") {
-    super("E_ARTIFACT", detail, undefined, hint);
+  /**
+   * `code`: E_ARTIFACT (incomplete or corrupt), E_ARTIFACT_FILE (a file tspto refuses to read:
+   * not a regular file inside the directory, too large, a bad name) or E_UNSAFE_PATH (a file
+   * or directory that another user could have written, refused before it is used).
+   */
+  constructor(detail: string, hint = "compile the program again (ir.compile or a jit call); an artifact directory is written only by tspto", code = "E_ARTIFACT") {
+    super(code, detail, undefined, hint);
   }
 }
 class MetaError extends TsptoArtifactError {

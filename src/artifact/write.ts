@@ -1,12 +1,16 @@
 // Writing artifact directories. Every directory is built under a temporary name next to its
 // final place and renamed into place, so concurrent processes never see half an artifact; a
 // complete directory with the same content key is reused as is. A directory is replaced only
-// when tspto wrote it (it holds the key marker) or it is empty: nothing a user put in an
-// `outputDir` is ever deleted.
+// when it is empty or holds a tspto marker (marker.ts), and then only the files the marker
+// lists are deleted: whatever else is there (a README, a src/ directory) is moved into the
+// new artifact, and a name the new artifact needs that holds a file tspto did not write is an
+// error before anything changes. Nothing a user put in an `outputDir` is ever deleted.
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { FILE_LIMITS, checkDirInside, hashOpened, openInside, readTextInside } from "./files.js";
 import { KEY_FILE, META_FILE, PASSES_DUMP_DIR } from "./layout.js";
+import { formatMarker, listTree, markerKey, readMarker, recordFiles, removeWritten, wroteFile, type Marker } from "./marker.js";
 import { TsptoArtifactError, validateMeta, type CompiledMeta } from "./meta.js";
 import { defaultArtifactRoot } from "./private_dir.js";
 
@@ -24,10 +28,10 @@ export const safeName = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, "_"
 const rand = (): string => randomBytes(4).toString("hex");
 
 /** Writes `file` through a temporary file and a rename (readers see the old or the new content). */
-export function writeAtomic(file: string, data: string | Uint8Array): void {
+export function writeAtomic(file: string, data: string | Uint8Array, mode = 0o644): void {
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}-${rand()}`;
-  writeFileSync(tmp, data);
+  writeFileSync(tmp, data, { mode, flag: "wx" });
   renameSync(tmp, file);
 }
 
@@ -36,66 +40,178 @@ function dumpStem(d: ArtifactDump, i: number): string {
   return /^\d+_after_/.test(n) ? safeName(n) : `${String(i).padStart(2, "0")}_after_${safeName(n)}`;
 }
 
-/** passes_dump/NN_after_<Pass>.ts (+ .json). */
+/**
+ * passes_dump/NN_after_<Pass>.ts (+ .json). `atomic`: into a finished artifact directory (the
+ * files are written through a rename and recorded in its marker).
+ */
 export function writeDumps(dir: string, dumps: readonly ArtifactDump[] | undefined, atomic: boolean): void {
   if (!dumps || !dumps.length) return;
-  mkdirSync(join(dir, PASSES_DUMP_DIR), { recursive: true });
+  checkDirInside(dir, PASSES_DUMP_DIR);
+  mkdirSync(join(dir, PASSES_DUMP_DIR), { recursive: true, mode: 0o755 });
+  const written: string[] = [];
   dumps.forEach((d, i) => {
-    const stem = join(dir, PASSES_DUMP_DIR, dumpStem(d, i));
+    const stem = `${PASSES_DUMP_DIR}/${dumpStem(d, i)}`;
     const w = atomic ? writeAtomic : (f: string, s: string) => writeFileSync(f, s);
-    w(`${stem}.ts`, d.text);
-    if (d.json !== undefined) w(`${stem}.json`, d.json);
+    w(join(dir, `${stem}.ts`), d.text);
+    written.push(`${stem}.ts`);
+    if (d.json !== undefined) { w(join(dir, `${stem}.json`), d.json); written.push(`${stem}.json`); }
   });
+  if (atomic) recordFiles(dir, written);
 }
 
-/** A complete artifact with this key at `dir` (its metadata), or null. */
-function tryReuse(dir: string, key: string): CompiledMeta | null {
+/**
+ * The metadata of a complete artifact with this key at `dir` (its marker's key, valid
+ * metadata, a library matching its hash), or null.
+ */
+export function reuseArtifact(dir: string, key: string): CompiledMeta | null {
   try {
-    if (readFileSync(join(dir, KEY_FILE), "utf8").trim() !== key) return null;
-    const metaFile = join(dir, META_FILE);
-    const meta = validateMeta(readFileSync(metaFile, "utf8"), metaFile);
-    if (meta.library && sha256(readFileSync(join(dir, meta.library))) !== meta.libraryHash) return null;
+    if (markerKey(dir) !== key) return null;
+    const meta = validateMeta(readTextInside(dir, META_FILE, { maxBytes: FILE_LIMITS.meta }), join(dir, META_FILE));
+    if (meta.library) {
+      const f = openInside(dir, meta.library, { maxBytes: FILE_LIMITS.library });
+      try { if (hashOpened(f).sha256 !== meta.libraryHash) return null; } finally { closeSync(f.fd); }
+    }
     return meta;
   } catch {
     return null;
   }
 }
 
+const REPLACE_HINT = "choose a new or empty directory (or a directory that holds a tspto artifact) as outputDir / saveKernelsDir";
+
 /**
  * Throws unless `dir` may be replaced by an artifact: it does not exist, is empty, or holds
- * an artifact tspto wrote (the key marker or compiled_meta.json).
+ * a tspto marker (see marker.ts; only the files it lists are ever deleted).
  */
 export function checkReplaceable(dir: string): void {
   let st;
-  try { st = statSync(dir); } catch { return; }
+  try { st = lstatSync(dir); } catch { return; }
+  if (st.isSymbolicLink()) {
+    throw new TsptoArtifactError(`outputDir ${dir} is a symbolic link; tspto does not replace a link`, "give the directory it points to as outputDir");
+  }
   if (!st.isDirectory()) {
     throw new TsptoArtifactError(`outputDir ${dir} exists and is not a directory`, "choose a new or empty directory for the artifacts");
   }
   const entries = readdirSync(dir);
-  if (entries.length === 0 || entries.includes(KEY_FILE) || entries.includes(META_FILE)) return;
+  if (entries.length === 0) return;
+  const m = readMarker(dir);
+  if (m && m !== "invalid") return;
   const shown = entries.slice(0, 5).join(", ") + (entries.length > 5 ? `, … (${entries.length} entries)` : "");
-  throw new TsptoArtifactError(`outputDir ${dir} holds files tspto did not write (${shown}); tspto never deletes them`,
-    "choose a new or empty directory (or a directory that holds a tspto artifact) as outputDir / saveKernelsDir");
+  if (m === "invalid") {
+    throw new TsptoArtifactError(`outputDir ${dir} holds a ${KEY_FILE} that is not a tspto artifact marker, so tspto cannot tell which of its files (${shown}) it wrote; it changes nothing there`, REPLACE_HINT);
+  }
+  throw new TsptoArtifactError(`outputDir ${dir} holds files tspto did not write (${shown}); tspto never deletes them`, REPLACE_HINT);
 }
 
-/** Moves `tmp` to `dir`, replacing what is there (only a replaceable directory). */
-function replaceDir(tmp: string, dir: string): void {
+/**
+ * Ends the writing of a temporary artifact directory: group/other write bits off everything
+ * in it (a directory tspto loads code from must not be writable by others, whatever the
+ * umask), and the marker listing every file in it, with `key` (null: incomplete).
+ */
+export function sealArtifact(tmp: string, key: string | null): void {
+  const tree = listTree(tmp);
+  for (const r of [...tree.dirs, ...tree.files]) {
+    const st = lstatSync(join(tmp, r));
+    if (!st.isSymbolicLink() && (st.mode & 0o022) !== 0) chmodSync(join(tmp, r), st.mode & 0o7755);
+  }
+  writeFileSync(join(tmp, KEY_FILE), formatMarker(key, tree.files), { mode: 0o644 });
+}
+
+/** Creates the temporary directory an artifact for `outputDir` is written into (with an incomplete marker). */
+export function startArtifact(outputDir: string): string {
+  mkdirSync(dirname(outputDir), { recursive: true });
+  const tmp = `${outputDir}.tmp-${process.pid}-${rand()}`;
+  mkdirSync(tmp, { mode: 0o755 });
+  // the marker first: even a partial directory (left for the user after a failed build) is ours to replace
+  writeFileSync(join(tmp, KEY_FILE), formatMarker(null, []), { mode: 0o644 });
+  return tmp;
+}
+
+const errno = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+
+/**
+ * Moves the sealed directory `tmp` to `dir`. A `dir` that exists must be replaceable
+ * (checkReplaceable): the files its marker lists are deleted, every other entry is moved
+ * into the new directory at the same place; a name both need is an error before anything
+ * is changed.
+ */
+export function installArtifact(tmp: string, dir: string): void {
   try {
     renameSync(tmp, dir);
     return;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EPERM" && code !== "EISDIR") throw e;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EPERM" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
   }
   checkReplaceable(dir);
-  const old = `${dir}.old-${process.pid}-${rand()}`;
-  try {
-    renameSync(dir, old);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  const m = readMarker(dir);
+  if (!m || m === "invalid") { renameSync(tmp, dir); return; } // (emptied meanwhile)
+  const { theirs, clash } = entriesNotWritten(dir, m, tmp);
+  if (clash.length) {
+    throw new TsptoArtifactError(`outputDir ${dir}: ${clash.slice(0, 5).join(", ")}${clash.length > 5 ? `, … (${clash.length})` : ""} ${clash.length === 1 ? "was" : "were"} not written by tspto (not in its ${KEY_FILE}) and the new artifact needs ${clash.length === 1 ? "that name" : "those names"}; tspto never overwrites them, and changed nothing`,
+      "move those files out of the directory, or choose another outputDir / saveKernelsDir");
   }
-  renameSync(tmp, dir);
-  rmSync(old, { recursive: true, force: true });
+  const old = `${dir}.old-${process.pid}-${rand()}`;
+  renameSync(dir, old);
+  try {
+    renameSync(tmp, dir);
+  } catch (e) {
+    renameSync(old, dir);
+    throw e;
+  }
+  // the user's entries into the new directory, then the old artifact's own files away
+  for (const r of theirs) {
+    try {
+      mkdirSync(dirname(join(dir, r)), { recursive: true, mode: 0o755 });
+      renameSync(join(old, r), join(dir, r));
+    } catch (e) {
+      throw new TsptoArtifactError(`outputDir ${dir} was replaced, but moving ${r} back into it failed (${errno(e)}); it and the rest of the old directory are kept in ${old}`,
+        `move them back by hand; tspto deleted nothing`);
+    }
+  }
+  removeWritten(old, m);
+}
+
+/**
+ * The entries of `dir` tspto did not write (per `m`), each the topmost one to move into the
+ * new directory `tmp`: a directory holding no file tspto wrote, and absent from `tmp`, is one
+ * entry (moved whole); one that `tmp` has too is entered. `clash`: those whose name `tmp`
+ * already uses (or whose parent is a file there).
+ */
+function entriesNotWritten(dir: string, m: Marker, tmp: string): { theirs: string[]; clash: string[] } {
+  const tree = listTree(dir);
+  const holdsWritten = new Set<string>();
+  for (const f of tree.files) {
+    if (!wroteFile(m, f)) continue;
+    for (let p = dirname(f); p !== "."; p = dirname(p)) holdsWritten.add(p);
+  }
+  const kindIn = (r: string): "dir" | "other" | null => {
+    try { return lstatSync(join(tmp, r)).isDirectory() ? "dir" : "other"; } catch { return null; }
+  };
+  const theirs: string[] = [], clash: string[] = [];
+  const walk = (rel: string, parentInTmp: boolean) => {
+    for (const name of readdirSync(rel ? join(dir, rel) : dir).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const isDir = lstatSync(join(dir, r)).isDirectory();
+      const there = parentInTmp ? kindIn(r) : null;
+      if (isDir && (holdsWritten.has(r) || there === "dir")) { walk(r, there === "dir"); continue; }
+      if (!isDir && wroteFile(m, r)) continue;
+      (there !== null ? clash : theirs).push(r);
+    }
+  };
+  walk("", true);
+  return { theirs, clash };
+}
+
+/**
+ * Deletes an artifact directory tspto wrote: the files its marker lists and the directories
+ * that become empty; anything else stays (a directory without a valid marker is not touched).
+ * Returns the entries left.
+ */
+export function removeArtifact(dir: string): string[] {
+  const m = readMarker(dir);
+  if (!m || m === "invalid") return existsSync(dir) ? ["(not a tspto artifact: nothing deleted)"] : [];
+  return removeWritten(dir, m);
 }
 
 export interface WriteArtifactOptions {
@@ -119,51 +235,56 @@ export interface ArtifactFill {
 }
 
 /**
+ * Installs the partial artifact `tmp` (a build that failed) at `outputDir` when no complete
+ * artifact is there, so that the user can read its source; returns where it is (`outputDir`,
+ * or `tmp` left in place).
+ */
+export function publishPartialArtifact(tmp: string, outputDir: string): string {
+  sealArtifact(tmp, null);
+  if (existsSync(join(outputDir, META_FILE))) return tmp;
+  installArtifact(tmp, outputDir);
+  return outputDir;
+}
+
+/**
  * Writes an artifact directory: `fill` writes the target's files into a temporary directory
  * and returns the metadata; the metadata, key and dumps are added and the directory is
  * renamed into place. Returns the final directory and the metadata.
  */
 export function writeArtifact(opts: WriteArtifactOptions, fill: (f: ArtifactFill) => CompiledMeta): { outputDir: string; meta: CompiledMeta } {
   const outputDir = resolve(opts.outputDir ?? join(defaultArtifactRoot(), `${safeName(opts.name)}-${opts.key.slice(0, 16)}`));
-  const reused = tryReuse(outputDir, opts.key);
+  const reused = reuseArtifact(outputDir, opts.key);
   if (reused) {
     writeDumps(outputDir, opts.dumps, true);
     return { outputDir, meta: reused };
   }
   checkReplaceable(outputDir);
-  mkdirSync(dirname(outputDir), { recursive: true });
-  const tmp = `${outputDir}.tmp-${process.pid}-${rand()}`;
-  mkdirSync(tmp, { recursive: true });
-  // the marker first: even a partial directory (left for the user after a failed build) is ours to replace
-  writeFileSync(join(tmp, KEY_FILE), "incomplete\n");
+  const tmp = startArtifact(outputDir);
   let keepTmp = false;
   try {
     const meta = fill({
       dir: tmp,
       publishPartial: () => {
-        if (!existsSync(join(outputDir, META_FILE))) {
-          replaceDir(tmp, outputDir);
-          return outputDir;
-        }
-        keepTmp = true;
-        return tmp;
+        const where = publishPartialArtifact(tmp, outputDir);
+        keepTmp = where === tmp;
+        return where;
       },
     });
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(outputDir, META_FILE)); // what we write must read back
-    writeFileSync(join(tmp, KEY_FILE), `${opts.key}\n`);
     writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    sealArtifact(tmp, opts.key);
     // install: another process may have finished the same artifact first -> use theirs
     try {
       renameSync(tmp, outputDir);
     } catch {
-      const theirs = tryReuse(outputDir, opts.key);
+      const theirs = reuseArtifact(outputDir, opts.key);
       if (theirs) {
         rmSync(tmp, { recursive: true, force: true });
         writeDumps(outputDir, opts.dumps, true);
         return { outputDir, meta: theirs };
       }
-      replaceDir(tmp, outputDir);
+      installArtifact(tmp, outputDir);
     }
     return { outputDir, meta };
   } catch (e) {

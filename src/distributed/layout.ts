@@ -1,41 +1,69 @@
-// Byte layouts of sharded tensors (row-major). A tensor of shape S split into N equal chunks
-// along `axis` is, per chunk, `outer` rows of `rowBytes` bytes, where outer = prod(S[:axis])
-// and rowBytes = (S[axis] / N) * prod(S[axis+1:]) * elementBytes. The "stacked" layout puts
-// the N chunks one after another ([N][outer][row]); the "axis" layout is the tensor itself
-// ([outer][N][row]). For axis 0 (outer = 1) the two are the same bytes.
+// Byte layouts of sharded tensors (row-major). A tensor of shape S split along `axis` into N
+// chunks of extents e_0..e_{N-1} (sum = S[axis]) is, per chunk g, `outer` rows of e_g * unit
+// bytes, where outer = prod(S[:axis]) and unit = prod(S[axis+1:]) * elementBytes. The
+// "stacked" layout puts the chunks one after another (chunk g's bytes contiguous); the "axis"
+// layout is the tensor itself ([outer][S[axis]][...]). For axis 0 (outer = 1) the two are the
+// same bytes. Extents differ by at most one (splitExtent), as numpy.array_split's do.
 import type { DType } from "../runtime/dtype.js";
 import { typedArrayFor } from "../runtime/dtype.js";
 import type { ReduceOp } from "./mpi.js";
 
 export const prod = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
 
-/** outer and rowBytes of one of N chunks of `shape` split along `axis`. */
-export function chunkGeometry(shape: readonly number[], axis: number, n: number, elemBytes: number): { outer: number; rowBytes: number } {
-  return { outer: prod(shape.slice(0, axis)), rowBytes: (shape[axis] / n) * prod(shape.slice(axis + 1)) * elemBytes };
+/** `extent` split into n parts that differ by at most one: the first extent % n get one more. */
+export function splitExtent(extent: number, n: number): number[] {
+  const base = Math.floor(extent / n), rem = extent % n;
+  return Array.from({ length: n }, (_, g) => base + (g < rem ? 1 : 0));
 }
 
-/** [N][outer][row] -> [outer][N][row]. */
-export function axisFromStacked(stacked: Uint8Array, n: number, outer: number, rowBytes: number): Uint8Array {
-  if (outer === 1) return stacked;
-  const out = new Uint8Array(stacked.length);
-  for (let k = 0; k < n; k++) {
-    for (let o = 0; o < outer; o++) {
-      const src = (k * outer + o) * rowBytes;
-      out.set(stacked.subarray(src, src + rowBytes), (o * n + k) * rowBytes);
-    }
-  }
-  return out;
+export interface Layout {
+  /** prod(shape[:axis]) */
+  outer: number;
+  /** bytes of one index along the axis in one outer row: prod(shape[axis+1:]) * elementBytes */
+  unit: number;
+  /** each chunk's extent along the axis */
+  extents: readonly number[];
 }
 
-/** [outer][N][row] -> [N][outer][row]. */
-export function stackedFromAxis(buf: Uint8Array, n: number, outer: number, rowBytes: number): Uint8Array {
-  if (outer === 1) return buf;
-  const out = new Uint8Array(buf.length);
-  for (let k = 0; k < n; k++) {
-    for (let o = 0; o < outer; o++) {
-      const src = (o * n + k) * rowBytes;
-      out.set(buf.subarray(src, src + rowBytes), (k * outer + o) * rowBytes);
+export function layoutOf(shape: readonly number[], axis: number, extents: readonly number[], elemBytes: number): Layout {
+  return { outer: prod(shape.slice(0, axis)), unit: prod(shape.slice(axis + 1)) * elemBytes, extents };
+}
+
+/** Bytes of chunk g. */
+export const chunkBytes = (l: Layout, g: number) => l.outer * l.extents[g] * l.unit;
+
+/** Byte offset of each chunk in the stacked layout (and the total at the end). */
+export function chunkOffsets(l: Layout): number[] {
+  const off = [0];
+  for (let g = 0; g < l.extents.length; g++) off.push(off[g] + chunkBytes(l, g));
+  return off;
+}
+
+/** stacked -> axis layout. */
+export function axisFromStacked(stacked: Uint8Array, l: Layout): Uint8Array {
+  if (l.outer === 1) return stacked;
+  return permute(stacked, l, true);
+}
+
+/** axis -> stacked layout. */
+export function stackedFromAxis(buf: Uint8Array, l: Layout): Uint8Array {
+  if (l.outer === 1) return buf;
+  return permute(buf, l, false);
+}
+
+function permute(src: Uint8Array, l: Layout, toAxis: boolean): Uint8Array {
+  const out = new Uint8Array(src.length);
+  const row = l.extents.reduce((a, b) => a + b, 0) * l.unit; // one outer row of the axis layout
+  let stackedAt = 0, col = 0;
+  for (const e of l.extents) {
+    const w = e * l.unit;
+    for (let o = 0; o < l.outer; o++) {
+      const axisAt = o * row + col;
+      if (toAxis) out.set(src.subarray(stackedAt, stackedAt + w), axisAt);
+      else out.set(src.subarray(axisAt, axisAt + w), stackedAt);
+      stackedAt += w;
     }
+    col += w;
   }
   return out;
 }

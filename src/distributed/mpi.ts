@@ -18,16 +18,27 @@ export interface MpiInit {
   version?: string;
 }
 
+/**
+ * The trailing arguments of every native collective: the agreement hash (null: no check) and
+ * the collective's number (1, 2, ... in call order; the same on every rank).
+ */
+export type MpiCheck = readonly [hash: bigint | null, seq: number] | readonly [];
+
 interface NativeMpi {
   load(): string | null;
-  init(): MpiInit;
+  init(opts: { heartbeatS: number; watch: boolean }): MpiInit;
   state(): "unloaded" | "missing" | "loaded" | "initialized" | "finalized" | "broken";
   setTimeout(seconds: number): void;
-  allreduce(buf: MpiBuffer, count: number, type: number, op: number): void;
-  bcast(buf: MpiBuffer, count: number, type: number, root: number): void;
-  allgather(send: MpiBuffer, recv: MpiBuffer, count: number, type: number): void;
-  reduceScatter(send: MpiBuffer, recv: MpiBuffer, count: number, type: number, op: number): void;
-  barrier(): void;
+  allreduce(buf: MpiBuffer, count: number, type: number, op: number, ...check: MpiCheck): void;
+  bcast(buf: MpiBuffer, count: number, type: number, root: number, ...check: MpiCheck): void;
+  allgather(send: MpiBuffer, recv: MpiBuffer, count: number, type: number, ...check: MpiCheck): void;
+  allgatherv(send: MpiBuffer, recv: MpiBuffer, counts: Int32Array, displs: Int32Array, type: number, ...check: MpiCheck): void;
+  reduceScatter(send: MpiBuffer, recv: MpiBuffer, count: number, type: number, op: number, ...check: MpiCheck): void;
+  reduceScatterv(send: MpiBuffer, recv: MpiBuffer, counts: Int32Array, type: number, op: number, ...check: MpiCheck): void;
+  /** The agreement alone (also a barrier): true when every rank passed the same hash. */
+  agree(hash: bigint, seq: number, op: string): boolean;
+  barrier(...check: MpiCheck): void;
+  sayFailing(why: string): void;
   finalize(): void;
   setExitCode(code: number): void;
   abort(code: number): never;
@@ -93,6 +104,7 @@ const NATIVE_CODES: Record<string, string> = {
   TSPTO_MPI_TIMEOUT: "E_MPI_TIMEOUT",
   TSPTO_MPI_ERROR: "E_MPI",
   TSPTO_MPI_STATE: "E_MPI_STATE",
+  TSPTO_MPI_LEFT: "E_MPI_MISMATCH",
   TSPTO_DEVICE_CLOSED: "E_CLOSED",
 };
 
@@ -107,17 +119,28 @@ export class RankLostError extends TsptoRuntimeError {
 
 const LOST_HINT = "the job cannot continue without that rank: see its own output (and mpirun's) for why it exited, then start the job again";
 
+/**
+ * The ranks passed different arguments to one collective (the agreement check failed; no data
+ * moved, the world is still usable). Internal: DistributedWorker turns it into E_MPI_MISMATCH or
+ * E_RANK_FAILED after asking every rank what it passed.
+ */
+export class Disagreement extends Error {}
+
+export const MISMATCH_HINT = "every rank must call the same collectives in the same order, with the same shapes, dtypes, ops and roots";
+
 /** Converts a native MPI error into a TsptoRuntimeError. */
 function mpiError(e: unknown): Error {
   if (!(e instanceof Error)) return new Error(String(e));
   const code = (e as { code?: string }).code;
+  if (code === "TSPTO_MPI_DISAGREE") return new Disagreement(e.message);
   if (code === "TSPTO_MPI_PEER_LOST") {
     return new RankLostError(e.message, (e as { lostRank?: number }).lostRank, LOST_HINT);
   }
   const mapped = code ? NATIVE_CODES[code] : undefined;
   if (mapped) {
     const hint = mapped === "E_MPI_MISSING" ? "a DistributedWorker in a process started by mpirun needs Open MPI's libmpi at run time"
-      : mapped === "E_MPI_TIMEOUT" ? "raise TSPTO_MPI_TIMEOUT (seconds; 0 = wait forever), or find the rank that never joined"
+      : mapped === "E_MPI_TIMEOUT" ? "raise TSPTO_MPI_TIMEOUT (seconds, default 300; 0 = wait forever), or find the rank that never joined"
+      : mapped === "E_MPI_MISMATCH" ? MISMATCH_HINT
       : undefined;
     return new TsptoRuntimeError(mapped, e.message, callerSpan(), hint);
   }

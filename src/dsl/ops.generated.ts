@@ -412,6 +412,11 @@ export function slice<D extends DType>(x: Tensor<any, D>, shape: readonly number
 export function slice(...args: any[]): any {
   return notRunnable("slice");
 }
+/** checkWindow(tensor, shape, offset): fail the launch (E_KERNEL, with the window and this location) unless the window tensor[offset : offset + shape] lies inside the tensor and every extent is >= 1 (TensorToTile emits it for a tensor-level pl.slice of run-time extent) */
+export function checkWindow(tensor: Tensor, shape: readonly number[], offset: readonly number[]): void;
+export function checkWindow(...args: any[]): any {
+  return notRunnable("checkWindow");
+}
 /** concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis) */
 export function concat<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>;
 export function concat<D extends DType>(a: Tensor<any, D>, b: Tensor<any, D>): Tensor<any, D>;
@@ -468,9 +473,9 @@ export function matmulBias(a: Tensor, b: Tensor, bias: Tensor): Tensor;
 export function matmulBias(...args: any[]): any {
   return notRunnable("matmulBias");
 }
-/** batchMatmul(a[B,M,K], b[B,K,N]) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul) */
-export function batchMatmul(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>;
-export function batchMatmul(a: Tensor, b: Tensor): Tensor;
+/** batchMatmul(a[B,M,K], b[B,K,N], { aTrans?, bTrans? }) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul); aTrans/bTrans: each batch of the operand is stored transposed ([B,K,M] / [B,N,K]) */
+export function batchMatmul(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): Tile<any, any, Mem.Acc, any>;
+export function batchMatmul(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): Tensor;
 export function batchMatmul(...args: any[]): any {
   return notRunnable("batchMatmul");
 }
@@ -479,4 +484,20 @@ export function broadcastTo<D extends DType>(x: AnyTile<D>, shape: readonly numb
 export function broadcastTo<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>;
 export function broadcastTo(...args: any[]): any {
   return notRunnable("broadcastTo");
+}
+/** iota(shape, axis, dtype): each element's index along axis (integer dtypes saturate); a tile, or a tensor where it is written as an operand of a tensor-level op (a dynamic dimension name in the shape makes it a tensor) */
+export function iota<D extends DType>(shape: readonly (number | string)[], axis: number, dtype: D): Full<D>;
+export function iota(...args: any[]): any {
+  return notRunnable("iota");
+}
+/** gather(table, indices, axis = 0): the rows (axis 0) or columns (axis 1) of a 2-D table at an int32/int64 index vector ([N], [N, 1] or [1, N]); out of range is a run-time E_KERNEL */
+export function gather<D extends DType>(table: AnyTile<D>, indices: AnyTile, axis?: 0 | 1): AnyTile<D>;
+export function gather<D extends DType>(table: Tensor<any, D>, indices: Tensor, axis?: 0 | 1): Tensor<any, D>;
+export function gather(...args: any[]): any {
+  return notRunnable("gather");
+}
+/** gatherLoad(table, indices, offset, shape, { axis?, validShape? }): a [shape] tile of a 2-D tensor with its rows (axis 0: tile[i, j] = table[indices[i], offset + j]) or columns (axis 1: tile[i, j] = table[offset + i, indices[j]]) picked by an int32/int64 index tile; only validShape of it is read (the rest is zero) */
+export function gatherLoad<D extends DType>(table: Tensor<any, D>, indices: AnyTile, offset: number, shape: readonly number[], opts?: { readonly axis?: 0 | 1; readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>;
+export function gatherLoad(...args: any[]): any {
+  return notRunnable("gatherLoad");
 }

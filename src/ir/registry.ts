@@ -112,8 +112,11 @@ export interface OpDef {
   readonly row?: OpRow;
 }
 
-/** The tile a tensor-level op's `tileExpr` computes: its shape and (a partial edge tile) its validShape. */
-export interface TileAt { readonly shape: readonly number[]; readonly validShape: readonly number[] | null }
+/**
+ * The tile a tensor-level op's `tileExpr` computes: its shape, (a partial edge tile) its
+ * validShape, and its offsets in the tensor the op computes (int64 expressions; iota adds them).
+ */
+export interface TileAt { readonly shape: readonly number[]; readonly validShape: readonly number[] | null; readonly offsets?: readonly Expr[] }
 
 /** A row of the README op table: `call` (the spelling), `does` (what it computes). */
 export interface OpRow { readonly key: string; readonly call: string; readonly does: string }
@@ -166,21 +169,29 @@ export function resolvePlOp(pl: string, firstValueType: Type | undefined, otherV
 
 /**
  * Whether a call takes its level (tile or tensor) from where it is used: an op without value
- * operands (pl.full) that has both a tile and a tensor form. Written as an operand of a
- * tensor-level op (or as pl.assign's value) it is the tensor form, else the tile form.
+ * operands (pl.full, pl.iota) that has both a tile and a tensor form, or an op with both forms
+ * whose tile/tensor operands all take their level from use too (`pl.cmp(pl.iota(s, 1, INT32),
+ * pl.iota(s, 0, INT32), "le")`, the rest numbers). Written as an operand of a tensor-level op
+ * (or as pl.assign's value) it is the tensor form, else the tile form.
  */
 export function levelFromUse(e: Expr): boolean {
   if (e.kind !== "call" || e.op === "call" || !ops.has(e.op)) return false;
   const op = ops.get(e.op)!;
-  return !!op.pl && op.params.every((p) => p.kind !== "value") && opsForPl(op.pl).some((o) => o.level === "tensor") && opsForPl(op.pl).some((o) => o.level === "tile");
+  // a dynamic dimension in its shape (pl.iota([S, "L"], ...)) makes it a tensor, whatever its use
+  if (e.type.kind === "tensor" && e.type.shape.some((d) => typeof d === "string")) return false;
+  if (!op.pl || !opsForPl(op.pl).some((o) => o.level === "tensor") || !opsForPl(op.pl).some((o) => o.level === "tile")) return false;
+  if (op.params.every((p) => p.kind !== "value")) return true;
+  const scalarish = (a: Expr) => a.kind === "const" || a.kind === "list" || a.type.kind === "scalar";
+  return e.args.some(levelFromUse) && e.args.every((a) => scalarish(a) || levelFromUse(a));
 }
 
-/** A level-from-use call (levelFromUse) as its `level` form: same attributes, type inferred again. */
+/** A level-from-use call (levelFromUse) as its `level` form (its operands too): same attributes, types inferred again. */
 export function atLevel(e: Expr, level: OpLevel): Expr {
   if (e.kind !== "call" || !levelFromUse(e)) return e;
   const op = opsForPl(ops.get(e.op)!.pl!).find((o) => o.level === level);
   if (!op || op.name === e.op) return e;
-  return mkCall(op.name, e.args, e.attrs, inferCall(op, e.args, e.attrs, e.span), e.span);
+  const args = e.args.map((a) => atLevel(a, level));
+  return mkCall(op.name, args, e.attrs, inferCall(op, args, e.attrs, e.span), e.span);
 }
 
 /** Type-check and build the result type of `op(args, attrs)`; throws TsptoTypeError located at span. */

@@ -92,3 +92,13 @@ export function mapStmtExprs(stmts: readonly Stmt[], f: (e: Expr) => Expr | unde
 export function substitute(stmts: readonly Stmt[], map: Map<number, Expr>): Stmt[] {
   return mapStmtExprs(stmts, (e) => (e.kind === "var" ? map.get(e.id) : undefined));
 }
+
+/** Structural equality of two expressions: the same variables (by identity), constants, ops and attributes. */
+export function sameExpr(a: Expr, b: Expr): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === "var") return a.id === (b as typeof a).id;
+  if (a.kind === "const") return Object.is(a.value, (b as typeof a).value) && a.dtype === (b as typeof a).dtype;
+  if (a.kind === "list") return a.items.length === (b as typeof a).items.length && a.items.every((x, i) => sameExpr(x, (b as typeof a).items[i]));
+  const c = b as typeof a;
+  return a.op === c.op && a.args.length === c.args.length && a.args.every((x, i) => sameExpr(x, c.args[i])) && JSON.stringify(a.attrs) === JSON.stringify(c.attrs);
+}

@@ -43,13 +43,14 @@ function lowerFunc(f: Func): Func {
       case "tile.batchMatmul": {
         changed = true;
         const at = exprType(e.args[0]) as TileType, bt = exprType(e.args[1]) as TileType, rt = e.type as TileType;
-        const [bs, m, k] = at.shape, n = bt.shape[2];
+        const [bs, a1, a2] = at.shape, [, b1, b2] = bt.shape, [, m, n] = rt.shape;
         const off = (i: number) => mkList([mkConst(i, "int64", e.span), mkConst(0, "int64", e.span), mkConst(0, "int64", e.span)], e.span);
         let acc: Expr = mk("tile.create", [], { shape: [...rt.shape], dtype: rt.dtype, mem: rt.mem }, e);
         for (let i = 0; i < bs; i++) {
-          const ai = mk("tile.reshape", [mk("tile.slice", [e.args[0], off(i)], { shape: [1, m, k] }, e)], { shape: [m, k] }, e);
-          const bi = mk("tile.reshape", [mk("tile.slice", [e.args[1], off(i)], { shape: [1, k, n] }, e)], { shape: [k, n] }, e);
-          const mi = mk("tile.reshape", [mk("tile.matmul", [ai, bi], {}, e)], { shape: [1, m, n] }, e);
+          // batch i of each operand as it is stored ([M, K] or, with aTrans, [K, M]; likewise b), transposed as asked
+          const ai = mk("tile.reshape", [mk("tile.slice", [e.args[0], off(i)], { shape: [1, a1, a2] }, e)], { shape: [a1, a2] }, e);
+          const bi = mk("tile.reshape", [mk("tile.slice", [e.args[1], off(i)], { shape: [1, b1, b2] }, e)], { shape: [b1, b2] }, e);
+          const mi = mk("tile.reshape", [mk("tile.matmul", [tr(ai, a.aTrans, e), tr(bi, a.bTrans, e)], {}, e)], { shape: [1, m, n] }, e);
           acc = mk("tile.assemble", [acc, mi, off(i)], {}, e);
         }
         return acc;

@@ -56,7 +56,8 @@ const intConst = (e: Expr): number | null => (e.kind === "const" && typeof e.val
 /** Why `f` cannot be split (null: it can), and the plan. */
 function planFor(f: Func): Plan | null {
   if (f.fnKind !== "incore") return null;
-  const body = f.body.filter((s) => !(s.kind === "return" && s.values.length === 0));
+  // (window checks of run-time slices, TensorToTile's checkWindow, run in every band: they read no data)
+  const body = f.body.filter((s) => !(s.kind === "return" && s.values.length === 0) && !(s.kind === "eval" && s.expr.kind === "call" && s.expr.op === "tile.checkWindow"));
   if (body.length !== 1 || body[0].kind !== "for") return null;
   const loop = body[0];
   if (loop.iterArgs.length || loop.results.length) return null;

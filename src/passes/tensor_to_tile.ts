@@ -18,7 +18,7 @@
 // emitted as a peeled copy of the loop body after the loop.
 import {
   TsptoCompileError, getOp, inferCall, tileOpOf, mkCall, mkConst, mkEval, mkFor, mkIf, mkList, mkVar, mkAssign, mkYield, mapExpr, exprType, INDEX,
-  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, EXPAND_OPS, matmulAccDType,
+  ELEMENTWISE, REDUCTIONS, PROD_REDUCTIONS, ARG_REDUCTIONS, EXPAND_OPS, matmulAccDType, sameExpr,
   tileElemBytes, typeStr, type Attrs, type Dim, type Expr, type Func, type Stmt, type TensorType, type TileType, type Var, type Span, type Call,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
@@ -52,20 +52,23 @@ function lowerFunc(f: Func, ctx: PassContext): Func {
           // x = pl.assemble(t, expr, off): lower the write, then x is t
           changed = true;
           const t = target(v.args[0], "assemble", s.span);
-          return [...lowerWrite(t, v.args[2], subst(v.args[1]), ctx, s.span, f.name), mkAssign(s.targets, t, s.span)];
+          const value = subst(v.args[1]);
+          return [...sliceChecks(value), ...lowerWrite(t, v.args[2], value, ctx, s.span, f.name), mkAssign(s.targets, t, s.span)];
         }
         return [s];
       }
       case "eval":
         if (s.expr.kind === "call" && s.expr.op === "tensor.assign") {
           changed = true;
-          const [out, value] = s.expr.args;
-          return lowerWrite(target(out, "assign", s.span), null, subst(value), ctx, s.span, f.name);
+          const [out, value0] = s.expr.args;
+          const value = subst(value0);
+          return [...sliceChecks(value), ...lowerWrite(target(out, "assign", s.span), null, value, ctx, s.span, f.name)];
         }
         if (s.expr.kind === "call" && s.expr.op === "tensor.assemble") {
           changed = true;
-          const [out, value, off] = s.expr.args;
-          return lowerWrite(target(out, "assemble", s.span), off, subst(value), ctx, s.span, f.name);
+          const [out, value0, off] = s.expr.args;
+          const value = subst(value0);
+          return [...sliceChecks(value), ...lowerWrite(target(out, "assemble", s.span), off, value, ctx, s.span, f.name)];
         }
         if (isTensorOp(s.expr)) { changed = true; return []; } // an unused tensor expression
         return [s];
@@ -78,17 +81,50 @@ function lowerFunc(f: Func, ctx: PassContext): Func {
   return changed ? Object.freeze({ ...f, body: Object.freeze(body) }) : f;
 }
 
-/** A tensor leaf of an expression: a tensor variable, or a window pl.slice(var, shape, offset). */
-interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null }
+/**
+ * A tensor leaf of an expression: a tensor variable, or a window pl.slice(var, shape, offset)
+ * (`base`: its offsets; `ext`: its extents, numbers or run-time expressions).
+ */
+interface Leaf { key: Expr; tensor: Var; base: readonly Expr[] | null; ext: readonly (number | Expr)[] | null; read?: "gather" }
 
-function leaves(e: Expr, out: Leaf[] = []): Leaf[] {
+function leaves(e: Expr, out: Leaf[] = [], gathered = false): Leaf[] {
+  // `gathered`: read by a gather only (a leaf read elsewhere too is loaded as usual)
+  const push = (l: Leaf) => { if (gathered) l.read = "gather"; out.push(l); };
   if (e.kind === "var" && e.type.kind === "tensor") {
-    if (!out.some((l) => l.key.kind === "var" && l.key.id === e.id)) out.push({ key: e, tensor: e, base: null });
-  } else if (e.kind === "call" && e.op === "tensor.slice" && e.args[0].kind === "var") {
-    const off = e.args[1];
-    if (off.kind !== "list") throw new TsptoCompileError("E_CODEGEN", "internal: slice offsets must be a list", e.span);
-    if (!out.some((l) => l.key === e)) out.push({ key: e, tensor: e.args[0], base: off.items });
-  } else if (e.kind === "call") e.args.forEach((a) => leaves(a, out));
+    const seen = out.find((l) => l.key.kind === "var" && l.key.id === e.id);
+    if (seen) { if (!gathered) delete seen.read; return out; }
+    push({ key: e, tensor: e, base: null, ext: null });
+  } else if (e.kind === "call" && e.op === "tensor.slice") {
+    const [x, shape, off] = e.args;
+    if (x.kind !== "var") {
+      throw new TsptoCompileError("E_TENSOR_FORM", "pl.slice on tensors takes a tensor variable (a parameter or a pl.createTensor buffer), not an expression", e.span,
+        "slice the tensors the expression reads (pl.slice of each operand), or assign the expression to a tensor first");
+    }
+    if (off.kind !== "list" || shape.kind !== "list") throw new TsptoCompileError("E_CODEGEN", "internal: slice shape and offsets must be lists", e.span);
+    const ext = shape.items.map((it) => (it.kind === "const" ? Number(it.value) : it));
+    const seen = out.find((l) => l.key === e);
+    if (seen) { if (!gathered) delete seen.read; return out; }
+    push({ key: e, tensor: x, base: off.items, ext });
+  } else if (e.kind === "call" && e.op === "tensor.gather") {
+    // the table is read by gatherLoad and the indices as an index tile (gatherTile), not as tiles of
+    // the value's space: leaves for the extents and the tile budget only (unless read elsewhere too)
+    e.args.forEach((a) => leaves(a, out, true));
+  } else if (e.kind === "call") e.args.forEach((a) => leaves(a, out, gathered));
+  return out;
+}
+
+/** A slice whose extents hold run-time values: its window is checked once before the loops (tile.checkWindow). */
+const runtimeSlice = (e: Expr): e is Call => e.kind === "call" && e.op === "tensor.slice" && e.args[1].kind === "list" && e.args[1].items.some((it) => it.kind !== "const");
+
+/** The window checks of the run-time slices an expression reads (each once, at the slice's location). */
+function sliceChecks(e: Expr, out: Stmt[] = [], seen = new Set<Expr>()): Stmt[] {
+  if (e.kind !== "call" || seen.has(e)) return out;
+  seen.add(e);
+  if (runtimeSlice(e) && e.args[0].kind === "var") {
+    const [x, shape, off] = e.args;
+    out.push(mkEval(call("tile.checkWindow", [x, shape, off], {}, e.span), e.span));
+  }
+  e.args.forEach((a) => sliceChecks(a, out, seen));
   return out;
 }
 
@@ -119,7 +155,7 @@ const add = (a: Expr, b: Expr, span: Span): Expr => {
 
 /** A tensor-level op allowed inside an elementwise expression (the rest must be the whole value). */
 const isElementwiseTensorOp = (op: string) => {
-  if (op === "tensor.cast" || op === "tensor.slice" || getOp(op).tileExpr) return true;
+  if (op === "tensor.cast" || op === "tensor.slice" || op === "tensor.gather" || getOp(op).tileExpr) return true;
   const t = tileOpOf(getOp(op));
   return t === "tile.cast" || ELEMENTWISE.has(t.slice("tile.".length));
 };
@@ -222,22 +258,60 @@ const scalarOp = (op: string, a: Expr, b: Expr, span: Span): Expr => {
 
 /**
  * The extents of a tensor-level value's shape: numbers, or for a dynamic dimension its
- * run-time extent, `pl.dim` of the first of `sources` (tensor variables) that has it.
+ * run-time extent: `pl.dim` of the first of `sources` (tensor variables, leaves) that has it,
+ * or a slice leaf's extent expression. A dimension spelled from a slice's extent (`"{n}"`,
+ * ops/shape.ts extentDim) must be the same expression in every slice that has it: two values
+ * spelled alike (a rebound `n`) are different extents, an E_DYNAMIC.
  */
-function extents(shape: readonly Dim[], sources: readonly Var[], what: string, span: Span): (number | Expr)[] {
+function extents(shape: readonly Dim[], sources: readonly (Var | Leaf)[], what: string, span: Span): (number | Expr)[] {
   return shape.map((d) => {
     if (typeof d === "number") return d;
-    for (const v of sources) {
-      const t = v.type as TensorType;
-      const ax = t.shape.indexOf(d);
-      if (ax >= 0) return call("tensor.dim", [v], { axis: ax }, span);
+    let found: number | Expr | undefined;
+    for (const s of sources) {
+      const e = extentIn(s, d, span);
+      if (e === undefined) continue;
+      if (found === undefined) { found = e; continue; }
+      if (d.startsWith("{") && (typeof found === "number" ? found !== e : typeof e === "number" || !sameExpr(found, e))) {
+        throw new TsptoCompileError("E_DYNAMIC", `${what}: two slices have extents spelled ${d} that are different values`, span,
+          "give each run-time extent its own name (e.g. const n1 = ...; const n2 = ...), or slice both with the same variable");
+      }
+    }
+    if (found !== undefined) {
+      // a window of a static axis bounds the extent (checkWindow fails the launch otherwise)
+      if (typeof found !== "number") {
+        for (const s of sources) {
+          if ("kind" in s || !s.ext) continue;
+          const ax = ((s.key as Call).type as TensorType).shape.indexOf(d), bound = ax >= 0 ? (s.tensor.type as TensorType).shape[ax] : undefined;
+          if (typeof bound === "number") capExtent(found, bound);
+        }
+      }
+      return found;
     }
     throw new TsptoCompileError("E_DYNAMIC", `${what}: dynamic dimension ${JSON.stringify(d)} is not a dimension of any tensor it reads or writes`, span);
   });
 }
+/** The extent of dimension `d` in a source: a slice leaf's own extent, or `pl.dim` of a tensor variable that has it. */
+function extentIn(s: Var | Leaf, d: string, span: Span): number | Expr | undefined {
+  if ("kind" in s || !s.ext) {
+    const v = "kind" in s ? s : s.tensor;
+    const ax = (v.type as TensorType).shape.indexOf(d);
+    return ax >= 0 ? call("tensor.dim", [v], { axis: ax }, span) : undefined;
+  }
+  const ax = ((s.key as Call).type as TensorType).shape.indexOf(d);
+  return ax < 0 ? extentIn(s.tensor, d, span) : s.ext[ax];
+}
+
+/**
+ * Static bounds of run-time extents: a slice's extent is at most its tensor's static extent on
+ * that axis (checkWindow fails the launch otherwise), a written value's at most the target's.
+ * Tiles along such an axis are no larger (a larger tile fails the static window checks).
+ */
+const CAPS = new WeakMap<Expr, number>();
+const capExtent = (e: Expr, bound: number) => CAPS.set(e, Math.min(bound, CAPS.get(e) ?? Infinity));
+const capped = (e: Expr, t: number) => Math.max(1, Math.min(t, CAPS.get(e) ?? Infinity));
 /** A tile extent for a dynamic axis: the limit, a multiple of 8 when it is at least 16. */
 const dynTile = (limit: number): number => { const lim = Math.max(1, Math.floor(limit)); return lim >= 16 ? lim - (lim % 8) : lim; };
-const axisFor = (e: number | Expr, limit: number): Axis => (typeof e === "number" ? axisOf(e, tileExtent(e, limit)) : { dyn: e, t: dynTile(limit) });
+const axisFor = (e: number | Expr, limit: number): Axis => (typeof e === "number" ? axisOf(e, tileExtent(e, limit)) : { dyn: e, t: capped(e, dynTile(limit)) });
 
 const staticShape = (t: TensorType, what: string, span: Span): number[] => {
   if (!t.shape.every((d): d is number => typeof d === "number")) {
@@ -248,6 +322,14 @@ const staticShape = (t: TensorType, what: string, span: Span): number[] => {
 const call = (op: string, args: readonly Expr[], attrs: Attrs, span: Span): Call => mkCall(op, args, attrs, inferCall(getOp(op), args, attrs, span), span);
 const list = (xs: readonly Expr[], span: Span) => mkList(xs, span);
 const zero = (span: Span) => mkConst(0, "int64", span);
+
+/** Tiles an expression makes besides its leaves' and reductions': each iota, and each gather's index tile and rows. */
+function madeTiles(e: Expr, seen = new Set<Expr>()): number {
+  if (e.kind !== "call" || seen.has(e)) return 0;
+  seen.add(e);
+  const own = e.op === "tensor.iota" ? 1 : e.op === "tensor.gather" ? 2 : 0;
+  return own + e.args.reduce((n, a) => n + madeTiles(a, seen), 0);
+}
 
 /** Elements per tile when `nTiles` tiles of the widest of `dtypes` share half the scratch. */
 function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorType["dtype"][], what: string, span: Span, fname: string): number {
@@ -264,12 +346,16 @@ function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorTyp
  * broadcasting) is loaded once along that axis and stretched with broadcastTo.
  */
 function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: number[] | null, span: Span, inner: Stmt[],
-  given: ReadonlyMap<Expr, Expr> = new Map()): Expr {
+  given: ReadonlyMap<Expr, Expr> = new Map(), vectors: ReadonlyMap<Expr, Var> = new Map()): Expr {
   // a tile of whole rows (the last axis whole, from 0): row reductions of the space's rows can be
-  // computed on it; a tile of whole columns (the first axis whole, from 0): column reductions
+  // computed on it; a tile of whole columns (the first axis whole, from 0): column reductions.
+  // `vectors`: reductions the caller computed for this tile's rows ([t, 1]) or columns ([1, t])
+  // over the whole reduced axis (lowerBlocked: a run-time or long reduced axis, in blocks); with
+  // them a tile of part of the rows is lowered as one of whole rows.
   const wholeOn = (ax: number) => tile.length === 2 && typeof space[ax] === "number" && tile[ax] === space[ax] && offsets[ax]?.kind === "const" && Number((offsets[ax] as { value: unknown }).value) === 0;
-  const whole: Whole = tile.length === 2 ? { rows: space[0], cols: space[1], row: wholeOn(1), col: wholeOn(0) } : null;
-  checkElementwise(value, whole, given);
+  const hasVec = (axis: "row" | "col") => [...vectors.keys()].some((k) => k.kind === "call" && reductionAxis(k.op) === axis);
+  const whole: Whole = tile.length === 2 ? { rows: space[0], cols: space[1], row: wholeOn(1) || hasVec("row"), col: wholeOn(0) || hasVec("col") } : null;
+  checkElementwise(value, whole, vectors.size ? new Map([...given, ...vectors]) : given);
   // only an expression with reductions in it is lowered the whole-row / whole-column way below
   // (vectors kept narrow, rowExpand / colExpand ops, shared nodes computed once); any other
   // stays one tree of elementwise tile ops with stretched leaves
@@ -279,6 +365,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
   // stretched [t, 1] / [1, C] values (whole-row expressions) -> their unstretched tiles (see below)
   const rowVec = new Map<Expr, Expr>(), colVec = new Map<Expr, Expr>();
   for (const l of ls) {
+    if (l.read === "gather") continue;
     const lt = l.key.kind === "call" ? (l.key.type as TensorType) : (l.tensor.type as TensorType);
     const bc = lt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
     const offs = offsets.map((o, ax) => {
@@ -320,6 +407,8 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
   };
   /** A reduction of the current tile's rows ([t, 1]) or columns ([1, t]): a tile of its own (not fusable). */
   const reduction = (e: Call): Var => {
+    const pre = vectors.get(e);
+    if (pre) return pre;
     const name = e.op.slice("tensor.".length);
     const xt = toTile(e.args[0]);
     const xtt = exprType(xt) as TileType;
@@ -371,6 +460,8 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     const vec = axis && reducing ? toVec(e, axis) : null;
     if (vec && axis) {
       r = stretch(vec, axis, e.span);
+    } else if (e.op === "tensor.gather") {
+      r = gatherTile(e, ls, space, tile, offsets, valid, inner);
     } else if (reductionAxis(e.op)) {
       r = reduction(e);  // a [t, 1] / [1, t] output space: the reduction's own tile
     } else {
@@ -383,7 +474,7 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
       const atRow = vecAt(rowVec), atCol = atRow < 0 ? vecAt(colVec) : -1;
       if (atRow >= 0) r = call(`tile.rowExpand${suffix}`, [args[1 - atRow], rowVec.get(args[atRow])!], {}, e.span);
       else if (atCol >= 0) r = call(`tile.colExpand${suffix}`, [args[1 - atCol], colVec.get(args[atCol])!], {}, e.span);
-      else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid });
+      else if (def.tileExpr) r = def.tileExpr(args, e.attrs, (o, xs, attrs = {}) => call(o, xs, attrs, e.span), { shape: tile, validShape: valid, offsets });
       else r = call(op!, args, e.attrs, e.span);
       if (reducing && (uses.get(e) ?? 0) > 1) {
         const tv = mkVar("t", exprType(r), e.span);
@@ -395,6 +486,46 @@ function tileExpr(value: Expr, ls: readonly Leaf[], space: readonly Dim[], tile:
     return r;
   };
   return toTile(value);
+}
+
+/**
+ * The tile at `offsets` of a tensor-level gather(table, indices, axis): the indices' window
+ * along the gathered axis loaded as an index tile, then gatherLoad reads the rows (columns) of
+ * the table it picks, the window [offset, offset + extent) along the other axis. A result of
+ * extent 1 where the space has more (a broadcast operand) is read once there and stretched.
+ */
+function gatherTile(e: Call, ls: readonly Leaf[], space: readonly Dim[], tile: readonly number[], offsets: readonly Expr[], valid: readonly number[] | null, inner: Stmt[]): Expr {
+  const span = e.span;
+  const axis = Number(e.attrs.axis ?? 0), other = 1 - axis;
+  const [table, idx] = e.args;
+  const rt = e.type as TensorType;
+  const il = ls.find((l) => l.key === idx || (idx.kind === "var" && l.key.kind === "var" && l.key.id === idx.id));
+  if (table.kind !== "var" || !il) {
+    throw new TsptoCompileError("E_TENSOR_FORM", "pl.gather on tensors takes a tensor variable as the table and a tensor (or a pl.slice window of one) as the indices, not expressions", span,
+      "assign the indices to a tensor of their own first (a pl.createTensor buffer)");
+  }
+  const bc = rt.shape.map((d, ax) => d === 1 && space[ax] !== 1);
+  const shape = tile.map((t, ax) => (bc[ax] ? 1 : t));
+  const v = valid ? valid.map((x, ax) => (bc[ax] ? 1 : x)) : null;
+  const offs = offsets.map((o, ax) => (bc[ax] ? zero(span) : o));
+  // the index window: [n] along the gathered axis, in the index tensor's own orientation
+  const it = (il.key.kind === "call" ? il.key.type : il.tensor.type) as TensorType;
+  const n = shape[axis], vn = v ? v[axis] : n;
+  const long = it.shape.findIndex((d) => d !== 1);
+  const lax = long < 0 ? it.shape.length - 1 : long;
+  const ishape = it.shape.map((_, ax) => (ax === lax ? n : 1));
+  const ivalid = vn < n ? it.shape.map((_, ax) => (ax === lax ? vn : 1)) : null;
+  const ioffs = it.shape.map((_, ax) => {
+    const own = ax === lax ? offs[axis] : zero(span);
+    return il.base ? add(il.base[ax], own, span) : own;
+  });
+  const ld = call("tile.load", [il.tensor, list(ioffs, span)], ivalid ? { shape: ishape, validShape: ivalid } : { shape: ishape }, span);
+  const iv = mkVar(`${il.tensor.name}_idx`, ld.type, span);
+  inner.push(mkAssign([iv], ld, span));
+  const g = call("tile.gatherLoad", [table, iv, offs[other]], { shape: [...shape], axis, ...(v ? { validShape: [...v] } : {}) }, span);
+  const gv = mkVar(`${table.name}_rows`, g.type, span);
+  inner.push(mkAssign([gv], g, span));
+  return bc.some(Boolean) ? call("tile.broadcastTo", [gv], valid ? { shape: [...tile], validShape: [...valid] } : { shape: [...tile] }, span) : gv;
 }
 
 /** tile binary op -> the suffix of its rowExpand form (rowExpandSub is sub with a [M, 1] vector). */
@@ -466,7 +597,7 @@ function epilogueMatmul(value: Expr): Call | null {
 /** The leaves of an expression outside the subexpression `skip`. */
 function leavesOutside(e: Expr, skip: Expr, out: Leaf[] = []): Leaf[] {
   if (e === skip) return out;
-  if (e.kind === "call" && !(e.op === "tensor.slice" && e.args[0].kind === "var")) { e.args.forEach((a) => leavesOutside(a, skip, out)); return out; }
+  if (e.kind === "call" && !(e.op === "tensor.slice" && e.args[0].kind === "var") && e.op !== "tensor.gather") { e.args.forEach((a) => leavesOutside(a, skip, out)); return out; }
   return leaves(e, out);
 }
 
@@ -488,7 +619,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
     // the matmul's output tiles, each finished by the rest of the expression before its store
     const rest = leavesOutside(value, mm);
     return lowerMatmul(mm, store, ctx, mm.span, fname, {
-      tiles: rest.length,
+      tiles: rest.length + madeTiles(value),
       apply: (result, offsets, tile, valid, inner) => tileExpr(value, rest, shape, tile, offsets, valid, span, inner, new Map([[mm as Expr, result]])),
     });
   }
@@ -502,7 +633,8 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
   }
   const ls = leaves(value);
   // a dynamic extent is read (pl.dim) from the written tensor or a tensor read
-  const ext = extents(shape, [out, ...ls.map((l) => l.tensor)], `${what} on tensor '${out.name}'`, span);
+  const ext = extents(shape, [out, ...ls], `${what} on tensor '${out.name}'`, span);
+  ext.forEach((e, ax) => { const d = ot.shape[ax]; if (typeof e !== "number" && typeof d === "number") capExtent(e, d); });
   if (value.kind === "call" && value.op === "tensor.transpose") return lowerTranspose(value, ext, store, ctx, span, fname);
 
   const rank = shape.length;
@@ -523,8 +655,13 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
       }
       return d;
     };
+    const budget = tileBudget(ctx, ls.length + madeTiles(value) + 2 * n + 1, dtypes, `over ${ls.length} tensors and ${n} reduction(s)`, span, fname);
+    // reductions of one kind along an axis of run-time extent, or longer than a tile holds: in blocks
+    if (rank === 2 && (nRed === 0) !== (nCol === 0)) {
+      const along = shape[nRed > 0 ? 1 : 0];
+      if (typeof along !== "number" || along > budget) return lowerBlocked(value, ext, nRed > 0, budget, store, span);
+    }
     const cols = nRed > 0 ? need(1, "row", "row length") : 1, rows = nCol > 0 ? need(0, "column", "column height") : 1;
-    const budget = tileBudget(ctx, ls.length + 2 * n + 1, dtypes, `over ${ls.length} tensors and ${n} reduction(s)`, span, fname);
     if (cols * rows > budget) {
       const [kind, whole] = nCol === 0 ? ["row", `whole rows of ${cols} elements`] : nRed === 0 ? ["column", `whole columns of ${rows} elements`] : ["row and column", `the whole [${rows}, ${cols}] value`];
       throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': ${what} to '${out.name}' computes ${n} ${kind} reduction(s) on ${whole}, more than a tile holds here (${budget})`, span,
@@ -534,7 +671,7 @@ function lowerWrite(out: Var, outOffsets: Expr | null, value: Expr, ctx: PassCon
       : nRed === 0 ? [axisOf(rows, rows), axisFor(ext[1], budget / rows)]
         : [axisOf(rows, rows), axisOf(cols, cols)];
   } else {
-    const budget = tileBudget(ctx, ls.length, dtypes, `over ${ls.length} tensors`, span, fname);
+    const budget = tileBudget(ctx, ls.length + madeTiles(value), dtypes, `over ${ls.length} tensors`, span, fname);
     axes = ext.map((e) => axisFor(e, 1));
     axes[rank - 1] = axisFor(ext[rank - 1], budget);
     if (rank >= 2) axes[rank - 2] = axisFor(ext[rank - 2], budget / axes[rank - 1].t);
@@ -565,9 +702,11 @@ function lowerReduce(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const xt = exprType(x) as TensorType;
   const ls = leaves(x);
   const whole = xt.shape[row ? 1 : 0];
-  const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls.map((l) => l.tensor), `pl.${name}`, span);
-  const budget = tileBudget(ctx, ls.length + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
+  const [other, wholeE] = extents([xt.shape[row ? 0 : 1], whole], ls, `pl.${name}`, span);
+  const budget = tileBudget(ctx, ls.length + madeTiles(x) + 1 + 2 * (reductions(x, "row") + reductions(x, "col")), [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], `pl.${name}`, span, fname);
   if (typeof whole !== "number") return lowerReduceDynamic(value, store, wholeE as Expr, other, budget, span);
+  // a reduced axis longer than a tile holds: in blocks, as a dynamic one (not the arg-reductions: their index is found in one tile)
+  if (whole > budget && !(name in ARG_REDUCTIONS)) return lowerReduceDynamic(value, store, c64(whole, span), other, budget, span);
   if (whole > budget) {
     throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': pl.${name} reduces ${whole} elements per ${row ? "row" : "column"}, more than a tile holds (${budget})`, span,
       `reduce slices of the tensor (pl.slice) and combine the partial results`);
@@ -611,28 +750,61 @@ const COMBINE: Record<string, string> = { sum: "tile.add", max: "tile.maximum", 
  * and products add the partial results in this order.
  */
 function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr[]) => Stmt, whole: Expr, other: number | Expr, budget: number, span: Span): Stmt[] {
-  const name = value.op.slice("tensor.".length);
-  const row = name.startsWith("row");
-  const kind = name in REDUCTIONS ? REDUCTIONS[name].kind : name in PROD_REDUCTIONS ? "prod" : null;
-  const x = value.args[0];
-  const xt = exprType(x) as TensorType;
-  if (!kind) {
-    throw new TsptoCompileError("E_DYNAMIC", `pl.${name} along a dynamic axis (${typeStr(xt)}) is not supported: the position of an extreme is found in one tile`, span,
-      "make the reduced axis static, or reduce tiles of it yourself (pl.range over pl.dim) and keep the best index");
-  }
-  const ls = leaves(x);
-  const tc = dynTile(Math.min(512, budget));
+  const row = value.op.startsWith("tensor.row");
+  const tc = capped(whole, dynTile(Math.min(512, budget)));
   return tileLoops([axisFor(other, budget / tc)], span, ([o], valid, [t]) => {
     const inner: Stmt[] = [];
-    /** The reduction of the [t, w] (row) / [w, t] (column) tile at `off` along the reduced axis. */
+    const vectors = reduceBlocks([...reductionNodes(value.args[0]), value], o, t, valid ? valid[0] : null, whole, tc, row, inner, span);
+    inner.push(store(vectors.get(value)!, row ? [o, zero(span)] : [zero(span), o]));
+    return inner;
+  });
+}
+
+/** The tensor-level reductions in an expression (each node once), innermost first. */
+function reductionNodes(e: Expr, out: Call[] = [], seen = new Set<Expr>()): Call[] {
+  if (e.kind !== "call" || seen.has(e)) return out;
+  seen.add(e);
+  e.args.forEach((a) => reductionNodes(a, out, seen));
+  if (isTensorOp(e) && reductionAxis(e.op)) out.push(e);
+  return out;
+}
+
+/** The leaves of an expression outside the subexpressions in `skip` (reductions computed already). */
+function leavesSkipping(e: Expr, skip: ReadonlyMap<Expr, unknown>, out: Leaf[] = []): Leaf[] {
+  if (skip.has(e)) return out;
+  if (e.kind === "call" && e.op !== "tensor.slice" && e.op !== "tensor.gather") { e.args.forEach((a) => leavesSkipping(a, skip, out)); return out; }
+  return leaves(e, out);
+}
+
+/**
+ * For one band of the other axis (offset o, extent t, valid extent v or null), the reductions
+ * `nodes` (innermost first, all along rows or all along columns) over the whole reduced axis of
+ * run-time extent `whole`, in blocks: the reduction of the first element, then of whole [t, tc]
+ * (row) / [tc, t] (column) tiles, then of single elements, each combined into a carried [t, 1] /
+ * [1, t] result (add / maximum / minimum / mul: max and min exactly the one-pass value, sums and
+ * products in this order). A reduction's operand may hold the reductions before it (softmax's
+ * rowSum(exp(x - rowMax(x)))): their results broadcast into its tiles. Returns the results.
+ */
+function reduceBlocks(nodes: readonly Call[], o: Expr, t: number, v: number | null, whole: Expr, tc: number, row: boolean, inner: Stmt[], span: Span): Map<Expr, Var> {
+  const vectors = new Map<Expr, Var>();
+  for (const red of nodes) {
+    const name = red.op.slice("tensor.".length);
+    const kind = name in REDUCTIONS ? REDUCTIONS[name].kind : name in PROD_REDUCTIONS ? "prod" : null;
+    const x = red.args[0];
+    const xt = exprType(x) as TensorType;
+    if (!kind) {
+      throw new TsptoCompileError("E_DYNAMIC", `pl.${name} along a dynamic axis (${typeStr(xt)}) is not supported: the position of an extreme is found in one tile`, red.span,
+        "make the reduced axis static and at most a tile long, or reduce tiles of it yourself (pl.range over pl.dim) and keep the best index");
+    }
+    const ls = leavesSkipping(x, vectors);
     const part = (off: Expr, w: number, body: Stmt[]): Var => {
       const tile = row ? [t, w] : [w, t];
-      const v = valid ? (row ? [valid[0], w] : [w, valid[0]]) : null;
-      const tx = tileExpr(x, ls, xt.shape, tile, row ? [o, off] : [off, o], v, span, body);
-      const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, span)] : [];
-      const r = call(`tile.${name}`, [tx, ...scratch], {}, span);
-      const rv = mkVar("part", r.type, span);
-      body.push(mkAssign([rv], r, span));
+      const vv = v !== null ? (row ? [v, w] : [w, v]) : null;
+      const tx = tileExpr(x, ls, xt.shape, tile, row ? [o, off] : [off, o], vv, red.span, body, new Map(), vectors);
+      const scratch = name in REDUCTIONS && row ? [call("tile.create", [], { shape: tile, dtype: xt.dtype }, red.span)] : [];
+      const r = call(`tile.${name}`, [tx, ...scratch], {}, red.span);
+      const rv = mkVar("part", r.type, red.span);
+      body.push(mkAssign([rv], r, red.span));
       return rv;
     };
     let acc = part(zero(span), 1, inner); // the first element: every extent is >= 1
@@ -640,9 +812,42 @@ function lowerReduceDynamic(value: Call, store: (r: Expr, offsets: readonly Expr
     const rest = scalarOp("scalar.sub", whole, one, span);
     const wholeStop = scalarOp("scalar.add", one, scalarOp("scalar.sub", rest, scalarOp("scalar.mod", rest, c64(tc, span), span), span), span);
     for (const [start, stop, w] of [[one, wholeStop, tc], [wholeStop, whole, 1]] as const) {
-      acc = carry(inner, acc, start, stop, w, (kv, accIn, body) => call(COMBINE[kind], [accIn, part(kv, w, body)], {}, span), span);
+      acc = carry(inner, acc, start, stop, w, (kv, accIn, body) => call(COMBINE[kind], [accIn, part(kv, w, body)], {}, red.span), red.span);
     }
-    inner.push(store(acc, row ? [o, zero(span)] : [zero(span), o]));
+    vectors.set(red, acc);
+  }
+  return vectors;
+}
+
+/**
+ * An elementwise value of a 2-D space whose reductions (all along rows, or all along columns)
+ * run along an axis of run-time extent, or one longer than a tile holds (softmax over the
+ * scores of a dynamic-length KV cache): per band of the other axis, each reduction over the
+ * whole reduced axis in blocks (reduceBlocks), then the value tile by tile along it with those
+ * results broadcast in, stored as it goes. The operands are read once per reduction and once
+ * for the value (softmax: three passes over x).
+ */
+function lowerBlocked(value: Expr, ext: readonly (number | Expr)[], row: boolean, budget: number, store: (r: Expr, offsets: readonly Expr[]) => Stmt, span: Span): Stmt[] {
+  const shape = (value.kind === "const" ? [] : (value.type as TensorType).shape);
+  const along = ext[row ? 1 : 0], other = ext[row ? 0 : 1];
+  const whole = typeof along === "number" ? c64(along, span) : along;
+  const tc = typeof along === "number" ? tileExtent(along, Math.min(512, budget)) : capped(along, dynTile(Math.min(512, budget)));
+  const nodes = reductionNodes(value);
+  return tileLoops([axisFor(other, budget / tc)], span, ([o], valid0, [t0]) => {
+    const inner: Stmt[] = [];
+    // the last rows (columns) of a static extent: a band of their own extent, no valid region
+    const t = valid0 ? valid0[0] : t0;
+    const vectors = reduceBlocks(nodes, o, t, null, whole, tc, row, inner, span);
+    const ls = leavesSkipping(value, vectors);
+    inner.push(...tileLoops([typeof along === "number" ? axisOf(along, tc) : { dyn: along, t: tc }], span, ([oc], validC, [w]) => {
+      const body: Stmt[] = [];
+      const tile = row ? [t, w] : [w, t];
+      const valid = validC ? (row ? [t, validC[0]] : [validC[0], t]) : null;
+      const offsets = row ? [o, oc] : [oc, o];
+      const r = tileExpr(value, ls, shape, tile, offsets, valid, span, body, new Map(), vectors);
+      body.push(store(r, offsets));
+      return body;
+    }, "j"));
     return inner;
   });
 }
@@ -671,9 +876,9 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const batch = value.op === "tensor.batchMatmul" ? staticShape(at, "pl.batchMatmul", span)[0] : 0;
   const as = at.shape.slice(batch ? 1 : 0), bs = bt.shape.slice(batch ? 1 : 0);
   const [m, k] = aT ? [as[1], as[0]] : as, n = bT ? bs[0] : bs[1];
-  const srcs = [...la, ...lb].map((l) => l.tensor);
-  const [mE, nE, kE] = extents([m, n, k], srcs, "pl.matmul", span);
-  const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : Math.min(t, dynTile(lim)));
+  const [mE, nE, kE] = extents([m, n, k], [...la, ...lb], "pl.matmul", span);
+  const dynOf = new Map<Dim, Expr>([[m, mE], [n, nE], [k, kE]].filter(([d]) => typeof d !== "number") as [Dim, Expr][]);
+  const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : capped(dynOf.get(d)!, Math.min(t, dynTile(lim))));
   const budget = tileBudget(ctx, (batch ? 6 : 3) + (epilogue?.tiles ?? 0), [at.dtype, "float32"], "pl.matmul", span, fname);
   let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
@@ -795,7 +1000,7 @@ function lowerReshape(value: Call, store: (r: Expr, offsets: readonly Expr[]) =>
   const xt = exprType(x) as TensorType;
   const from = staticShape(xt, "pl.reshape", span), to = staticShape(value.type as TensorType, "pl.reshape", span);
   const ls = leaves(x);
-  const budget = tileBudget(ctx, ls.length + 2, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], "pl.reshape", span, fname);
+  const budget = tileBudget(ctx, ls.length + madeTiles(x) + 2, [xt.dtype, ...ls.map((l) => (l.tensor.type as TensorType).dtype)], "pl.reshape", span, fname);
   const total = from.reduce((p, d) => p * d, 1);
   let e = Math.min(total, budget);
   for (; e > 1; e--) {

@@ -168,9 +168,12 @@ export class Binder {
     const p = this.sig[i];
     const name = p.dimNames![k]!;
     const s = this.symbols.indexOf(name);
-    const first = this.sig.findIndex((q, j) => j < i && this.#symAxis[j].includes(s));
-    const fq = this.sig[first];
-    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': dynamic dimension '${name}' (axis ${k}) is ${got}, but argument '${fq.name}' (#${first + 1}) gave ${name} = ${this.#extent[s]}`,
+    // the first argument that gave the dimension its extent: an earlier one, or this one (a name used twice in one shape)
+    const first = this.sig.findIndex((_q, j) => j <= i && this.#symAxis[j].includes(s));
+    const by = first === i
+      ? `axis ${this.#symAxis[i].indexOf(s)} of the same argument gave ${name} = ${this.#extent[s]}`
+      : `argument '${this.sig[first].name}' (#${first + 1}) gave ${name} = ${this.#extent[s]}`;
+    return rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}': dynamic dimension '${name}' (axis ${k}) is ${got}, but ${by}`,
       `tensors that share a dynamic dimension name must agree on its extent; give the kernel parameters different names (e.g. "M" and "N") if they may differ`, { argument: p.name, position: i + 1 });
   }
 

@@ -4,10 +4,10 @@
 // <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
 // describes the latest launch that recorded it and is written atomically (temp + rename).
 // The interp platform records nothing (see ChipWorker: it says so once).
-import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
-import { DFX_DIR, type CompiledMeta } from "../artifact/index.js";
+import { DFX_DIR, checkDirInside, readMarker, recordFiles, removeWritten, type CompiledMeta } from "../artifact/index.js";
 import type { DeviceTrace as NativeTrace, DeviceTraceAccess as NativeTraceAccess, DeviceTraceTask as NativeTraceTask } from "../targets/index.js";
 import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
 
@@ -29,7 +29,7 @@ export function recordingOf(cfg: RunConfig): { mask: number; dumpBytes: number }
   return { mask, dumpBytes: cfg.enableDumpArgs === 1 ? DUMP_L1_BYTES : 0 };
 }
 
-function writeAtomic(path: string, data: string | Uint8Array): void {
+function writeFile(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data);
   renameSync(tmp, path);
@@ -64,8 +64,13 @@ const MODE = ["", "read", "write", "readwrite"];
  * DistributedWorker (`rank_<r>/device_<d>`).
  */
 export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, trace: NativeTrace, coreCount: number, deviceId: number, subdir = ""): string {
-  const dir = join(outputDir, DFX_DIR, subdir);
+  const rel = subdir ? `${DFX_DIR}/${subdir}` : DFX_DIR;
+  const dir = join(outputDir, rel);
+  checkDirInside(outputDir, rel); // (never written through a link planted in the artifact)
   mkdirSync(dir, { recursive: true });
+  // every file written is recorded in the artifact's marker: tspto deletes only what it wrote
+  const written: string[] = [];
+  const writeAtomic = (path: string, data: string | Uint8Array) => { writeFile(path, data); written.push(`${rel}/${path.slice(dir.length + 1)}`); };
   const t0 = trace.launchStartNs;
   const us = (ns: number) => (ns - t0) / 1000;
   const regions = regionsOf(meta, trace);
@@ -123,7 +128,9 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   if (cfg.enableDumpArgs > 0) {
     const full = cfg.enableDumpArgs >= 2;
     const adir = join(dir, "args_dump");
-    rmSync(adir, { recursive: true, force: true });
+    // the previous launch's dump goes (the files tspto recorded writing; anything else stays)
+    const marker = readMarker(outputDir);
+    if (marker && marker !== "invalid") removeWritten(outputDir, marker, `${rel}/args_dump`);
     mkdirSync(adir, { recursive: true });
     const index = tasks.map((t) => ({
       task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
@@ -138,6 +145,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
           if (full) {
             const file = `task${t.id}_arg${k}_${when}.bin`;
             writeFileSync(join(adir, file), bytes);
+            written.push(`${rel}/args_dump/${file}`);
             entry[`${when}File`] = file;
           }
           entry[when] = firstValues(bytes, dtype, 16);
@@ -159,6 +167,7 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
       JSON.stringify({ scope, tasks: s.count, totalNs: s.total, meanNs: s.total / s.count, kernels: [...s.kernels] }));
     writeAtomic(join(dir, "scope_stats.jsonl"), lines.join("\n") + (lines.length ? "\n" : ""));
   }
+  recordFiles(outputDir, written);
   return dir;
 }
 

@@ -1,10 +1,10 @@
 // The handle of a built artifact directory (the base of CompiledProgram, which adds
 // dispatch). The runtime sees a program only through this object: its metadata
 // (compiled_meta.json) and what its target loads (a library, or the lowered IR document).
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Program, TsptoError, interpret, newTensor, type Value, type TensorValue } from "../ir/index.js";
-import { PASSES_DUMP_DIR, readProgram, verifiedLibrary, type ArtifactRef, type CompiledMeta } from "../artifact/index.js";
+import { FILE_LIMITS, PASSES_DUMP_DIR, readProgram, readTextInside, verifiedLibrary, type ArtifactRef, type CompiledMeta } from "../artifact/index.js";
 import { asTensorLike, assertClose, HostTensor } from "./host/index.js";
 
 /** What a runtime needs to launch the program (loaded lazily, once). */
@@ -76,7 +76,7 @@ export class ProgramHandle implements ArtifactRef {
       const pass = f.replace(/^\d+_after_/, "").replace(/\.json$/, "");
       let message: string | undefined;
       try {
-        const program = Program.fromJSON(readFileSync(join(dir, f), "utf8"));
+        const program = Program.fromJSON(readTextInside(this.outputDir, `${PASSES_DUMP_DIR}/${f}`, { maxBytes: FILE_LIMITS.program }));
         // Fresh device-side copies of the inputs for every pass (outputs start zeroed).
         const values: Value[] = this.meta.params.map((prm, i) => {
           if (prm.kind === "scalar") return inputs[i] as Value;

@@ -177,6 +177,10 @@ export class ChipWorker implements Disposable {
   freeTensor(t: DeviceTensor): void {
     if (!(t instanceof DeviceTensor)) throw rtErr("E_ARG", `freeTensor: expected a DeviceTensor, got ${describe(t)}`);
     if (t.owner !== this.#owner) throw rtErr("E_FOREIGN", "freeTensor: the DeviceTensor belongs to another ChipWorker", "free it with the worker that allocated it");
+    if (t.base) {
+      throw rtErr("E_VIEW", `freeTensor: ${t.toString()} is a view of a ${shapeStr(t.base.shape)} DeviceTensor (t.view / t.narrow); a view shares its allocation's memory and lifetime and is never freed on its own`,
+        "free the tensor it was made from (freeing it ends every view of it), or simply drop the view");
+    }
     if (this.#closed || !t.live) return;
     t.live = false;
     this.#tensors.delete(t.dataPtr);
@@ -352,7 +356,7 @@ export class ChipWorker implements Disposable {
     }
     // Launches of one device run in order: the recording mask set now applies to this launch.
     const args = [...packed.args], kinds = packed.kinds.slice(), source = packed.source;
-    const held = this.#hold(reg, args);
+    const held = this.#hold(reg, source);
     reg.inflight++;
     let p: Promise<number>;
     try { p = dev.launchAsync(reg.module, args, kinds); } catch (e) { this.#settled(reg, held); throw e; }
@@ -368,12 +372,16 @@ export class ChipWorker implements Disposable {
     });
   }
 
-  #hold(reg: Registration, args: readonly unknown[]): DeviceTensor[] {
+  /** Holds the allocations of the call's DeviceTensor arguments (a view holds the allocation it is a view of; the binder checked them). */
+  #hold(reg: Registration, source: readonly unknown[]): DeviceTensor[] {
     const held: DeviceTensor[] = [];
     const sig = reg.binder.sig;
     for (let i = 0; i < sig.length; i++) {
-      const t = typeof args[i] === "bigint" ? this.#tensors.get(args[i] as bigint) : undefined;
-      if (t) { held.push(t); this.#holds.set(t, (this.#holds.get(t) ?? 0) + 1); }
+      const a = source[i];
+      if (!(a instanceof DeviceTensor)) continue;
+      const t = a.base ?? a;
+      held.push(t);
+      this.#holds.set(t, (this.#holds.get(t) ?? 0) + 1);
     }
     return held;
   }

@@ -2,12 +2,14 @@
 //   tspto inspect <outputDir> [--json] [--trace] [--graph] [--out <file>]
 // Exit codes: 0 ok, 1 an error (missing directory, not an artifact, a malformed DFX file),
 // 2 a usage error.
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { FILE_LIMITS, checkDirInside, readTextInside, recordFiles, writeFileNoFollow } from "../artifact/index.js";
+import { TsptoError } from "../ir/errors.js";
 import { DEPS_FILE, DEPS_HTML, DFX_DIR, DfxFormatError, SWIMLANE_FILE, SWIMLANE_HTML, readJsonFile } from "./dfx.js";
 import { parseDeps, renderDepsHtml } from "./graph.js";
-import { InspectError, META_FILE, formatReport, inspectArtifact } from "./inspect.js";
+import { InspectError, META_FILE, escapeControls, formatReport, inspectArtifact, reportJson } from "./inspect.js";
 import { parseTrace, renderTraceHtml } from "./trace.js";
 import { MERGED_SWIMLANE_FILE, findRankTraces, mergeRankTraces } from "./ranks.js";
 
@@ -79,30 +81,50 @@ function parseInspectArgs(argv: string[]): InspectArgs | "help" {
 /** Program name for page titles: compiled_meta.json's name if readable, else the directory's name. */
 function programName(dir: string): string {
   try {
-    const m = JSON.parse(readFileSync(join(dir, META_FILE), "utf8")) as { name?: unknown };
-    if (typeof m.name === "string" && m.name) return m.name;
-  } catch { /* not an artifact: fine for rendering */ }
-  return basename(dir);
+    const m = JSON.parse(readTextInside(dir, META_FILE, { maxBytes: FILE_LIMITS.meta })) as { name?: unknown };
+    if (typeof m.name === "string" && m.name) return escapeControls(m.name);
+  } catch { /* not an artifact (or a file tspto refuses to read): fine for rendering */ }
+  return escapeControls(basename(dir));
 }
 
 function requireDir(dir: string): void {
-  if (!existsSync(dir)) throw new InspectError(`no such directory: ${dir}`);
-  if (!statSync(dir).isDirectory()) throw new InspectError(`${dir} is not a directory (give the artifact directory, CompiledProgram.outputDir)`);
+  let st;
+  try { st = statSync(dir); } catch { throw new InspectError(`no such directory: ${dir}`); }
+  if (!st.isDirectory()) throw new InspectError(`${dir} is not a directory (give the artifact directory, CompiledProgram.outputDir)`);
 }
 
+/** `dfx_outputs/<file>` of `dir`, relative: it must exist (a DfxFormatError for a file tspto refuses is raised by readJsonFile). */
 function dfxInput(dir: string, file: string, flag: string): string {
-  const p = join(dir, DFX_DIR, file);
-  if (!existsSync(p)) {
+  const rel = `${DFX_DIR}/${file}`;
+  const p = join(dir, rel);
+  let found = false;
+  try { lstatSync(p); found = true; } catch { /* missing */ }
+  if (!found) {
     const how = file === SWIMLANE_FILE ? "enableChipSwimlane" : "enableDepGen";
     throw new InspectError(`${flag}: ${p} not found: ${existsSync(join(dir, DFX_DIR)) ? `${DFX_DIR}/ has no ${file}` : `${dir} has no ${DFX_DIR}/ directory`}.\n` +
       `  Run the program with RunConfig({ ${how}: true }) to record it (format: docs/dfx-formats.md).`);
   }
-  return p;
+  return rel;
 }
 
-function write(file: string, html: string): void {
+/**
+ * Writes a page (or the merged trace) `rel` into the artifact directory `dir`: never through
+ * a link planted there (dfx_outputs/ must be a real directory; the file is created under a
+ * temporary name, exclusively, and renamed over whatever is at its name), and recorded in the
+ * artifact's marker as a file tspto wrote.
+ */
+function writeInto(dir: string, rel: string, text: string): string {
+  checkDirInside(dir, dirname(rel));
+  writeFileNoFollow(join(dir, rel), text);
+  recordFiles(dir, [rel]);
+  return join(dir, rel);
+}
+
+/** Writes the page the user named with --out (its directory is created), never through a link there. */
+function writeOut(file: string, text: string): string {
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, html);
+  writeFileNoFollow(file, text);
+  return file;
 }
 
 /**
@@ -111,30 +133,27 @@ function write(file: string, html: string): void {
  * row per rank, device and core (also written as dfx_outputs/swimlane_ranks.json).
  */
 export function renderTrace(dir: string, out?: string): string {
-  const ranks = findRankTraces(join(dir, DFX_DIR));
+  const ranks = findRankTraces(dir);
+  const page = (html: string) => (out !== undefined ? writeOut(resolve(out), html) : writeInto(dir, `${DFX_DIR}/${SWIMLANE_HTML}`, html));
   if (ranks.length > 0) {
-    const merged = mergeRankTraces(ranks);
-    const input = join(dir, DFX_DIR, MERGED_SWIMLANE_FILE);
-    write(input, JSON.stringify(merged));
+    const merged = mergeRankTraces(dir, ranks);
+    const input = writeInto(dir, `${DFX_DIR}/${MERGED_SWIMLANE_FILE}`, JSON.stringify(merged));
     const model = parseTrace(merged, input);
-    const file = resolve(out ?? join(dir, DFX_DIR, SWIMLANE_HTML));
-    write(file, renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}, ${merged.ranks.length} rank${merged.ranks.length === 1 ? "" : "s"}, ${ranks.length} device${ranks.length === 1 ? "" : "s"}`, source: input }));
-    return file;
+    return page(renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}, ${merged.ranks.length} rank${merged.ranks.length === 1 ? "" : "s"}, ${ranks.length} device${ranks.length === 1 ? "" : "s"}`, source: input }));
   }
-  const input = dfxInput(dir, SWIMLANE_FILE, "--trace");
-  const model = parseTrace(readJsonFile(input), input);
-  const file = resolve(out ?? join(dir, DFX_DIR, SWIMLANE_HTML));
-  write(file, renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}`, source: input }));
-  return file;
+  const rel = dfxInput(dir, SWIMLANE_FILE, "--trace");
+  const input = join(dir, rel);
+  const model = parseTrace(readJsonFile(dir, rel), input);
+  return page(renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}`, source: input }));
 }
 
 /** Render <dir>/dfx_outputs/deps.json; returns the page's path. */
 export function renderGraph(dir: string, out?: string): string {
-  const input = dfxInput(dir, DEPS_FILE, "--graph");
-  const model = parseDeps(readJsonFile(input), input);
-  const file = resolve(out ?? join(dir, DFX_DIR, DEPS_HTML));
-  write(file, renderDepsHtml(model, { title: `Task dependencies: ${programName(dir)}`, source: input }));
-  return file;
+  const rel = dfxInput(dir, DEPS_FILE, "--graph");
+  const input = join(dir, rel);
+  const model = parseDeps(readJsonFile(dir, rel), input);
+  const html = renderDepsHtml(model, { title: `Task dependencies: ${programName(dir)}`, source: input });
+  return out !== undefined ? writeOut(resolve(out), html) : writeInto(dir, `${DFX_DIR}/${DEPS_HTML}`, html);
 }
 
 /** Run the command line; returns the exit status. */
@@ -163,18 +182,31 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       return 0;
     }
     const report = inspectArtifact(dir);
-    io.out(a.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+    io.out(a.json ? `${reportJson(report)}\n` : formatReport(report));
     return 0;
   } catch (e) {
+    // every failure is a message naming the file (its text escaped: it may come from the directory), never a stack trace
+    const say = (s: string) => escapeControls(s).replace(/\\x0a/g, "\n");
     if (e instanceof UsageError) {
-      io.err(`tspto: ${e.message}\n\n${USAGE}`);
+      io.err(`tspto: ${say(e.message)}\n\n${USAGE}`);
       return 2;
     }
     if (e instanceof InspectError || e instanceof DfxFormatError) {
-      io.err(`tspto inspect: ${e.message}\n`);
+      io.err(`tspto inspect: ${say(e.message)}\n`);
       return 1;
     }
-    io.err(`tspto: ${(e as Error)?.stack ?? String(e)}\n`);
+    if (e instanceof TsptoError) {
+      io.err(`tspto inspect: ${say(e.detail)}\n`);
+      return 1;
+    }
+    const code = (e as NodeJS.ErrnoException)?.code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) {
+      // a file system error while reading or writing (EACCES, ENOSPC, EROFS...)
+      io.err(`tspto inspect: ${say((e as Error).message)}\n`);
+      return 1;
+    }
+    io.err(`tspto inspect: internal error: ${say(String((e as Error)?.message ?? e).split("\n")[0])} (a bug in tspto: please report it${process.env.TSPTO_DEBUG ? "" : "; TSPTO_DEBUG=1 prints the stack"})\n`);
+    if (process.env.TSPTO_DEBUG) io.err(`${(e as Error)?.stack ?? ""}\n`);
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 // The DFX output files the tools read (see docs/dfx-formats.md): file names, and the error
 // a malformed file raises.
-import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { FILE_LIMITS, TsptoArtifactError, readTextInside } from "../artifact/index.js";
 
 export { DFX_DIR } from "../artifact/index.js";
 export const SWIMLANE_FILE = "swimlane.json";
@@ -16,14 +17,20 @@ export class DfxFormatError extends Error {
   }
 }
 
-/** Read and JSON-parse a DFX file; a missing or unparsable file is a DfxFormatError. */
-export function readJsonFile(file: string): unknown {
+/**
+ * Read and JSON-parse the DFX file `root/rel` (`root`: the artifact directory, which is not
+ * trusted: a regular file inside it only, at most FILE_LIMITS.dfx bytes, no link followed);
+ * a missing, refused or unparsable file is a DfxFormatError.
+ */
+export function readJsonFile(root: string, rel: string): unknown {
+  const file = join(root, rel);
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readTextInside(root, rel, { maxBytes: FILE_LIMITS.dfx });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new DfxFormatError(file, code === "ENOENT" ? "no such file" : `cannot read (${code ?? (e as Error).message})`);
+    if (!(e instanceof TsptoArtifactError)) throw e;
+    const d = e.detail.startsWith(`${file}: `) ? e.detail.slice(file.length + 2) : e.detail;
+    throw new DfxFormatError(file, d === "is missing" ? "no such file" : d);
   }
   try {
     return JSON.parse(text);
@@ -42,4 +49,19 @@ export function show(v: unknown): string {
     s = String(v);
   }
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/**
+ * The largest of `f(x)` over `xs` (`empty` when there is none). A loop, not `Math.max(...xs)`:
+ * spreading a trace's hundred thousand tasks as call arguments overflows the stack.
+ */
+export function maxOf<T>(xs: Iterable<T>, f: (x: T) => number, empty = -Infinity): number {
+  let m = -Infinity, any = false;
+  for (const x of xs) { const v = f(x); if (v > m) m = v; any = true; }
+  return any ? m : empty;
+}
+
+/** The smallest of `f(x)` over `xs` (`empty` when there is none); see maxOf. */
+export function minOf<T>(xs: Iterable<T>, f: (x: T) => number, empty = Infinity): number {
+  return -maxOf(xs, (x) => -f(x), -empty);
 }

@@ -1,7 +1,7 @@
 // The dependency-graph view: dfx_outputs/deps.json -> a self-contained HTML page with an SVG
 // DAG (layered left to right by longest path, nodes ordered within layers by barycenter
 // sweeps, one arrow per dependency labelled with its tensor). Format: docs/dfx-formats.md.
-import { DfxFormatError, show } from "./dfx.js";
+import { DfxFormatError, maxOf, show } from "./dfx.js";
 import { esc, fitText, fmtInt, kernelColours, legendHtml, page, textOn } from "./html.js";
 
 export interface DepTask {
@@ -149,7 +149,7 @@ export function layoutDeps(model: DepsModel): DepsLayout {
       if (indeg.get(w) === 0) queue.push(w);
     }
   }
-  const nLayers = ids.length ? Math.max(...ids.map((i) => layer.get(i)!)) + 1 : 0;
+  const nLayers = ids.length ? maxOf(ids, (i) => layer.get(i)!) + 1 : 0;
   const layers: number[][] = Array.from({ length: nLayers }, () => []);
   for (const t of model.tasks) layers[layer.get(t.id)!].push(t.id);
   // 3. ordering: start from (scope, id), then barycenter sweeps over all neighbours
@@ -186,7 +186,7 @@ export function layoutDeps(model: DepsModel): DepsLayout {
   setPos();
 
   // 4. coordinates: one column per layer, columns centred vertically
-  const maxRows = Math.max(0, ...layers.map((l) => l.length));
+  const maxRows = maxOf(layers, (l) => l.length, 0);
   const pitchY = NODE_H + GAP_Y;
   const colH = maxRows * pitchY - GAP_Y;
   const nodes = new Map<number, NodeBox>();

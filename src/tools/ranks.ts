@@ -3,29 +3,36 @@
 // Chrome trace with a process per (rank, device) and the launches placed on one clock by each
 // file's `startUnixUs` (the launch start on the wall clock: ranks on one host share it; across
 // hosts it is as good as their clock synchronisation).
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { DfxFormatError, SWIMLANE_FILE, readJsonFile, show } from "./dfx.js";
+import { DFX_DIR, DfxFormatError, SWIMLANE_FILE, minOf, readJsonFile, show } from "./dfx.js";
 
 export const MERGED_SWIMLANE_FILE = "swimlane_ranks.json";
 
 export interface RankTraceFile {
   rank: number;
   device: number;
+  /** Relative to the artifact directory. */
+  rel: string;
   file: string;
 }
 
-/** The per-device swimlanes under a dfx_outputs/ directory, in (rank, device) order. */
-export function findRankTraces(dfxDir: string): RankTraceFile[] {
-  if (!existsSync(dfxDir) || !statSync(dfxDir).isDirectory()) return [];
+/**
+ * The per-device swimlanes under `<dir>/dfx_outputs/`, in (rank, device) order: real
+ * directories and regular files only (a link planted there is not followed).
+ */
+export function findRankTraces(dir: string): RankTraceFile[] {
+  const isDir = (p: string) => { try { return lstatSync(p).isDirectory(); } catch { return false; } };
+  const dfxDir = join(dir, DFX_DIR);
+  if (!isDir(dfxDir)) return [];
   const out: RankTraceFile[] = [];
   for (const r of readdirSync(dfxDir)) {
     const rm = /^rank_(\d+)$/.exec(r);
-    if (!rm || !statSync(join(dfxDir, r)).isDirectory()) continue;
+    if (!rm || !isDir(join(dfxDir, r))) continue;
     for (const d of readdirSync(join(dfxDir, r))) {
       const dm = /^device_(\d+)$/.exec(d);
-      const file = join(dfxDir, r, d, SWIMLANE_FILE);
-      if (dm && existsSync(file)) out.push({ rank: Number(rm[1]), device: Number(dm[1]), file });
+      const rel = `${DFX_DIR}/${r}/${d}/${SWIMLANE_FILE}`;
+      if (dm && isDir(join(dfxDir, r, d)) && existsSync(join(dir, rel))) out.push({ rank: Number(rm[1]), device: Number(dm[1]), rel, file: join(dir, rel) });
     }
   }
   return out.sort((a, b) => a.rank - b.rank || a.device - b.device);
@@ -38,16 +45,16 @@ interface Event { ph?: unknown; pid?: unknown; tid?: unknown; ts?: unknown; name
  * order, named "rank <r> / device <d>"; its core rows are named "rank <r> / device <d> / core <c>";
  * times are µs from the earliest launch start among the files.
  */
-export function mergeRankTraces(files: readonly RankTraceFile[]): { traceEvents: object[]; displayTimeUnit: string; ranks: number[]; startUnixUs: number } {
+export function mergeRankTraces(dir: string, files: readonly RankTraceFile[]): { traceEvents: object[]; displayTimeUnit: string; ranks: number[]; startUnixUs: number } {
   const loaded = files.map((f) => {
-    const j = readJsonFile(f.file) as { traceEvents?: unknown; startUnixUs?: unknown };
+    const j = readJsonFile(dir, f.rel) as { traceEvents?: unknown; startUnixUs?: unknown };
     if (typeof j !== "object" || j === null || !Array.isArray(j.traceEvents)) throw new DfxFormatError(f.file, "must be an object with a traceEvents array");
     if (typeof j.startUnixUs !== "number" || !Number.isFinite(j.startUnixUs)) {
       throw new DfxFormatError(f.file, `startUnixUs must be a number (the launch start on the wall clock), got ${show(j.startUnixUs)}: record it again with this version of tspto`);
     }
     return { ...f, events: j.traceEvents as Event[], start: j.startUnixUs };
   });
-  const base = Math.min(...loaded.map((l) => l.start));
+  const base = minOf(loaded, (l) => l.start);
   const traceEvents: object[] = [];
   loaded.forEach((l, pid) => {
     const who = `rank ${l.rank} / device ${l.device}`;

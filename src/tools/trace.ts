@@ -1,7 +1,7 @@
 // The swimlane view: a Chrome trace (dfx_outputs/swimlane.json) -> a self-contained HTML
 // page with an SVG timeline, one row per core track, one bar per task.
 // Format: docs/dfx-formats.md.
-import { DfxFormatError, show } from "./dfx.js";
+import { DfxFormatError, maxOf, minOf, show } from "./dfx.js";
 import { esc, fitText, fmtInt, fmtUs, kernelColours, legendHtml, niceStep, page, textOn } from "./html.js";
 
 export interface TraceTask {
@@ -209,8 +209,8 @@ export function parseTrace(json: unknown, file = "swimlane.json"): TraceModel {
   list.sort((a, b) => Number(!!a.orchestration) - Number(!!b.orchestration) || cmpId(a.pid, b.pid) || (a.sortIndex ?? 0) - (b.sortIndex ?? 0) || cmpId(a.tid, b.tid));
   const tasks = list.filter((t) => !t.orchestration).flatMap((t) => t.tasks);
   const all = tasks.length ? tasks : list.flatMap((t) => t.tasks);
-  const t0 = all.length ? Math.min(...all.map((t) => t.ts)) : 0;
-  const t1 = all.length ? Math.max(...all.map((t) => t.ts + t.dur)) : 0;
+  const t0 = minOf(all, (t) => t.ts, 0);
+  const t1 = maxOf(all, (t) => t.ts + t.dur, 0);
   const orch = list.filter((t) => t.orchestration);
   return {
     tracks: list, taskCount: tasks.length, coreTracks: list.length - orch.length, orchestrationCount: orch.reduce((n, t) => n + t.tasks.length, 0),
@@ -274,7 +274,7 @@ export function taskTooltip(task: TraceTask, track: TraceTrack, t0: number): str
 export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}): string {
   const title = opts.title ?? "Swimlane";
   const span = model.t1 - model.t0;
-  const maxPerTrack = Math.max(0, ...model.tracks.filter((t) => !t.orchestration).map((t) => t.tasks.length));
+  const maxPerTrack = Math.max(0, maxOf(model.tracks.filter((t) => !t.orchestration), (t) => t.tasks.length, 0));
   const plotW = opts.plotWidth ?? Math.min(16000, Math.max(DEFAULT_PLOT_W, maxPerTrack * 12));
   const scale = span > 0 ? plotW / span : 0;
   const x = (ts: number) => LABEL_W + (ts - model.t0) * scale;

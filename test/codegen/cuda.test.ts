@@ -7,6 +7,7 @@ import "../../src/ir/ops/index.js";
 import { cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
 import { SIMT_OPS } from "../../src/codegen/simt/index.js";
 import { seedProgram } from "../targets/cuda/corpus.js";
+import { indexingPrograms } from "../ops/fixtures/indexing.js";
 import { pl, RunConfig, randn, zeros } from "tspto";
 
 /** Softmax over [64, 256]: FuseRowReductions makes exp(t - max) and its sum one rowSumKeep. */
@@ -80,5 +81,20 @@ describe("cuda formulas", () => {
     expect(err).toBeInstanceOf(TsptoCompileError);
     expect((err as TsptoCompileError).code).toBe("E_DYNAMIC");
     expect((err as Error).message).toContain("dynamic dimensions are not supported on the cuda platform yet");
+  });
+
+  it("a tensor-level slice of run-time extent is E_DYNAMIC on cuda; iota, gather and gatherLoad generate block-parallel code with checked indices", () => {
+    const prefix = pl.jit(function prefix(x: pl.Tensor<[64, 32], pl.FP32>, n: pl.Scalar<pl.INT64>, out: pl.Out<pl.Tensor<[64, 32], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.slice(x, [n, 32], [0, 0])); });
+    });
+    let err: unknown;
+    try { generateCuda(prefix.lower(randn([64, 32]), 4, zeros([64, 32]), new RunConfig({ platform: "cuda" }))); } catch (e) { err = e; }
+    expect((err as TsptoCompileError).code).toBe("E_DYNAMIC");
+    expect((err as Error).message).toContain("a tensor-level pl.slice of run-time extent is not supported on the cuda platform yet");
+    const g = generateCuda(indexingPrograms().get("embed")!);
+    expect(g.source).toMatch(/\/\/ \w+ = tile\.gatherLoad/);
+    expect(g.source).toContain("tspto_fail(a, ");
+    expect(generateCuda(indexingPrograms().get("iotas")!).source).toMatch(/\/\/ \w+ = tile\.iota/);
+    expect(generateCuda(indexingPrograms().get("tileGather")!).source).toMatch(/\/\/ \w+ = tile\.gather\b/);
   });
 });

@@ -13,6 +13,7 @@ import { pl, ir, RunConfig, randn, zeros, tensor } from "tspto";
 import { replanMemory } from "../../src/passes/index.js";
 import { webgpuTarget } from "../../src/targets/webgpu/index.js";
 import type { Program } from "../../src/ir/index.js";
+import { indexingPrograms } from "../ops/fixtures/indexing.js";
 
 const forWebgpu = (p: Program) => replanMemory(p, { scratchCapacity: webgpuTarget.description.scratchBytes, minTileElemBytes: 4 });
 const LOWERED_AWAY = (op: string) => op.startsWith("tensor.") && op !== "tensor.read";
@@ -146,5 +147,20 @@ describe("wgsl modules", () => {
     const e = codeOf(() => ir.compile(dyn.lower(randn([8, 64]), zeros([8, 64]), new RunConfig({ platform: "webgpu" })), { platform: "webgpu" }));
     expect(e.code).toBe("E_DYNAMIC");
     expect(e.message).toContain("webgpu platform");
+  });
+
+  it("a tensor-level slice of run-time extent is E_DYNAMIC on webgpu; iota, gather and gatherLoad generate workgroup-parallel code with checked indices", () => {
+    const prefix = pl.jit(function prefix(x: pl.Tensor<[64, 32], pl.FP32>, n: pl.Scalar<pl.INT32>, out: pl.Out<pl.Tensor<[64, 32], pl.FP32>>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.slice(x, [n, 32], [0, 0])); });
+    });
+    const e = codeOf(() => generateWgsl(forWebgpu(prefix.lower(randn([64, 32]), 4, zeros([64, 32]), new RunConfig({ platform: "webgpu" })))));
+    expect(e.code).toBe("E_DYNAMIC");
+    expect(e.message).toContain("a tensor-level pl.slice of run-time extent is not supported on the webgpu platform yet");
+    const g = generateWgsl(forWebgpu(indexingPrograms().get("embed")!));
+    const src = g.kernels.map((k) => k.source).join("\n");
+    expect(src).toMatch(/\/\/ \w+ = tile\.gatherLoad/);
+    expect(src).toContain("tspto_fail(");
+    const iota = generateWgsl(forWebgpu(indexingPrograms().get("iotas")!));
+    expect(iota.kernels.map((k) => k.source).join("\n")).toMatch(/\/\/ \w+ = tile\.iota/);
   });
 });

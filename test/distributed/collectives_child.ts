@@ -11,6 +11,7 @@ const platform = (process.argv[4] ?? "cpu") as "cpu" | "interp";
 const dw = new DistributedWorker({ devices, mpi: (process.argv[3] ?? "required") as "required" | "off", config: new RunConfig({ platform }) });
 const N = dw.worldDevices, P = dw.size, k = dw.devices;
 const ok = (name: string) => console.log(`ok rank=${dw.rank} ${name}`);
+console.log(`rank ${dw.rank} on host ${dw.hosts[dw.rank]}; hosts ${dw.hosts.join(" ")}; checks ${dw.checks}`);
 
 function data(shape: number[], dtype: DType, seed: number): HostTensor {
   const f = randn(shape, { seed });
@@ -137,6 +138,93 @@ ok("allReduce sharded (4 ops x 6 dtypes)");
     if (after[r * 2 * N + s * 2 + c] !== rootShard[r * 2 + c]) throw new Error(`broadcast sharded: shard ${s} differs`);
   }
   ok("broadcast sharded");
+}
+// Uneven shards: an extent the N devices do not divide (2N + 1 rows, or columns): shards differ
+// by one (the first ones longer), gather/scatter/allGather move them as they are, reduceScatter
+// leaves uneven chunks, and the elementwise collectives refuse them by name.
+{
+  const E = 2 * N + 1;
+  const extents = Array.from({ length: N }, (_, g) => Math.floor(E / N) + (g < E % N ? 1 : 0));
+  for (const axis of [0, 1]) {
+    const shape = axis === 0 ? [E, 3] : [3, E];
+    const whole = data(shape, "int32", 300 + axis);
+    const t = dw.allocSharded(shape, "int32", { axis, init: whole });
+    const shapes = extents.map((e) => (axis === 0 ? [e, 3] : [3, e]).join());
+    if (t.shardShapes.map((s) => s.join()).join(" ") !== shapes.join(" ")) throw new Error(`uneven axis ${axis}: shardShapes ${JSON.stringify(t.shardShapes)}, want ${shapes.join(" ")}`);
+    // each local shard holds its slice of the whole tensor
+    const start = extents.slice(0, t.firstShard).reduce((a, b) => a + b, 0);
+    let at = start;
+    t.shards.forEach((sh, d) => {
+      const e = extents[t.firstShard + d];
+      const got = new Int32Array(3 * e); dw.workers[d].copyFrom(got, sh, got.byteLength);
+      for (let i = 0; i < 3; i++) for (let j = 0; j < e; j++) {
+        const want = axis === 0 ? (whole.data as Int32Array)[(at + j) * 3 + i] : (whole.data as Int32Array)[i * E + at + j];
+        const have = axis === 0 ? got[j * 3 + i] : got[i * e + j];
+        if (have !== want) throw new Error(`uneven axis ${axis}: device ${t.firstShard + d} element (${i}, ${j}) = ${have}, want ${want}`);
+      }
+      at += e;
+    });
+    exact(dw.gather(t), whole.data as Int32Array, `uneven gather axis ${axis}`);
+    const src = data(shape, "int32", dw.rank === 0 ? 400 : 401); // only rank 0's is read
+    dw.scatter(src, t);
+    exact(dw.gather(t), data(shape, "int32", 400).data as Int32Array, `uneven scatter axis ${axis}`);
+    const g = dw.allGather(t);
+    for (let d = 0; d < k; d++) {
+      const buf = new Int32Array(3 * E); dw.workers[d].copyFrom(buf, g.shards[d], buf.byteLength);
+      exact(new HostTensor(buf, shape, "int32"), data(shape, "int32", 400).data as Int32Array, `uneven allGather axis ${axis} device ${d}`);
+    }
+    for (const [name, f] of N === 1 ? [] : [["allReduce", () => dw.allReduce(t)], ["broadcast", () => dw.broadcast(t, 0)], ["reduceScatter", () => dw.reduceScatter(t)]] as const) {
+      let code = "no error";
+      try { f(); } catch (e) { code = `${(e as { code?: string }).code}: ${(e as Error).message}`; }
+      if (!code.startsWith(`E_SHARD: [E_SHARD] ${name}: ShardedTensor(shape=[${shape.join(", ")}]`) || !code.includes("has shards of different shapes")) throw new Error(`uneven ${name}: ${code}`);
+    }
+    dw.free(t); dw.free(g);
+  }
+  ok("uneven shards: gather, scatter, allGather (axis 0 and 1), elementwise collectives refused");
+  // reduceScatter into uneven chunks: every device holds rows (or columns) of length E.
+  for (const axis of [0, 1]) {
+    const shard = axis === 0 ? [E, 3] : [3, E];
+    const parts = Array.from({ length: N }, (_, g) => data(shard, "int32", 500 + g));
+    const wholeShape = axis === 0 ? [E * N, 3] : [3, E * N];
+    const init = new HostTensor(new Int32Array(3 * E * N), wholeShape, "int32");
+    for (let g = 0; g < N; g++) for (let i = 0; i < shard[0]; i++) for (let j = 0; j < shard[1]; j++) {
+      const v = (parts[g].data as Int32Array)[i * shard[1] + j];
+      if (axis === 0) (init.data as Int32Array)[(g * E + i) * 3 + j] = v; else (init.data as Int32Array)[i * E * N + g * E + j] = v;
+    }
+    const t = dw.allocSharded(wholeShape, "int32", { axis, init });
+    const rs = dw.reduceScatter(t, "sum");
+    const want = reduceRef(parts, "sum") as Int32Array;
+    if (rs.shape.join() !== shard.join() || rs.shardShapes.map((s) => s[axis]).join() !== extents.join()) throw new Error(`uneven reduceScatter axis ${axis}: ${rs}`);
+    exact(dw.gather(rs), want, `uneven reduceScatter axis ${axis}`);
+    dw.free(t); dw.free(rs);
+  }
+  // ... and of one DeviceTensor per rank ([2P + 1, 3]: rank r keeps its rows of the sum)
+  const rows = 2 * P + 1;
+  const ints = Array.from({ length: P }, (_, r) => data([rows, 3], "int32", 600 + r));
+  const w = dw.workers[0];
+  const rs = dw.reduceScatter(w.allocTensor([rows, 3], "int32", { init: ints[dw.rank] }), "sum");
+  const sum = reduceRef(ints, "sum") as Int32Array;
+  const per = Array.from({ length: P }, (_, r) => Math.floor(rows / P) + (r < rows % P ? 1 : 0));
+  const first = per.slice(0, dw.rank).reduce((a, b) => a + b, 0);
+  if (rs.shape.join() !== [per[dw.rank], 3].join()) throw new Error(`uneven reduceScatter DeviceTensor shape ${rs.shape}`);
+  const mine = new Int32Array(per[dw.rank] * 3); w.copyFrom(mine, rs, mine.byteLength);
+  exact(new HostTensor(mine, rs.shape, "int32"), sum.slice(first * 3, (first + per[dw.rank]) * 3), "uneven reduceScatter DeviceTensor");
+  ok("uneven shards: reduceScatter into uneven chunks (axis 0 and 1, and a DeviceTensor per rank)");
+}
+// A larger allReduce (1 MiB per rank): small integers, so the float32 sum is exact.
+{
+  const n = 1 << 18;
+  const w = dw.workers[0];
+  const init = Float32Array.from({ length: n }, (_, i) => (i % 7) + dw.rank);
+  const t = w.allocTensor([n], "float32", { init: { data: init, shape: [n] } });
+  dw.allReduce(t);
+  const got = new Float32Array(n);
+  w.copyFrom(got, t, got.byteLength);
+  for (let i = 0; i < n; i++) {
+    const want = P * (i % 7) + (P * (P - 1)) / 2;
+    if (got[i] !== want) throw new Error(`allReduce 1 MiB: element ${i} = ${got[i]}, want ${want}`);
+  }
+  ok("allReduce 1 MiB");
 }
 dw.barrier();
 ok("barrier");

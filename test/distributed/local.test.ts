@@ -14,6 +14,11 @@ const axpy = pl.jit(function axpy(x: pl.Tensor, y: pl.InOut<pl.Tensor>) {
   return y;
 });
 
+/** out = 2a + b over any number of rows (a dynamic dimension: one program for every shard). */
+const biasRows = pl.jit(function biasRows(a: pl.Tensor<["M", 300], pl.FP32>, b: pl.Tensor<[1, 300], pl.FP32>, out: pl.Out<pl.Tensor<["M", 300], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(pl.mul(a, 2.0), b)); });
+});
+
 let dw: DistributedWorker | null = null;
 afterEach(() => { dw?.close(); dw = null; });
 const open = (opts: ConstructorParameters<typeof DistributedWorker>[0] = { devices: 3, mpi: "off" }) => (dw = new DistributedWorker(opts));
@@ -32,7 +37,7 @@ describe("DistributedWorker in one process", () => {
       p.on("close", (status) => { clearTimeout(timer); resolve({ status, out }); });
     });
     expect(r.status, r.out).toBe(0);
-    expect(r.out.match(/^ok rank=0 /gm)?.length).toBe(11);
+    expect(r.out.match(/^ok rank=0 /gm)?.length).toBe(14);
   });
 
   for (const platform of ["cpu", "interp"] as const) {
@@ -80,6 +85,28 @@ describe("DistributedWorker in one process", () => {
     expect([...w.gather(t).data]).toEqual([...whole.data]);
   });
 
+  it("uneven shards: an extent the devices do not divide splits as numpy.array_split does; run takes them with a dynamic extent", () => {
+    const w = open({ devices: 3, mpi: "off" });
+    const X = randn([10, 300], { seed: 21 }), B = randn([1, 300], { seed: 22 });
+    const xs = w.allocSharded([10, 300], "float32", { init: X });
+    expect(xs.shardShapes).toEqual([[4, 300], [3, 300], [3, 300]]);
+    expect([xs.shardShape, xs.even, xs.shards.map((s) => s.shape)]).toEqual([[4, 300], false, [[4, 300], [3, 300], [3, 300]]]);
+    expect(String(xs)).toBe("ShardedTensor(shape=[10, 300], dtype=float32, axis=0, shards=3 of [4, 300] or [3, 300])");
+    const ys = w.allocSharded([10, 300], "float32");
+    // One compiled program for every shard: the row count is a dynamic dimension.
+    const compiled = biasRows.compile(zeros([4, 300]), B, zeros([4, 300]));
+    w.run(compiled, xs, B, ys);
+    const want = X.mul(tensor(Array(10 * 300).fill(2), { shape: [10, 300] })).add(tensor([...Array(10)].flatMap(() => [...(B.data as Float32Array)]), { shape: [10, 300] }));
+    assertClose(w.gather(ys), want, { rtol: 1e-6, atol: 1e-6 });
+    // A static program refuses the shorter shards, naming the shape it was built for.
+    const fixed = axpy.compile(zeros([R, C]), zeros([R, C]));
+    const cols = w.allocSharded([R, 3 * C + 1], "float32", { axis: 1 });
+    expect(cols.shardShapes).toEqual([[R, C + 1], [R, C], [R, C]]);
+    expect(codeOf(() => w.run(fixed, cols, cols))).toMatch(/^E_ARG: .*expected a float32 tensor of shape \[16, 32\], got float32 of shape \[16, 33\]/);
+    expect(codeOf(() => w.allReduce(xs))).toMatch(/^E_SHARD: .*allReduce: ShardedTensor\(shape=\[10, 300\].*\) has shards of different shapes \(\[4, 300\] and \[3, 300\]\); allReduce combines the shards elementwise[\s\S]*hint: allocate an extent along the axis that the number of devices divides/);
+    expect(codeOf(() => w.broadcast(xs, 1))).toMatch(/^E_SHARD: .*broadcast: .* has shards of different shapes/);
+  });
+
   it("collectives on a plain DeviceTensor without other ranks leave it as it is", () => {
     const w = open({ devices: 2, mpi: "off" });
     const v = randn([4, 4], { seed: 9 });
@@ -111,6 +138,36 @@ describe("DistributedWorker errors", () => {
     expect(codeOf(() => new DistributedWorker({ mpi: "off", gpus: 2 } as never))).toMatch(/^E_ARG: .*unknown option 'gpus'/);
     expect(codeOf(() => new DistributedWorker({ mpi: "sometimes" as never }))).toMatch(/^E_ARG: .*mpi must be "auto", "required" or "off", got "sometimes"/);
     expect(codeOf(() => new DistributedWorker({ mpi: "off", timeoutS: -1 }))).toMatch(/^E_ARG: .*timeoutS must be a number >= 0, got -1/);
+    expect(codeOf(() => new DistributedWorker({ mpi: "off", heartbeatS: -2 }))).toMatch(/^E_ARG: .*heartbeatS must be a number >= 0, got -2/);
+    expect(codeOf(() => new DistributedWorker({ mpi: "off", checks: "yes" as never }))).toMatch(/^E_ARG: .*checks must be a boolean, got yes/);
+    expect(codeOf(() => new DistributedWorker({ mpi: "off", gpus: 2 } as never))).toMatch(/hint: known options: devices, config, mpi, timeoutS, heartbeatS, checks/);
+    const saved = process.env.TSPTO_MPI_TIMEOUT;
+    process.env.TSPTO_MPI_TIMEOUT = "soon";
+    try {
+      expect(codeOf(() => new DistributedWorker({ mpi: "off" }))).toMatch(/^E_ARG: .*timeoutS must be a number >= 0, got NaN \(from TSPTO_MPI_TIMEOUT\)/);
+    } finally {
+      if (saved === undefined) delete process.env.TSPTO_MPI_TIMEOUT; else process.env.TSPTO_MPI_TIMEOUT = saved;
+    }
+  });
+
+  it("the collective timeout is finite by default (300 s; TSPTO_MPI_TIMEOUT or timeoutS change it, 0 = forever); heartbeats every 3 s; checks on", () => {
+    const saved = { t: process.env.TSPTO_MPI_TIMEOUT, h: process.env.TSPTO_MPI_HEARTBEAT, c: process.env.TSPTO_MPI_CHECKS };
+    delete process.env.TSPTO_MPI_TIMEOUT; delete process.env.TSPTO_MPI_HEARTBEAT; delete process.env.TSPTO_MPI_CHECKS;
+    try {
+      let w = open({ mpi: "off" });
+      expect([w.timeoutS, w.heartbeatS, w.checks]).toEqual([300, 3, true]);
+      w.close();
+      process.env.TSPTO_MPI_TIMEOUT = "0"; process.env.TSPTO_MPI_HEARTBEAT = "1.5"; process.env.TSPTO_MPI_CHECKS = "0";
+      w = open({ mpi: "off" });
+      expect([w.timeoutS, w.heartbeatS, w.checks]).toEqual([0, 1.5, false]);
+      w.close();
+      w = open({ mpi: "off", timeoutS: 20, heartbeatS: 0, checks: true });
+      expect([w.timeoutS, w.heartbeatS, w.checks]).toEqual([20, 0, true]);
+    } finally {
+      for (const [k, v] of [["TSPTO_MPI_TIMEOUT", saved.t], ["TSPTO_MPI_HEARTBEAT", saved.h], ["TSPTO_MPI_CHECKS", saved.c]] as const) {
+        if (v === undefined) delete process.env[k]; else process.env[k] = v;
+      }
+    }
   });
 
   it("mpi: 'required' outside mpirun says how to start the job", () => {
@@ -130,7 +187,7 @@ describe("DistributedWorker errors", () => {
 
   it("checks shapes, axes, dtypes, ops and roots", () => {
     const w = open();
-    expect(codeOf(() => w.allocSharded([10, 4], "float32"))).toMatch(/^E_SHARD: .*shape \[10, 4\] cannot be split into 3 equal shards along axis 0 \(10 is not a multiple of 3 = 1 ranks x 3 devices\)/);
+    expect(codeOf(() => w.allocSharded([2, 4], "float32"))).toMatch(/^E_SHARD: .*shape \[2, 4\] cannot be split into 3 shards along axis 0 \(2 < 3 = 1 ranks x 3 devices: every device needs at least one\)/);
     expect(codeOf(() => w.allocSharded([3, 4], "float32", { axis: 2 }))).toMatch(/^E_AXIS: .*axis must be an integer in \[0, 1\] for shape \[3, 4\], got 2/);
     expect(codeOf(() => w.allocSharded([], "float32"))).toMatch(/^E_SHAPE: .*non-empty list of positive integers, got \[\]/);
     expect(codeOf(() => w.allocSharded([3], "float64" as never))).toMatch(/^E_DTYPE: .*unknown dtype "float64"/);
@@ -140,7 +197,7 @@ describe("DistributedWorker errors", () => {
     const t = w.allocSharded([6, 2], "float32");
     expect(codeOf(() => w.allReduce(t, "mean" as never))).toMatch(/^E_OP: .*op must be one of "sum", "max", "min", "prod", got "mean"/);
     expect(codeOf(() => w.broadcast(t, 3))).toMatch(/^E_ROOT: .*root must be an integer in \[0, 2\] \(a device of the world\), got 3/);
-    expect(codeOf(() => w.reduceScatter(t))).toMatch(/^E_SHARD: .*reduceScatter: shape \[2, 2\] cannot be split into 3 equal chunks along axis 0/);
+    expect(codeOf(() => w.reduceScatter(t))).toMatch(/^E_SHARD: .*reduceScatter: shape \[2, 2\] cannot be split into 3 chunks along axis 0 \(2 < 3: every device of the world needs at least one\)/);
     expect(codeOf(() => w.scatter(zeros([6, 3]), t))).toMatch(/^E_ARG: .*scatter: host must have shape=\[6, 2\] dtype=float32 .*got shape=\[6, 3\] dtype=float32/);
     expect(codeOf(() => w.allGather({} as never))).toMatch(/^E_ARG: .*allGather: expected a ShardedTensor or a DeviceTensor, got Object/);
   });

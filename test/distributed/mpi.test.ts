@@ -3,64 +3,29 @@
 // when MPI is needed but missing. Tests that need Open MPI skip, saying so, where `mpirun` is
 // not installed (the missing-MPI error is checked everywhere).
 import { describe, it, expect, vi } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { child, childEnv, expectAllChecks, hasMpirun, run } from "./jobs.js";
 
 // An mpirun job of 4 ranks on a busy 2-core machine can take minutes: the jobs' own timeouts
 // (below) end a hang; the test's must be longer.
 vi.setConfig({ testTimeout: 300_000 });
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const child = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
-const hasMpirun = spawnSync("mpirun", ["--version"], { encoding: "utf8" }).status === 0;
 if (!hasMpirun) {
   console.warn("SKIPPED: distributed tests over MPI (no `mpirun` on this machine: apt-get install openmpi-bin libopenmpi-dev)");
 }
 
-// Environment of a child: the test runner's, without variables of an enclosing MPI job.
-const childEnv = (extra: Record<string, string> = {}) => {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
-  for (const k of Object.keys(env)) if (k.startsWith("OMPI_") || k.startsWith("PMIX_")) delete env[k];
-  return { ...env, ...extra };
-};
-
-/**
- * Runs a command to its end without blocking the test worker's event loop (spawnSync would
- * starve vitest's own messages for as long as the job runs); a hang is ended by the timeout
- * (SIGKILL: then `signal` is set).
- */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ status: number | null; signal: string | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    p.stdout.on("data", (b) => (out += b));
-    p.stderr.on("data", (b) => (out += b));
-    const timer = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
-    p.on("error", reject);
-    p.on("close", (status, signal) => {
-      clearTimeout(timer);
-      resolve({ status, signal, out });
-    });
-  });
-}
-
 /** mpirun -np <ranks> node --import tsx <script> <args>. */
-const mpirun = (ranks: number, script: string, args: string[], timeoutMs = 180_000) =>
-  run("mpirun", ["--allow-run-as-root", "--oversubscribe", "-np", String(ranks), "node", "--import", "tsx", script, ...args], childEnv(), timeoutMs);
-
-const CHECKS = ["allReduce sharded (4 ops x 6 dtypes)", "allReduce DeviceTensor", "broadcast DeviceTensor", "allGather DeviceTensor",
-  "reduceScatter DeviceTensor", "allGather sharded axis 1", "reduceScatter sharded axis 1", "scatter/gather", "broadcast sharded", "barrier", "closed"];
-
-function expectAllChecks(out: string, ranks: number) {
-  for (let r = 0; r < ranks; r++) for (const c of CHECKS) expect(out, `rank ${r}: ${c}`).toContain(`ok rank=${r} ${c}`);
-}
+const mpirun = (ranks: number, script: string, args: string[], timeoutMs = 180_000, env: Record<string, string> = {}) =>
+  run("mpirun", ["--allow-run-as-root", "--oversubscribe", "-np", String(ranks), "node", "--import", "tsx", script, ...args], childEnv(env), timeoutMs);
 
 describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
-  for (const [ranks, devices] of [[2, 1], [4, 1], [2, 2]] as const) {
-    it(`${ranks} ranks x ${devices} device(s): every collective matches the single-process reference (integers bit-identical)`, async () => {
-      const r = await mpirun(ranks, child("collectives_child.ts"), [String(devices)]);
+  // The last one without the agreement checks (TSPTO_MPI_CHECKS=0: the collectives' other path).
+  for (const [ranks, devices, checks] of [[2, 1, true], [4, 1, true], [2, 2, false]] as const) {
+    it(`${ranks} ranks x ${devices} device(s)${checks ? "" : ", checks off"}: every collective matches the single-process reference (integers bit-identical)`, async () => {
+      const r = await mpirun(ranks, child("collectives_child.ts"), [String(devices)], 180_000, checks ? {} : { TSPTO_MPI_CHECKS: "0" });
       expect(r.status, r.out).toBe(0);
       expectAllChecks(r.out, ranks);
+      expect(r.out).toContain(`rank 0 on host`);
+      expect(r.out).toContain(`; checks ${checks}`);
     });
   }
 
@@ -115,6 +80,41 @@ describe.skipIf(!hasMpirun)("MPI world checks", () => {
     const r = await mpirun(2, child("lost_rank_child.ts"), ["mismatch"], 90_000);
     expect(r.status, r.out).not.toBe(0);
     expect(r.out).toContain("rank 0: constructor failed: E_DEVICES DistributedWorker: rank 1 has 2 devices, rank 0 has 1");
+  });
+});
+
+describe.skipIf(!hasMpirun)("agreement across ranks (issue 19, item 12)", () => {
+  // Each scenario: what every rank must print. "$r" is the printing rank.
+  const expected: [string, (r: number) => string][] = [
+    ["shape", () => "E_MPI_MISMATCH allReduce (collective #1): the ranks passed different arguments: ranks 0, 2: #1 allReduce(DeviceTensor float32 [4, 8], op sum); rank 1: #1 allReduce(DeviceTensor float32 [4, 6], op sum)"],
+    ["dtype", () => "E_MPI_MISMATCH allReduce (collective #2): the ranks passed different arguments: ranks 0, 2: #2 allReduce(DeviceTensor float32 [4, 8], op sum); rank 1: #2 allReduce(DeviceTensor int32 [4, 8], op sum)"],
+    ["op", () => "E_MPI_MISMATCH allReduce (collective #3): the ranks passed different arguments: ranks 0, 1: #3 allReduce(DeviceTensor float32 [4, 8], op sum); rank 2: #3 allReduce(DeviceTensor float32 [4, 8], op max)"],
+    ["root", () => "E_MPI_MISMATCH broadcast (collective #4): the ranks passed different arguments: rank 0: #4 broadcast(DeviceTensor float32 [4, 8], root 0); ranks 1, 2: #4 broadcast(DeviceTensor float32 [4, 8], root 1)"],
+    ["kind", (r) => `E_MPI_MISMATCH ${r === 1 ? "broadcast" : "allReduce"} (collective #5): the ranks passed different arguments: ranks 0, 2: #5 allReduce(DeviceTensor float32 [4, 8], op sum); rank 1: #5 broadcast(DeviceTensor float32 [4, 8], root 0)`],
+    ["axis", () => "E_MPI_MISMATCH allGather (collective #6): the ranks passed different arguments: ranks 0, 2: #6 allGather(ShardedTensor float32 [6, 6] axis 0 in 3); rank 1: #6 allGather(ShardedTensor float32 [6, 6] axis 1 in 3)"],
+    ["barrier", (r) => `E_MPI_MISMATCH ${r === 0 ? "barrier" : "allReduce"} (collective #7): the ranks passed different arguments: rank 0: #7 barrier(); ranks 1, 2: #7 allReduce(DeviceTensor float32 [2], op sum)`],
+    ["local dtype", (r) => (r === 1 ? "E_DTYPE allReduce: float16 tensors cannot be reduced (MPI has no float16 type)"
+      : `E_RANK_FAILED allReduce (collective #8): rank 1 (host HOST) failed in it: [E_DTYPE] allReduce: float16 tensors cannot be reduced (MPI has no float16 type); rank ${r} stops here instead of waiting for it`)],
+    ["local freed", (r) => (r === 2 ? "E_FREED gather: the ShardedTensor was freed"
+      : `E_RANK_FAILED gather (collective #9): rank 2 (host HOST) failed in it: [E_FREED] gather: the ShardedTensor was freed; rank ${r} stops here instead of waiting for it`)],
+    ["after", () => "allReduce gives 6, 60, 1.5"],
+  ];
+
+  it("different shapes, dtypes, ops, roots, collectives or axes make every rank fail naming who passed what; a rank whose own arguments fail is named by the others; the world stays usable", async () => {
+    const r = await mpirun(3, child("agreement_child.ts"), ["all"], 120_000);
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    expect(r.status, r.out).toBe(0);
+    const host = (await import("node:os")).hostname();
+    for (let rank = 0; rank < 3; rank++) {
+      for (const [name, want] of expected) expect(r.out, `rank ${rank}: ${name}`).toContain(`rank ${rank}: ${name}: ${want(rank).replace("HOST", host)}`);
+    }
+  });
+
+  it("a rank that closes one collective early: the others, waiting in the collective it never joins, fail naming it (no hang)", async () => {
+    const r = await mpirun(3, child("agreement_child.ts"), ["left"], 120_000);
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    const said = [0, 2].filter((s) => new RegExp(`rank ${s}: left: E_MPI_MISMATCH MPI rank 1 \\(pid \\d+ on host .*\\) left the job \\(closed its DistributedWorker\\) after 1 collective, but rank ${s} waits in collective #2 \\(allReduce\\), which it will never join`).test(r.out));
+    expect(said.length, r.out).toBeGreaterThanOrEqual(1);
   });
 });
 

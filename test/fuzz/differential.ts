@@ -6,7 +6,8 @@
 // Case kinds: tensor-level elementwise chains (every dtype, casts, scalar operands) on shapes
 // that are not tile multiples; tile-level reductions (row/col sum/max/min), with partial tiles
 // (validShape) padded by fillpad; broadcasts (rowExpand*/colExpand*); loops with
-// loop-carried tiles.
+// loop-carried tiles; gather (tile and tensor forms, int32/int64 indices), iota masks, slices
+// of run-time extent (with a column reduction down the run-time height).
 //
 // Used by test/fuzz/differential.test.ts (a bounded run in CI) and scripts/fuzz.ts (long runs).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -435,7 +436,102 @@ function matmulEpilogueCase(r: Rand, id: number): Case {
   };
 }
 
-const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase, rowReductionExprCase, matmulEpilogueCase];
+/**
+ * gather (an embedding lookup): rows (axis 0, ids [N, 1]) or columns (axis 1, ids [1, N]) of a
+ * table at int32 / int64 indices, the tensor form (alone, or plus another tensor in the same
+ * expression: each tile reads its rows straight from the table) or the tile form.
+ */
+function gatherCase(r: Rand, id: number): Case {
+  const axis = r() < 0.7 ? 0 : 1;
+  const V = int(r, 1, 60), W = int(r, 1, 100), N = int(r, 1, 70);
+  const d = pick(r, ["float32", "float32", "int32", "float16"] as DType[]);
+  const idD = pick(r, ["int32", "int64"] as DType[]);
+  const table: Input = { name: `x${id}_t`, shape: axis === 0 ? [V, W] : [W, V], dtype: d, values: randomValues(r, V * W, d === "int32" ? "int16" : d) };
+  const idx = Array.from({ length: N }, () => (r() < 0.2 ? pick(r, [0, V - 1]) : int(r, 0, V - 1)));
+  const ids: Input = { name: `x${id}_i`, shape: axis === 0 ? [N, 1] : [1, N], dtype: idD, values: idx };
+  const outShape = axis === 0 ? [N, W] : [W, N];
+  const at = (k: number) => {
+    const i = Math.floor(k / outShape[1]), j = k % outShape[1];
+    return axis === 0 ? table.values[idx[i] * W + j] : table.values[i * V + idx[j]];
+  };
+  const inputs = [table, ids];
+  let body: string, expected: number[];
+  const form = r();
+  if (form < 0.3) {
+    body = `pl.store(pl.gather(pl.load(${table.name}, [0, 0], [${table.shape}]), pl.load(${ids.name}, [0, 0], [${ids.shape}])${axis ? ", 1" : ""}), [0, 0], o${id});`;
+    expected = Array.from({ length: N * W }, (_, k) => at(k));
+  } else if (form < 0.6) {
+    const x: Input = { name: `x${id}_x`, shape: outShape, dtype: d, values: randomValues(r, N * W, d === "int32" ? "int16" : d) };
+    inputs.push(x);
+    body = `pl.assign(o${id}, pl.add(pl.gather(${table.name}, ${ids.name}${axis ? ", 1" : ""}), ${x.name}));`;
+    expected = Array.from({ length: N * W }, (_, k) => store(at(k) + x.values[k], d));
+  } else {
+    body = `pl.assign(o${id}, pl.gather(${table.name}, ${ids.name}${axis ? ", 1" : ""}));`;
+    expected = Array.from({ length: N * W }, (_, k) => at(k));
+  }
+  return {
+    id, kind: "gather", body, inputs, out: { name: `o${id}`, shape: outShape, dtype: d, init: new Array(N * W).fill(0) }, expected,
+    tol: isFloat(d) ? floatTol(d, false) : null, what: `gather ${d}[${table.shape}] at ${idD}[${ids.shape}] axis ${axis}: ${body}`,
+  };
+}
+
+/**
+ * iota masks: sel(cmp(iota(s, a1), iota(s, a2) + off, mode), x, c) on a tensor of [M, N]
+ * (half with a dynamic first dimension: the iota's shape names it), or an iota tile cast to float.
+ */
+function iotaCase(r: Rand, id: number): Case {
+  const M = int(r, 1, 45), N = int(r, 1, 300);
+  const x: Input = { name: `x${id}_0`, shape: [M, N], dtype: "float32", values: randomValues(r, M * N, "float32") };
+  const dynRows = r() < 0.5;
+  const a1 = int(r, 0, 1), a2 = int(r, 0, 1), off = int(r, -5, 5), mode = pick(r, ["lt", "le", "gt", "ge", "eq", "ne"] as const), c = pick(r, [-1e9, 0, 2.5]);
+  const rows = dynRows ? JSON.stringify(`R${id}`) : String(M);
+  const cmpOf = (p: number, q: number) => (mode === "lt" ? p < q : mode === "le" ? p <= q : mode === "gt" ? p > q : mode === "ge" ? p >= q : mode === "eq" ? p === q : p !== q);
+  if (!dynRows && r() < 0.3) {
+    const body = `pl.store(pl.cast(pl.iota([${M}, ${N}], ${a1}, pl.INT32), pl.FP32), [0, 0], o${id});`;
+    return {
+      id, kind: "iota", body, inputs: [x], out: { name: `o${id}`, shape: [M, N], dtype: "float32", init: new Array(M * N).fill(0) },
+      expected: Array.from({ length: M * N }, (_, k) => (a1 === 0 ? Math.floor(k / N) : k % N)), tol: null, what: `iota tile [${M}, ${N}] axis ${a1}`,
+    };
+  }
+  const body = `pl.assign(o${id}, pl.sel(pl.cmp(pl.iota([${rows}, ${N}], ${a1}, pl.INT32), pl.add(pl.iota([${rows}, ${N}], ${a2}, pl.INT32), ${off}), "${mode}"), ${x.name}, ${lit(c, "float32")}));`;
+  const expected = Array.from({ length: M * N }, (_, k) => {
+    const ix = [Math.floor(k / N), k % N];
+    return cmpOf(ix[a1], ix[a2] + off) ? x.values[k] : fround(c);
+  });
+  return {
+    id, kind: "iota", body, inputs: [x], out: { name: `o${id}`, shape: [M, N], dtype: "float32", init: new Array(M * N).fill(0) }, expected,
+    tol: null, what: `iota mask [${dynRows ? `R${id}=` : ""}${M}, ${N}]: ${body}`, dynRows,
+  };
+}
+
+/**
+ * A slice of run-time extent: the [pl.dim(x, 0), w] column window at c0 of a tensor with a
+ * dynamic row count, scaled, or centred by its column maxima (a column reduction down the
+ * run-time height: reduced in blocks), written to a [R, w] output.
+ */
+function dynSliceCase(r: Rand, id: number): Case {
+  const M = int(r, 1, 80), N = int(r, 2, 120);
+  const w = int(r, 1, N), c0 = int(r, 0, N - w);
+  const x: Input = { name: `x${id}_0`, shape: [M, N], dtype: "float32", values: randomValues(r, M * N, "float32") };
+  const win = (i: number, j: number) => x.values[i * N + c0 + j];
+  const centred = r() < 0.5;
+  const colMax = Array.from({ length: w }, (_, j) => { let m = -Infinity; for (let i = 0; i < M; i++) m = Math.max(m, win(i, j)); return m; });
+  const slice = `pl.slice(${x.name}, [pl.dim(${x.name}, 0), ${w}], [0, ${c0}])`;
+  const body = centred
+    ? `const win = ${slice};
+    pl.assign(o${id}, pl.colExpandSub(win, pl.colMax(win)));`
+    : `pl.assign(o${id}, pl.mul(${slice}, 3.0));`;
+  const expected = Array.from({ length: M * w }, (_, k) => {
+    const i = Math.floor(k / w), j = k % w;
+    return centred ? fround(win(i, j) - colMax[j]) : fround(win(i, j) * 3);
+  });
+  return {
+    id, kind: "dynSlice", body, inputs: [x], out: { name: `o${id}`, shape: [M, w], dtype: "float32", init: new Array(M * w).fill(0) }, expected,
+    tol: null, what: `dynamic slice [R${id}=${M}, ${N}] -> [R, ${w}] at column ${c0}${centred ? " centred by colMax" : " * 3"}`, dynRows: true,
+  };
+}
+
+const GENERATORS = [elementwiseCase, elementwiseCase, elementwiseCase, reductionCase, broadcastCase, loopCase, rowReductionExprCase, matmulEpilogueCase, gatherCase, iotaCase, dynSliceCase];
 
 // ------------------------------------------------------------------ batches
 export interface Batch { seed: number; name: string; cases: Case[]; source: string }

@@ -171,8 +171,8 @@ describe("targets and artifacts", () => {
     chmodSync(join(dir, "build"), 0o777);
     const fresh = CompiledProgram.fromDir(dir);
     const e = caught(() => worker("cpu").run(fresh, A, B, zeros([R, C])));
-    expect(e.code).toBe("E_ARTIFACT");
-    expect(e.message).toContain("can be written by other users (mode 777)");
+    expect(e.code).toBe("E_UNSAFE_PATH");
+    expect(e.message).toContain(`refused: ${join(dir, "build", "libprogram.so")} not loaded: ${join(dir, "build")} can be written by other users (mode 777); tspto never loads, includes or compiles what another user can write`);
     chmodSync(join(dir, "build"), 0o755);
     const out = zeros([R, C]);
     worker("cpu").run(CompiledProgram.fromDir(dir), A, B, out);

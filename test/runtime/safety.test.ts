@@ -148,6 +148,19 @@ describe("one error type", () => {
     expect(e.detail).toMatch(/^device out of memory: requested 137438953472 bytes, 0 bytes in use of \d+ bytes capacity/);
   });
 
+  it("interp: an allocation over the host's 4 GiB buffer limit is E_DEVICE_OOM, not a RangeError, and the worker still works", () => {
+    const w = worker("interp");
+    const e = caught(() => w.allocTensor([2 ** 30, 5], "uint8")); // 5 GiB, inside the 16 GiB capacity
+    expect(e).toBeInstanceOf(TsptoOutOfMemoryError);
+    expect(e.code).toBe("E_DEVICE_OOM");
+    expect(e.detail).toBe("device out of memory: requested 5368709120 bytes: the interp platform holds each allocation in one host buffer, of at most 4294967296 bytes");
+    const t = w.allocTensor([4], "float32");
+    w.copyTo(t.dataPtr, new Float32Array([1, 2, 3, 4]), 16);
+    const back = new Float32Array(4);
+    w.copyFrom(back, t.dataPtr, 16);
+    expect(Array.from(back)).toEqual([1, 2, 3, 4]);
+  });
+
   it("native argument and address errors are TsptoErrors", () => {
     const w = worker("cpu");
     const t = w.allocTensor([4], "float32");

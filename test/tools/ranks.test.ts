@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { findRankTraces, mergeRankTraces } from "../../src/tools/ranks.js";
 
 function lane(dir: string, rank: number, device: number, body: object) {
-  const d = join(dir, `rank_${rank}`, `device_${device}`);
+  const d = join(dir, "dfx_outputs", `rank_${rank}`, `device_${device}`);
   mkdirSync(d, { recursive: true });
   writeFileSync(join(d, "swimlane.json"), JSON.stringify(body));
 }
@@ -22,10 +22,10 @@ describe("mergeRankTraces", () => {
     lane(dir, 1, 0, { traceEvents: events(2, 5), startUnixUs: 1_000_250 });
     lane(dir, 0, 1, { traceEvents: events(0, 3), startUnixUs: 1_000_100 });
     lane(dir, 0, 0, { traceEvents: events(1, 4), startUnixUs: 1_000_000 });
-    mkdirSync(join(dir, "rank_x")); // not a rank folder: ignored
+    mkdirSync(join(dir, "dfx_outputs", "rank_x")); // not a rank folder: ignored
     const files = findRankTraces(dir);
     expect(files.map((f) => [f.rank, f.device])).toEqual([[0, 0], [0, 1], [1, 0]]);
-    const m = mergeRankTraces(files);
+    const m = mergeRankTraces(dir, files);
     expect(m.ranks).toEqual([0, 1]);
     expect(m.startUnixUs).toBe(1_000_000);
     const ev = m.traceEvents as { ph: string; name: string; pid: number; ts?: number; args?: { name?: string } }[];
@@ -37,6 +37,6 @@ describe("mergeRankTraces", () => {
   it("refuses a swimlane without startUnixUs, naming the file", () => {
     const dir = mkdtempSync(join(tmpdir(), "tspto-ranks-"));
     lane(dir, 0, 0, { traceEvents: events(0, 1) });
-    expect(() => mergeRankTraces(findRankTraces(dir))).toThrow(/rank_0\/device_0\/swimlane\.json: startUnixUs must be a number \(the launch start on the wall clock\), got undefined/);
+    expect(() => mergeRankTraces(dir, findRankTraces(dir))).toThrow(/rank_0\/device_0\/swimlane\.json: startUnixUs must be a number \(the launch start on the wall clock\), got undefined/);
   });
 });

@@ -297,6 +297,36 @@ __attribute__((cold, noinline)) static void tspto_window_fail(const TsptoRuntime
     const char* tensor, int rank, const int64_t* off, const int64_t* shape, const int64_t* dims) {
   tspto_bounds_fail(rt, where, what, "tensor", tensor, rank, off, shape, dims);
 }
+// a window of run-time extent with an extent below 1: "slice extent 0 on axis 1 (shape [1, 0]) must be an integer >= 1"
+__attribute__((cold, noinline)) static void tspto_extent_fail(const TsptoRuntimeApi* rt, const char* where, const char* what, int rank, const int64_t* shape) {
+  char buf[512];
+  size_t n = 0;
+  auto put = [&](const char* fmt, auto... xs) {
+    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
+  };
+  int axis = 0;
+  for (int i = 0; i < rank; ++i) if (shape[i] < 1) { axis = i; break; }
+  put("%s: %s extent %lld on axis %d (shape [", where, what, (long long)shape[axis], axis);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)shape[i]);
+  put("]) must be an integer >= 1");
+  rt->fail(rt->ctx, buf);
+}
+// an index outside its table: "gather index 70000 (element 3 of the indices) is outside [0, 50257) on axis 0 of tensor 'wte' of shape [50257, 768]"
+// (pos < 0: the position is not known here, a tile of a tensor-level gather)
+__attribute__((cold, noinline)) static void tspto_index_fail(const TsptoRuntimeApi* rt, const char* where, const char* what, const char* table,
+    int rank, const int64_t* dims, int axis, int64_t pos, int64_t idx) {
+  char buf[512];
+  size_t n = 0;
+  auto put = [&](const char* fmt, auto... xs) {
+    if (n < sizeof buf) { int k = std::snprintf(buf + n, sizeof buf - n, fmt, xs...); if (k > 0) n += (size_t)k; }
+  };
+  put("%s: %s index %lld", where, what, (long long)idx);
+  if (pos >= 0) put(" (element %lld of the indices)", (long long)pos);
+  put(" is outside [0, %lld) on axis %d of %s of shape [", (long long)dims[axis], axis, table);
+  for (int i = 0; i < rank; ++i) put(i ? ", %lld" : "%lld", (long long)dims[i]);
+  put("]");
+  rt->fail(rt->ctx, buf);
+}
 __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntimeApi* rt, const char* kernel, int64_t need) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "kernel '%s' needs %lld bytes of scratch but a core has %lld", kernel, (long long)need,

@@ -159,6 +159,9 @@ export const CUDA_LANG: SimtLang = {
     return true;
   },
   readScalar(ctx, name, ct, code) { ctx.line(`const ${ct} ${name} = ${code};`); },
+  failAny(_ctx, site, offsets) {
+    return `{ const int64_t _off[] = { ${offsets.join(", ")} }; tspto_fail(a, ${site}, ${offsets.length}, _off); }`;
+  },
   failRecord(ctx, site, offsets) {
     ctx.line(`const int64_t _off[] = { ${offsets.join(", ")} };`);
     ctx.line(`if (threadIdx.x == 0) tspto_fail(a, ${site}, ${offsets.length}, _off);`);

@@ -146,7 +146,7 @@ template <typename F> TSPTO_D F tspto_fmin(F a, F b) {
   return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (signbit(a) ? a : b);
 }
 template <typename F> TSPTO_D F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
-// sel: both operands evaluated, then blended (the cpu prelude's helper of the same name)
+// the select of sel and fillpad's pad (the cpu formulas call it: both operands evaluated, then blended)
 template <typename T> TSPTO_D T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ SPMD bands and failures

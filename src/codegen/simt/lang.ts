@@ -201,6 +201,11 @@ export interface SimtLang {
   readScalar(ctx: SimtCtx, name: string, ct: ScalarCType, code: string): void;
   /** The failure record of a site, written by one thread; then the kernel leaves (failExit). */
   failRecord(ctx: SimtCtx, site: number, offsets: readonly string[]): void;
+  /**
+   * The failure record of a site written by whichever thread finds it (non-uniform control
+   * flow: a gather index outside its table): one statement; the kernel goes on.
+   */
+  failAny(ctx: SimtCtx, site: number, offsets: readonly string[]): string;
 
   // ---------------------------------------------------------------- the kernel frame
   /** Everything before the body: the signature, the parameters, the scratch. */

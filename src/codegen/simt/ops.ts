@@ -4,7 +4,7 @@
 // Elementwise and scalar ops are the language's own formulas (CUDA: the cpu generator's C++,
 // WGSL: ../wgsl/formulas.ts); an op with neither fails at compile time with a
 // TsptoCompileError naming it (simtEmitterFor).
-import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, mkCall, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
+import { ARG_REDUCTIONS, EXPAND_OPS, PROD_REDUCTIONS, REDUCTIONS, TsptoCompileError, isFloat, mkCall, mkConst, mkList, numel, padValue, shapeStr, toDType } from "../../ir/index.js";
 import type { Call, DType, Expr, Span, TileType } from "../../ir/index.js";
 import { scalarCType, spanWhere, type CExpr, type ElementwiseEmitter, type TensorRef } from "../cpp/emitters/index.js";
 import type { ElemArray, ElemPlan, SimtCtx, SimtEmitter, SimtLang, TileDest } from "./lang.js";
@@ -130,6 +130,18 @@ function contiguous(region: readonly number[], dims: readonly number[]): boolean
   for (let k = m + 1; k < region.length; k++) if (region[k] !== dims[k]) return false;
   return true;
 }
+
+// a tensor-level slice of run-time extent (TensorToTile's checkWindow): its loops have run-time
+// trip counts, which the SIMT kernel generator does not lower yet
+def("tile.checkWindow", {
+  kind: "tensor-stmt",
+  resultArg: 0,
+  emit(ctx, call) {
+    const p = ctx.lang.platform;
+    throw new TsptoCompileError("E_DYNAMIC", `a tensor-level pl.slice of run-time extent is not supported on the ${p} platform yet`, call.span,
+      `give the slice constant extents on ${p} (run-time offsets are fine), or run on the cpu / interp platform`);
+  },
+});
 
 // ------------------------------------------------------------------ load / store
 def("tile.load", {
@@ -456,6 +468,84 @@ def("tile.assemble", {
       const inside = idx.map((v, ax) => `${v} >= ${off[ax]} && ${v} < ${off[ax]} + ${sshape[ax]}`).join(" && ");
       const sidx = idx.map((v, ax) => `(${v} - ${off[ax]})`);
       return o.set(f, ctx.lang.cond(`(${inside})`, es.at(linear(ctx.lang, sidx, sshape)), et.at(f)));
+    });
+  },
+});
+
+// ------------------------------------------------------------------ indexing: iota, gather, gatherLoad
+// iota: each element its index along the axis, converted as tile.cast converts an int32
+def("tile.iota", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const L = ctx.lang;
+    const t = call.type as TileType;
+    const axis = Number(call.attrs.axis);
+    const cast = L.emitterFor("tile.cast", call.span) as ElementwiseEmitter;
+    const asCast = mkCall("tile.cast", [], { mode: "round" }, t, call.span);
+    const o = destPtr(ctx, dest);
+    parallelShape(ctx, t.shape as number[], (f, idx) => o.set(f, cast.emit(asCast, [{ kind: "tile", code: L.cast(L.i32, idx[axis]), dtype: "int32" }])));
+  },
+});
+
+/**
+ * Element f of a gather: its index read and checked -- a thread that finds one outside
+ * [0, extent) records the failure (the launch fails with E_KERNEL) and writes zero; the read
+ * goes through an index clamped into the table, so nothing outside it is read -- then the value.
+ * `offs(g)` are the failure record's offsets, `at(g)` the table element at index g.
+ */
+function gathered(ctx: SimtCtx, site: number, index: string, extent: number, offs: (g: string) => string[], at: (g: string) => string, d: DType, o: ElemArray, f: string): string {
+  const L = ctx.lang;
+  const g = ctx.fresh("g"), gc = ctx.fresh("gc");
+  const ok = `(${g} >= ${L.int(0)} && ${g} < ${L.int(extent)})`;
+  return `{ ${L.syntax.constDecl(L.idx, g, L.cast(L.idx, index))} ${L.syntax.constDecl(L.idx, gc, L.cond(ok, g, L.int(0)))} `
+    + `${L.if1(`!${ok}`, L.failAny(ctx, site, offs(g)))} ${o.set(f, L.cond(ok, at(gc), L.cast(L.scratchType(d), "0")))} }`;
+}
+
+def("tile.gather", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const L = ctx.lang;
+    const table = tileOf(call.args[0]);
+    const axis = Number(call.attrs.axis ?? 0);
+    const [r, c] = table.shape as number[];
+    const et = ctx.elements(call.args[0]), ei = ctx.elements(call.args[1]);
+    const o = destPtr(ctx, dest);
+    const site = ctx.site({ where: spanWhere(call.span), what: "gather", kind: "tile", name: label(call.args[0]), shape: axis === 0 ? [1, c] : [r, 1], dims: [r, c] });
+    const z = L.int(0);
+    parallelShape(ctx, dest.type.shape as number[], (f, [i, j]) => axis === 0
+      ? gathered(ctx, site, ei.at(i), r, (g) => [g, z], (g) => et.at(`${g} * ${c} + ${j}`), dest.type.dtype, o, f)
+      : gathered(ctx, site, ei.at(j), c, (g) => [z, g], (g) => et.at(`${i} * ${c} + ${g}`), dest.type.dtype, o, f));
+  },
+});
+
+// gatherLoad(table tensor, index tile, offset): rows (axis 0) or columns (axis 1) of the table
+// at the indices, from `offset` along the other axis (checked once, as a load window is)
+def("tile.gatherLoad", {
+  kind: "tile-stmt",
+  emitInto(ctx, call, dest) {
+    const L = ctx.lang;
+    const t = ctx.tensor(call.args[0]);
+    const type = call.type as TileType;
+    const dims = staticDims(t);
+    const axis = Number(call.attrs.axis ?? 0), other = 1 - axis;
+    const region = validRegion(L, type, call.span);
+    const zero = mkConst(0, "int64", call.span);
+    const offList = mkList(axis === 0 ? [zero, call.args[2]] : [call.args[2], zero], call.span);
+    const offs = windowOffsets(ctx, "gatherLoad", "tensor", t.label, offList, axis === 0 ? [1, region[1]] : [region[0], 1], dims, call.span);
+    const ei = ctx.elements(call.args[1]);
+    const s = ctx.fresh("s");
+    const sa = L.tensorPtr(ctx, s, t, null, false);
+    const da = destPtr(ctx, dest);
+    const S = L.scratchType(type.dtype);
+    const site = ctx.site({ where: spanWhere(call.span), what: "gather", kind: "tensor", name: t.label, shape: axis === 0 ? [1, region[1]] : [region[0], 1], dims: [...dims] });
+    const o0 = offs[other];
+    parallelShape(ctx, type.shape as number[], (f, [i, j]) => {
+      const inside = [i, j].flatMap((v, ax) => (region[ax] < type.shape[ax] ? [`${v} < ${L.int(region[ax])}`] : []));
+      const body = axis === 0
+        ? gathered(ctx, site, ei.at(i), dims[0], (g) => [g, o0], (g) => L.loadConv(type.dtype, sa.at(`${g} * ${dims[1]} + ${o0} + ${j}`)), type.dtype, da, f)
+        : gathered(ctx, site, ei.at(j), dims[1], (g) => [o0, g], (g) => L.loadConv(type.dtype, sa.at(`(${o0} + ${i}) * ${dims[1]} + ${g}`)), type.dtype, da, f);
+      // outside the valid region: zero (no index is read there)
+      return inside.length ? `${L.if1(inside.join(" && "), body)} ${L.if1(`!(${inside.join(" && ")})`, da.set(f, L.cast(S, "0")))}` : body;
     });
   },
 });

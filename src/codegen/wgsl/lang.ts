@@ -165,6 +165,11 @@ export function wgslLang(needs: WgslKernelNeeds, scratchBytes: () => number, thr
       ctx.line("workgroupBarrier();");
       ctx.line(`let ${name}: ${WGSL_SYNTAX.scalarType(ct)} = ${ct === "double" ? `bitcast<f32>(${raw})` : ct === "bool" ? `(${raw} != 0u)` : `bitcast<i32>(${raw})`};`);
     },
+    failAny(_ctx, site, offsets) {
+      needs.fails = true;
+      const o = [...offsets.slice(0, 8), ...new Array(Math.max(0, 8 - offsets.length)).fill("0i")];
+      return `tspto_fail(${site}, array<i32, 8>(${o.join(", ")}));`;
+    },
     failRecord(ctx, site, offsets) {
       needs.fails = true;
       const o = [...offsets.slice(0, 8), ...new Array(Math.max(0, 8 - offsets.length)).fill("0i")];

@@ -77,8 +77,14 @@ export abstract class PlOpBuilder extends ExprBuilder {
         if (i !== firstIdx && p.kind === "value" && a && !(ts.isIdentifier(a) && a.text === "undefined")) others.set(i, this.expr(a));
       });
     }
-    const def = resolvePlOp(name, first && !levelFromUse(first) ? exprType(first) : undefined,
+    let def = resolvePlOp(name, first && !levelFromUse(first) ? exprType(first) : undefined,
       [...others.values()].filter((x) => !levelFromUse(x)).map(exprType))!;
+    // an op without value operands whose shape names a dynamic dimension (pl.iota([S, "L"], ...)) is a tensor
+    if (!first && def.level === "tile") {
+      const tensorForm = opsForPl(name).find((o) => o.level === "tensor");
+      const named = (a: ts.Expression | undefined) => { const c = a && this.constOf(a); return c?.k === "arr" && c.v.some((x) => x.k === "str"); };
+      if (tensorForm && def.params.some((p, i) => p.kind === "shape" && named(args[i]))) def = tensorForm;
+    }
     const irArgs: Expr[] = [];
     const attrs: Record<string, AttrValue> = {};
     const runtimeLists = new Map<string, Expr>(); // "dims" options with runtime extents: trailing operands

@@ -8,6 +8,7 @@ import "./broadcast.js";
 import "./shape.js";
 import "./matmul.js";
 import "./tensor_forms.js";
+import "./indexing.js";
 export { BINARY, UNARY, newTensor, ELEMENTWISE, defineElementwise, type ElementwiseSpec } from "./elementwise.js";
 export { CMP_MODES, type CmpMode } from "./math.js";
 export { REDUCTIONS, REDUCE_LANES, PROD_REDUCTIONS, ARG_REDUCTIONS, ROW_KEEP, type ReduceKind } from "./reduce.js";

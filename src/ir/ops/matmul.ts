@@ -179,32 +179,43 @@ registerOp({
   },
 });
 
+/** [B, rows, cols] of a batch operand as the [B, M, K] / [B, K, N] it stands for (swapped when transposed). */
+const batchLogical = (s: readonly number[], trans: boolean): number[] => (trans ? [s[0], s[2], s[1]] : [...s]);
+/** Batch i of a [B, r, c] tile as a [r, c] tile, transposed when `trans`. */
+function batchOf(t: TileValue, i: number, trans: boolean): TileValue {
+  const [, r, c] = t.shape;
+  const x = mkTile([r, c], t.dtype, t.mem, null, t.data.slice(i * r * c, (i + 1) * r * c));
+  return trans ? transposed(x) : x;
+}
+
 registerOp({
   name: "tile.batchMatmul", pl: "batchMatmul", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
-  doc: "batchMatmul(a[B,M,K], b[B,K,N]) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul)",
-  decl: ["(a: AnyTile, b: AnyTile): Tile<any, any, Mem.Acc, any>", "(a: Tensor, b: Tensor): Tensor"],
-  row: { key: "batchMatmul", call: "batchMatmul(a[B,M,K], b[B,K,N])", does: "→ `[B,M,N]`: `a[i] @ b[i]` for each batch `i` (rank 3; as `matmul`; tensors: auto-tiled per batch, K accumulated tile by tile)" },
-  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  doc: "batchMatmul(a[B,M,K], b[B,K,N], { aTrans?, bTrans? }) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul); aTrans/bTrans: each batch of the operand is stored transposed ([B,K,M] / [B,N,K])",
+  decl: [
+    "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): Tile<any, any, Mem.Acc, any>",
+    "(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): Tensor",
+  ],
+  row: { key: "batchMatmul", call: "batchMatmul(a[B,M,K], b[B,K,N], { aTrans?, bTrans? })", does: "→ `[B,M,N]`: `a[i] @ b[i]` for each batch `i` (rank 3; as `matmul`; `aTrans`/`bTrans`: each batch stored transposed, `[B,K,M]` / `[B,N,K]`; tensors: auto-tiled per batch, K accumulated tile by tile)" },
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: TRANS_OPTS }],
   infer(ctx) {
-    const a = expectTile(ctx, 0, "the left operand of batchMatmul"), b = expectTile(ctx, 1, "the right operand of batchMatmul");
-    if (a.shape.length !== 3 || b.shape.length !== 3) ctx.fail(`needs rank-3 tiles [B, M, K] and [B, K, N], got ${typeStr(a)} and ${typeStr(b)}`, "use pl.matmul for 2-D tiles");
-    if (a.shape[0] !== b.shape[0]) ctx.fail(`batch sizes differ: ${a.shape[0]} and ${b.shape[0]}`);
-    if (a.validShape || b.validShape) ctx.fail("batchMatmul operands must be fully valid tiles", "pad them first: pl.fillpad(x)");
-    if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a.dtype}")`);
-    if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
-    if (a.shape[2] !== b.shape[1]) ctx.fail(`inner dimensions differ: ${typeStr(a)} (K = ${a.shape[2]}) and ${typeStr(b)} (K = ${b.shape[1]})`, "a[B, M, K] @ b[B, K, N]");
-    return tileT([a.shape[0], a.shape[1], b.shape[2]], matmulAccDType(a.dtype), "Acc");
+    const a0 = expectTile(ctx, 0, "the left operand of batchMatmul"), b0 = expectTile(ctx, 1, "the right operand of batchMatmul");
+    if (a0.shape.length !== 3 || b0.shape.length !== 3) ctx.fail(`needs rank-3 tiles [B, M, K] and [B, K, N], got ${typeStr(a0)} and ${typeStr(b0)}`, "use pl.matmul for 2-D tiles");
+    const a = batchLogical(a0.shape, ctx.attrs.aTrans === true), b = batchLogical(b0.shape, ctx.attrs.bTrans === true);
+    if (a[0] !== b[0]) ctx.fail(`batch sizes differ: ${a[0]} and ${b[0]}`);
+    if (a0.validShape || b0.validShape) ctx.fail("batchMatmul operands must be fully valid tiles", "pad them first: pl.fillpad(x)");
+    if (a0.dtype !== b0.dtype) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a0.dtype}")`);
+    if (a0.dtype === "bool" || a0.dtype === "int64") ctx.fail(`cannot multiply ${a0.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
+    if (a[2] !== b[1]) ctx.fail(`inner dimensions differ: ${typeStr(a0)} (K = ${a[2]}) and ${typeStr(b0)} (K = ${b[1]})`, `a[B, M, K] @ b[B, K, N]${ctx.attrs.aTrans === true || ctx.attrs.bTrans === true ? " (after the transposes aTrans / bTrans ask for)" : ""}`);
+    return tileT([a[0], a[1], b[2]], matmulAccDType(a0.dtype), "Acc");
   },
-  evaluate([av, bv], _attrs, _env, call) {
+  evaluate([av, bv], attrs, _env, call) {
     const t = call.type as TileType;
     const a = av as TileValue, b = bv as TileValue;
-    const [bs, m, k] = a.shape, n = b.shape[2];
+    const [bs, m, n] = t.shape;
     const out = mkTile(t.shape, t.dtype, t.mem, null);
     for (let i = 0; i < bs; i++) {
-      const ai = mkTile([m, k], a.dtype, a.mem, null, a.data.slice(i * m * k, (i + 1) * m * k));
-      const bi = mkTile([k, n], b.dtype, b.mem, null, b.data.slice(i * k * n, (i + 1) * k * n));
       const oi = mkTile([m, n], t.dtype, t.mem, null);
-      matmulValues(ai, bi, oi, null);
+      matmulValues(batchOf(a, i, attrs.aTrans === true), batchOf(b, i, attrs.bTrans === true), oi, null);
       out.data.set(oi.data, i * m * n);
     }
     return out;

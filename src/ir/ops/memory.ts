@@ -165,9 +165,18 @@ registerOp({
     return out;
   },
   effects: () => ({ reads: [1], writes: [0] }),
-  evaluate([o, v]) {
+  evaluate([o, v], _attrs, env, call) {
     const out = o as TensorValue, val = v as TensorValue;
-    for (let i = 0; i < out.data.length; i++) writeElem(out, i, toDType(readElem(val, i), out.dtype));
+    if (val.shape.every((d, i) => d === out.shape[i])) {
+      for (let i = 0; i < out.data.length; i++) writeElem(out, i, toDType(readElem(val, i), out.dtype));
+      return out;
+    }
+    // a value of run-time extent (a pl.slice window of a dynamic dimension): it is written at the
+    // start of out, out[0 : shape(value)]
+    const off = val.shape.map(() => 0);
+    runtimeCheck("assign", "a tensor", off, val.shape, out.shape, (m) => env.fail(m, call.span));
+    const os = stridesOf(out.shape), vs = stridesOf(val.shape);
+    forWindow(val.shape, (k) => writeElem(out, dot(k, os), toDType(readElem(val, dot(k, vs)), out.dtype)));
     return out;
   },
 });

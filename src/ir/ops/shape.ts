@@ -1,8 +1,8 @@
 // Shape ops: reshape, slice, concat, assemble, fillpad, read; and createTensor (an
 // orchestration-level device buffer).
-import { registerOp, type InferCtx } from "../registry.js";
-import { numel, scalarT, shapeStr, tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
-import type { Expr } from "../nodes.js";
+import { getOp, registerOp, type InferCtx } from "../registry.js";
+import { RUNTIME_DIM, isInt, numel, scalarT, shapeStr, tensorT, tileT, typeStr, voidT, type Dim, type DType, type TensorType, type TileType, type Type } from "../types.js";
+import { exprType, type Expr } from "../nodes.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import {
@@ -10,6 +10,7 @@ import {
 } from "./common.js";
 
 const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
+const exprTypeOf = (e: Expr): Type => exprType(e);
 
 /** The tensor operands an op reads (variables; windows and expressions say so themselves). */
 const tensorReads = (args: readonly Expr[]) => ({ reads: args.map((a, i) => (a.kind !== "const" && a.type.kind === "tensor" ? i : -1)).filter((i) => i >= 0), writes: [] });
@@ -81,7 +82,7 @@ registerOp({
 registerOp({
   name: "tile.slice", pl: "slice", level: "tile", pure: true, fusable: false,
   decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], offset: readonly number[]): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, shape: readonly number[], offset: readonly number[]): Tensor<any, D>"],
-  row: { key: "slice", call: "slice(x, shape, offset)", does: "the window `x[offset : offset + shape]` (offsets may be scalar expressions; checked at compile time when constant, at run time otherwise)" },
+  row: { key: "slice", call: "slice(x, shape, offset)", does: "the window `x[offset : offset + shape]` (offsets may be scalar expressions; checked at compile time when constant, at run time otherwise); on tensors the shape may hold run-time extents too (`pl.dim(t, 0)`, scalar parameters, loop indices): a window of dynamic extent, usable in elementwise expressions, reductions and as a matmul operand" },
   doc: "slice(x, shape, offset): the sub-tile x[offset : offset + shape] (offsets may be scalar expressions)",
   params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "offset", kind: "values" }],
   infer(ctx) {
@@ -104,28 +105,106 @@ registerOp({
   },
 });
 
+/**
+ * The dimension a tensor slice's extent stands for in its type: a constant integer; for
+ * `pl.dim(t, ax)` of a dynamic dimension that dimension's name (so the window composes with
+ * every tensor of that name); for any other run-time scalar (a scalar parameter, a loop index,
+ * arithmetic of them) a name spelled from the expression in braces, `"{i + 1}"` (two windows
+ * whose extents are spelled alike compose; TensorToTile checks that they are the same value).
+ * Null: not an integer scalar.
+ */
+export function extentDim(e: Expr): Dim | null {
+  if (e.kind === "const") return typeof e.value === "number" && Number.isInteger(e.value) && isInt(e.dtype) ? e.value : null;
+  if (e.kind === "list" || e.type.kind !== "scalar" || !isInt(e.type.dtype)) return null;
+  if (e.kind === "call" && e.op === "tensor.dim" && e.args[0].kind !== "const") {
+    const t = e.args[0].type;
+    const d = t.kind === "tensor" ? t.shape[e.attrs.axis as number] : undefined;
+    if (d !== undefined) return d;
+  }
+  return `{${spell(e)}}`;
+}
+
+/** A scalar expression as kernel source (variables by name), for the names extentDim spells. */
+function spell(e: Expr, parent = 0): string {
+  if (e.kind === "var") return e.name;
+  if (e.kind === "const") return String(e.value);
+  if (e.kind === "list") return `[${e.items.map((x) => spell(x)).join(", ")}]`;
+  const op = getOp(e.op);
+  if (op.operator && e.args.length === 2) {
+    const p = SPELL_PREC[op.operator] ?? 1;
+    const s = `${spell(e.args[0], p)} ${op.operator} ${spell(e.args[1], p + 1)}`;
+    return p < parent ? `(${s})` : s;
+  }
+  if (op.operator) return `${op.operator}${spell(e.args[0], 10)}`;
+  if (op.mathFn) return `Math.${op.mathFn}(${e.args.map((x) => spell(x)).join(", ")})`;
+  if (e.op === "tensor.dim") return `pl.dim(${spell(e.args[0])}, ${String(e.attrs.axis)})`;
+  return `pl.${op.pl ?? e.op}(${e.args.map((x) => spell(x)).join(", ")})`;
+}
+const SPELL_PREC: Record<string, number> = { "+": 5, "-": 5, "*": 6, "/": 6, "%": 6 };
+
+/** The run-time values of a window's extents must be integers >= 1 (fail names the first that is not). */
+function checkExtents(what: string, shape: readonly number[], fail: (m: string) => never): void {
+  shape.forEach((d, ax) => { if (!Number.isInteger(d) || d < 1) fail(`${what} extent ${d} on axis ${ax} (shape [${shape.join(", ")}]) must be an integer >= 1`); });
+}
+
 registerOp({
   name: "tensor.slice", pl: "slice", level: "tensor", pure: true,
-  doc: "slice(t, shape, offset) on a tensor: the window t[offset : offset + shape] as a tensor value (inside pl.at; lowered to loads at the offset)",
-  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "ints" }, { name: "offset", kind: "values" }],
+  doc: "slice(t, shape, offset) on a tensor: the window t[offset : offset + shape] as a tensor value (inside pl.at; lowered to loads at the offset); shape and offset may hold run-time integer scalars (pl.dim, scalar parameters, loop indices): a window of run-time extent, checked against the tensor at run time",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "values" }, { name: "offset", kind: "values" }],
   infer(ctx) {
     const x = expectKind(ctx, 0, ["tensor"], "the operand of slice");
-    const shape = expectShape(ctx, "shape", ctx.attrs.shape);
-    return tensorT(shape, x.dtype);
+    const sh = ctx.args[1];
+    if (sh?.kind !== "list" || sh.items.length === 0) return ctx.fail("shape must be a non-empty list of extents");
+    if (sh.items.length !== x.shape.length) {
+      ctx.fail(`slice shape has ${sh.items.length} extents but tensor '${where(ctx, 0)}' has rank ${x.shape.length}`, `give one extent per dimension of ${shapeStr(x.shape)}`);
+    }
+    const dims = sh.items.map((it, ax): Dim => {
+      const d = extentDim(it);
+      if (d === null) {
+        return ctx.fail(`extent ${ax + 1} of the slice shape must be an integer or an integer scalar (pl.dim(t, axis), a pl.Scalar<pl.INT64> parameter, a loop index), got ${it.kind === "const" ? String(it.value) : typeStr(exprTypeOf(it))}`,
+          "convert it first, e.g. Math.floor(x)");
+      }
+      if (typeof d === "number" && d < 1) return ctx.fail(`extent ${ax + 1} of the slice shape must be >= 1, got ${d}`);
+      return d;
+    });
+    return tensorT(dims, x.dtype);
   },
   check(ctx) {
-    checkWindow(ctx, "slice", constItems(ctx.args[1]), ints(ctx.attrs.shape), ctx.argTypes[0] as TensorType, where(ctx, 0));
+    checkWindow(ctx, "slice", constItems(ctx.args[2]), constItems(ctx.args[1]).map((d): Dim => d ?? RUNTIME_DIM), ctx.argTypes[0] as TensorType, where(ctx, 0));
   },
   effects: (args) => ({ reads: args[0]?.kind === "var" ? [0] : [], writes: [] }),
-  evaluate([xv, offs], _attrs, env, call) {
+  evaluate([xv, shp, offs], _attrs, env, call) {
     const x = xv as TensorValue, off = offs as number[];
     const t = call.type as TensorType;
-    const shape = t.shape as number[];
+    const shape = (shp as number[]).map(Number);
+    checkExtents("slice", shape, (m) => env.fail(m, call.span));
     runtimeCheck("slice", "a tensor", off, shape, x.shape, (m) => env.fail(m, call.span));
     const out = newTensor(shape, t.dtype);
     const xs = stridesOf(x.shape), os = stridesOf(shape);
     forWindow(shape, (k) => writeElem(out, dot(k, os), readElem(x, dot(k, xs, off))));
     return out;
+  },
+});
+
+registerOp({
+  name: "tile.checkWindow", pl: "checkWindow", level: "tile", pure: false,
+  decl: ["(tensor: Tensor, shape: readonly number[], offset: readonly number[]): void"],
+  row: { key: "checkWindow", call: "checkWindow(tensor, shape, offset)", does: "a run-time `E_KERNEL` (with the window and the location) unless `tensor[offset : offset + shape]` lies inside the tensor with every extent >= 1; what TensorToTile emits for a tensor `slice` of run-time extent" },
+  doc: "checkWindow(tensor, shape, offset): fail the launch (E_KERNEL, with the window and this location) unless the window tensor[offset : offset + shape] lies inside the tensor and every extent is >= 1 (TensorToTile emits it for a tensor-level pl.slice of run-time extent)",
+  params: [{ name: "x", kind: "value" }, { name: "shape", kind: "values" }, { name: "offset", kind: "values" }],
+  infer(ctx) {
+    const x = expectKind(ctx, 0, ["tensor"], "the operand of checkWindow");
+    for (const k of [1, 2]) {
+      const l = ctx.args[k];
+      if (l?.kind !== "list" || l.items.length !== x.shape.length) ctx.fail(`${k === 1 ? "shape" : "offset"} must be a list of ${x.shape.length} integer scalars`);
+    }
+    return voidT;
+  },
+  evaluate([xv, shp, offs], _attrs, env, call) {
+    const x = xv as TensorValue, shape = (shp as number[]).map(Number), off = (offs as number[]).map(Number);
+    checkExtents("slice", shape, (m) => env.fail(m, call.span));
+    runtimeCheck("slice", "a tensor", off, shape, x.shape, (m) => env.fail(m, call.span));
+    return undefined;
   },
 });
 
@@ -228,7 +307,7 @@ registerOp({
     if (s?.kind === "tile") ctx.fail(`the source is a tile (${typeStr(s)}) but the target '${where(ctx, 0)}' is a tensor`, `write a tile into a tensor with pl.store(tile, offsets, ${where(ctx, 0)})`);
     const st = expectKind(ctx, 1, ["tensor"], "the source of assemble");
     if (st.dtype !== t.dtype) ctx.fail(`dtypes differ: target ${t.dtype}, source ${st.dtype}`, `cast the source first: pl.cast(src, "${t.dtype}")`);
-    if (!st.shape.every((d) => typeof d === "number")) ctx.fail(`the source must have a static shape, got ${typeStr(st)}`);
+    if (st.shape.length !== t.shape.length) ctx.fail(`the source ${typeStr(st)} and the target ${typeStr(t)} have different ranks`);
     return t;
   },
   check(ctx) {

@@ -206,21 +206,23 @@ registerOp({
 
 registerOp({
   name: "tensor.batchMatmul", pl: "batchMatmul", level: "tensor", pure: true,
-  doc: "batchMatmul(a[B,M,K], b[B,K,N]) on tensors -> [B,M,N]: a[i] @ b[i] for each batch i (inside pl.at; auto-tiled per batch, K accumulated tile by tile in k order, as matmul)",
-  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }],
+  doc: "batchMatmul(a[B,M,K], b[B,K,N], { aTrans?, bTrans? }) on tensors -> [B,M,N]: a[i] @ b[i] for each batch i (inside pl.at; auto-tiled per batch, K accumulated tile by tile in k order, as matmul); aTrans/bTrans: each batch stored transposed ([B,K,M] / [B,N,K])",
+  params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { aTrans: "bool", bTrans: "bool" } }],
   infer(ctx) {
-    const a = expectKind(ctx, 0, ["tensor"], "the left operand of batchMatmul"), b = expectKind(ctx, 1, ["tensor"], "the right operand of batchMatmul");
-    if (a.shape.length !== 3 || b.shape.length !== 3) ctx.fail(`needs rank-3 tensors [B, M, K] and [B, K, N], got ${typeStr(a)} and ${typeStr(b)}`, "use pl.matmul for 2-D tensors");
-    if (![...a.shape, ...b.shape].every((d) => typeof d === "number")) ctx.fail(`needs static shapes, got ${typeStr(a)} and ${typeStr(b)}`, "give the tensors static shapes");
-    if (a.shape[0] !== b.shape[0]) ctx.fail(`batch sizes differ: '${argName(ctx.args[0])}' is ${typeStr(a)} but '${argName(ctx.args[1])}' is ${typeStr(b)}`, "a[B, M, K] @ b[B, K, N] needs the same B");
-    if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
-    if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a.dtype}")`);
-    if (a.shape[2] !== b.shape[1]) {
-      ctx.fail(`inner dimensions differ: '${argName(ctx.args[0])}' is ${typeStr(a)} (K = ${a.shape[2]}) but '${argName(ctx.args[1])}' is ${typeStr(b)} (K = ${b.shape[1]})`,
-        "a[B, M, K] @ b[B, K, N] needs a's last extent to equal b's middle one");
+    const a0 = expectKind(ctx, 0, ["tensor"], "the left operand of batchMatmul"), b0 = expectKind(ctx, 1, ["tensor"], "the right operand of batchMatmul");
+    if (a0.shape.length !== 3 || b0.shape.length !== 3) ctx.fail(`needs rank-3 tensors [B, M, K] and [B, K, N], got ${typeStr(a0)} and ${typeStr(b0)}`, "use pl.matmul for 2-D tensors");
+    if (![...a0.shape, ...b0.shape].every((d) => typeof d === "number")) ctx.fail(`needs static shapes, got ${typeStr(a0)} and ${typeStr(b0)}`, "give the tensors static shapes");
+    const aT = ctx.attrs.aTrans === true, bT = ctx.attrs.bTrans === true;
+    const a = aT ? [a0.shape[0], a0.shape[2], a0.shape[1]] : a0.shape, b = bT ? [b0.shape[0], b0.shape[2], b0.shape[1]] : b0.shape;
+    if (a[0] !== b[0]) ctx.fail(`batch sizes differ: '${argName(ctx.args[0])}' is ${typeStr(a0)} but '${argName(ctx.args[1])}' is ${typeStr(b0)}`, "a[B, M, K] @ b[B, K, N] needs the same B");
+    if (a0.dtype === "bool" || a0.dtype === "int64") ctx.fail(`cannot multiply ${a0.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
+    if (a0.dtype !== b0.dtype) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a0.dtype}")`);
+    if (a[2] !== b[1]) {
+      ctx.fail(`inner dimensions differ: '${argName(ctx.args[0])}' is ${typeStr(a0)} (K = ${a[2]}) but '${argName(ctx.args[1])}' is ${typeStr(b0)} (K = ${b[1]})`,
+        `a[B, M, K] @ b[B, K, N] needs a's K to equal b's${aT || bT ? " (after the transposes aTrans / bTrans ask for)" : ": a's last extent, b's middle one"}`);
     }
-    return tensorT([a.shape[0], a.shape[1], b.shape[2]], matmulAccDType(a.dtype));
+    return tensorT([a[0], a[1], b[2]], matmulAccDType(a0.dtype));
   },
   effects: (args) => reads(args as never),
-  evaluate: viaTile("tile.batchMatmul", ([a, b]) => [a.shape[0], a.shape[1], b.shape[2]]),
+  evaluate: viaTile("tile.batchMatmul", ([a, b], attrs) => [a.shape[0], attrs.aTrans === true ? a.shape[2] : a.shape[1], attrs.bTrans === true ? b.shape[1] : b.shape[2]]),
 });

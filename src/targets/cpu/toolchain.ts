@@ -3,14 +3,14 @@
 // prelude, and the compile of one program library.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { arch, cpus, tmpdir } from "node:os";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
+import { arch, cpus } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
-import { whichSync } from "../which.js";
+import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE } from "../../codegen/index.js";
-import { sha256, writeAtomic } from "../../artifact/index.js";
+import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 
 /** Flags of every cpu build (after `$CXX`). */
 export const CXX_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
@@ -48,18 +48,24 @@ export function cpuFlags(): string {
 
 /**
  * `--version` of a compiler binary, remembered by the binary's path, size and mtime (so a
- * process does not spawn the compiler just to name it): the memo file, and the version when
- * it was recorded before.
+ * process does not spawn the compiler just to name it) in the user's private directory
+ * (`<cache root>/toolchain/`): the memo file, and the version when it was recorded before.
+ * A private directory another user made or can write is refused (E_UNSAFE_PATH).
  */
 function versionMemo(command: string, exe: string): { file: string; path: string; version: string | null } | null {
   const path = whichSync(exe);
   if (!path) return null;
   let id: string;
   try { const st = statSync(path); id = `${command}\0${path}\0${st.size}\0${st.mtimeMs}`; } catch { return null; }
-  const file = join(tmpdir(), `tspto-toolchain-${process.getuid?.() ?? "user"}`, `${sha256(id).slice(0, 24)}.txt`);
+  let dir: string;
+  try { dir = privateDir("toolchain"); } catch (e) {
+    if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e;
+    return null; // no private directory at all: no memo (the compiler is asked each time)
+  }
+  const name = `${sha256(id).slice(0, 24)}.txt`;
   let version: string | null = null;
-  try { version = readFileSync(file, "utf8").trim() || null; } catch { /* not recorded yet */ }
-  return { file, path, version };
+  try { version = readTextInside(dir, name, { maxBytes: 4096 }).trim() || null; } catch { /* not recorded yet */ }
+  return { file: join(dir, name), path, version };
 }
 
 const CXX_HINT = "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)";
@@ -73,13 +79,14 @@ export function toolchain(): Toolchain {
   const candidates = env ? [env] : ["c++", "g++", "clang++"];
   let firstError = "";
   for (const command of candidates) {
-    const cached = toolchains.get(command);
+    // a relative $CXX ("./cxx") names a program relative to the current directory, not to the artifact's
+    const argv = commandWords(command);
+    const cached = toolchains.get(argv.join("\0"));
     if (cached) return cached;
-    const argv = command.split(/\s+/);
     const memo = versionMemo(command, argv[0]);
     if (memo?.version) {
       const tc = { command, argv, path: memo.path, version: memo.version };
-      toolchains.set(command, tc);
+      toolchains.set(argv.join("\0"), tc);
       return tc;
     }
     const r = spawnSync(argv[0], [...argv.slice(1), "--version"], { encoding: "utf8", timeout: 60_000 });
@@ -89,8 +96,8 @@ export function toolchain(): Toolchain {
     }
     const version = `${r.stdout ?? ""}\n${r.stderr ?? ""}`.split(/\r?\n/).map((l) => l.trim()).find((l) => l) ?? "unknown";
     const tc = { command, argv, path: whichSync(argv[0]), version };
-    toolchains.set(command, tc);
-    if (memo) try { writeAtomic(memo.file, version); } catch { /* best effort */ }
+    toolchains.set(argv.join("\0"), tc);
+    if (memo) try { writeAtomic(memo.file, version, 0o600); } catch { /* best effort */ }
     return tc;
   }
   throw new TsptoCompileError("E_CXX", env ? firstError : `no C++ compiler found (tried ${candidates.join(", ")})`, undefined, CXX_HINT);
@@ -99,48 +106,122 @@ export function toolchain(): Toolchain {
 // ------------------------------------------------------------------ precompiled header
 // Parsing the prelude's standard headers (<cmath> above all) is most of a small program's
 // C++ compile time. They are precompiled once per toolchain + flags + header text (at
-// `npm install`, else on first use) into native/build/pch/<key>/ (or a per-user temp
-// directory when the package is read-only) and force-included; gcc checks that the .gch
-// matches the compilation (-Winvalid-pch) and otherwise reads the headers as usual, so
-// the generated code is the same either way. TSPTO_PCH=0 disables it.
+// `npm install`, else on first use) into native/build/pch/<key>/ of the package, or (a
+// read-only package) the user's private `<cache root>/pch/<key>/`, and force-included; gcc
+// checks that the .gch matches the compilation (-Winvalid-pch) and otherwise reads the
+// headers as usual, so the generated code is the same either way. A header that gets
+// force-included into every kernel is code run in the process: it is used only from a
+// directory of the user's (or root's, or the package owner's) that no one else can write,
+// else refused (E_UNSAFE_PATH). Its build counts against $TSPTO_CXX_TIMEOUT_MS like the
+// compile it serves. TSPTO_PCH=0 disables it.
 const PCH_FLAGS = CXX_FLAGS.filter((f) => f !== "-shared");
 const pchFailed = new Set<string>();
+const PCH_HEADER = "tspto_pch.h";
+const PCH_FILE = "tspto_pch.h.gch";
 
 /** The prelude's #include lines (what the PCH holds). */
 function pchHeaderText(): string {
   return `${CPP_PRELUDE.split(/\r?\n/).filter((l) => l.startsWith("#include")).join("\n")}\n`;
 }
 
-function pchDirs(key: string): string[] {
-  const pkg = join(dirname(abiIncludeDir()), "build", "pch", key);
-  const uid = process.getuid?.() ?? "user";
-  return [pkg, join(tmpdir(), `tspto-pch-${uid}`, key)];
+/** The owner of tspto's package files (its precompiled header is as trusted as its code). */
+function packageOwner(): number | undefined {
+  try { return lstatSync(join(packageRoot(), "package.json")).uid; } catch { return undefined; }
+}
+
+const PCH_HINT = (dir: string) => `remove ${dir} (tspto builds it again in a directory of your own), or set TSPTO_PCH=0 to compile without a precompiled header`;
+
+/**
+ * Whether the precompiled header in `dir` may be used: false when there is none; throws
+ * E_UNSAFE_PATH when one is there but another user could have written it (the directory or
+ * its parent not a real directory of the user / root / `owner`, writable by others; a file
+ * not a regular one, or writable by others where others can reach it).
+ */
+function trustedPch(dir: string, owner: number | undefined): boolean {
+  let st: Stats;
+  try { st = lstatSync(join(dir, PCH_FILE)); } catch { return false; }
+  const refuse = (why: string) => unsafePathError(`the precompiled header ${join(dir, PCH_HEADER)}: ${why}`, PCH_HINT(dir));
+  let dirSt: Stats | undefined;
+  for (const d of [dirname(dir), dir]) {
+    const s = lstatSync(d);
+    if (!s.isDirectory()) throw refuse(`${d} is ${fileKind(s)}, not a directory`);
+    const why = untrustedReason(d, s, owner);
+    if (why) throw refuse(why);
+    dirSt = s;
+  }
+  const reachable = ((dirSt?.mode ?? 0) & 0o011) !== 0; // others can search the directory (else its files are out of their reach)
+  for (const f of [PCH_HEADER, PCH_FILE]) {
+    const p = join(dir, f);
+    try { st = lstatSync(p); } catch { return false; }
+    if (!st.isFile()) throw refuse(`${p} is ${fileKind(st)}, not a regular file`);
+    const why = untrustedReason(p, st, owner);
+    if (why && (reachable || !/can be written/.test(why))) throw refuse(why);
+  }
+  return true;
+}
+
+/** Where the PCH of `key` is looked for and built: the package's directory, then the user's private one. */
+function pchDirs(key: string): { dir: () => string; owner: number | undefined }[] {
+  return [
+    { dir: () => join(dirname(abiIncludeDir()), "build", "pch", key), owner: packageOwner() },
+    { dir: () => privateDir("pch", key), owner: undefined },
+  ];
+}
+
+/** The PCH's key (its directory's name): the toolchain, the flags, the header text, the ABI header. */
+export function precompiledHeaderKey(tc: Toolchain, header = pchHeaderText(), abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8")): string {
+  return sha256([tc.command, tc.path ?? "", tc.version, PCH_FLAGS.join(" "), header, abi].join("\0")).slice(0, 24);
 }
 
 /**
  * The header to force-include (its .gch next to it), building the PCH when `build` and it
- * is missing; null when unavailable (gcc only: clang uses another PCH format).
+ * is missing, within `timeoutMs`; null when unavailable (gcc only: clang uses another PCH
+ * format). Throws E_CXX_TIMEOUT when its build did not finish in time, E_UNSAFE_PATH for one
+ * another user could have written.
  */
-export function precompiledHeader(tc: Toolchain, build = true): string | null {
+export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTimeoutMs()): string | null {
   if (process.env.TSPTO_PCH === "0" || /clang|icpx|intel/i.test(`${tc.command} ${tc.version}`)) return null;
   const header = pchHeaderText();
   let abi = "";
   try { abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8"); } catch { return null; }
-  const key = sha256([tc.command, tc.path ?? "", tc.version, PCH_FLAGS.join(" "), header, abi].join("\0")).slice(0, 24);
-  for (const d of pchDirs(key)) if (existsSync(join(d, "tspto_pch.h.gch"))) return join(d, "tspto_pch.h");
+  const key = precompiledHeaderKey(tc, header, abi);
+  const places = pchDirs(key);
+  for (const p of places) {
+    let d: string;
+    try { d = p.dir(); } catch (e) { if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e; continue; }
+    if (trustedPch(d, p.owner)) return join(d, PCH_HEADER);
+  }
   if (!build || pchFailed.has(key)) return null;
-  for (const d of pchDirs(key)) {
+  const t0 = performance.now();
+  for (const p of places) {
+    let d: string;
     try {
+      d = p.dir();
       mkdirSync(d, { recursive: true, mode: 0o700 });
-      const h = join(d, "tspto_pch.h");
-      if (!existsSync(h)) writeAtomic(h, header);
-      const tmp = join(d, `tspto_pch.h.gch.tmp-${process.pid}-${rand()}`);
+    } catch (e) {
+      if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e;
+      continue;
+    }
+    const h = join(d, PCH_HEADER);
+    const tmp = join(d, `${PCH_FILE}.tmp-${process.pid}-${rand()}`);
+    try {
+      writeAtomic(h, header, 0o644);
+      const left = Math.max(1, Math.round(timeoutMs - (performance.now() - t0)));
       const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...PCH_FLAGS, "-I", abiIncludeDir(), "-x", "c++-header", h, "-o", tmp],
-        { encoding: "utf8", timeout: 600_000 });
+        { encoding: "utf8", timeout: left, killSignal: "SIGKILL" });
+      if ((r.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT") {
+        rmSync(tmp, { force: true });
+        throw new TsptoCompileError("E_CXX_TIMEOUT",
+          `building the precompiled header of the generated code's standard headers: '${tc.command}' did not finish within ${timeoutMs} ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default ${DEFAULT_CXX_TIMEOUT_MS} ms, and covers this build too)`,
+          undefined, "raise TSPTO_CXX_TIMEOUT_MS, or set TSPTO_PCH=0 to compile without a precompiled header");
+      }
       if (r.error || r.status !== 0 || !existsSync(tmp)) { rmSync(tmp, { force: true }); continue; }
-      renameSync(tmp, join(d, "tspto_pch.h.gch"));
+      chmodSync(tmp, 0o644); // (gcc creates it with the umask's mode: never writable by others)
+      renameSync(tmp, join(d, PCH_FILE));
       return h;
-    } catch {
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      if (e instanceof TsptoCompileError) throw e;
       continue;
     }
   }
@@ -169,11 +250,14 @@ export function cxxTimeoutMs(): number {
 }
 
 export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
-  const pch = precompiledHeader(tc);
+  // one limit for the program's compile, the precompiled header's build (on first use) included
+  const timeoutMs = cxxTimeoutMs();
+  const start = performance.now();
+  const pch = precompiledHeader(tc, true, timeoutMs);
   const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
-  const timeoutMs = cxxTimeoutMs();
-  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
+  const left = Math.max(1, Math.round(timeoutMs - (t0 - start)));
+  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
@@ -201,12 +285,13 @@ let identityMemo: { env: string; id: string[] } | undefined;
  * architecture and the CPU model and features (-march=native depends on them).
  */
 export function toolchainIdentity(): string[] {
-  const env = process.env.CXX ?? "";
+  const env = `${process.env.CXX ?? ""}\0${process.cwd()}`; // (a relative $CXX depends on the directory)
   if (identityMemo && identityMemo.env === env) return identityMemo.id;
-  const cmds = env.trim() ? [env.trim()] : ["c++", "g++", "clang++"];
+  const cxx = (process.env.CXX ?? "").trim();
+  const cmds = cxx ? [cxx] : ["c++", "g++", "clang++"];
   const parts: string[] = [];
   for (const cmd of cmds) {
-    const exe = cmd.split(/\s+/)[0];
+    const exe = commandWords(cmd)[0];
     const path = whichSync(exe);
     if (!path) { parts.push(`${cmd}:missing`); continue; }
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }

@@ -10,9 +10,8 @@
 //                               is checked before the device loads it)
 // nvcc and the host compiler run at the same time. The artifact key holds the nvcc path and
 // version, the architecture and the flags, so another toolkit or GPU gets another artifact.
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Program } from "../../ir/index.js";
 import { TsptoCompileError } from "../../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END } from "../../codegen/cpp/index.js";
@@ -20,8 +19,9 @@ import { generateCuda, type GeneratedCuda } from "../../codegen/cuda/index.js";
 import { entrySignature } from "../../codegen/index.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
 import {
-  KEY_FILE, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, canonicalJSON, checkReplaceable, defaultArtifactRoot, safeName, sha256,
-  validateMeta, writeDumps, type CompiledMeta,
+  FILE_LIMITS, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, STAMP_FILE, canonicalJSON, checkReplaceable, defaultArtifactRoot, installArtifact,
+  markerKey, publishPartialArtifact, readInside, readTextInside, reuseArtifact, safeName, sealArtifact, sha256, startArtifact, validateMeta,
+  writeDumps, type CompiledMeta,
 } from "../../artifact/index.js";
 import {
   CUDA_SOURCE_PATH, ENTRY_LIBRARY_PATH, ENTRY_SOURCE_PATH, FATBIN_PATH, NVCC_FLAGS, ENTRY_CXX_FLAGS,
@@ -43,11 +43,10 @@ interface Prepared { gen: GeneratedCuda; key: string; outputDir: string; arch: s
 
 function tryReuse(dir: string, key: string): ArtifactRef | null {
   try {
-    if (readFileSync(join(dir, KEY_FILE), "utf8").trim() !== key) return null;
-    const meta = validateMeta(readFileSync(join(dir, META_FILE), "utf8"), join(dir, META_FILE));
-    if (!meta.library || sha256(readFileSync(join(dir, meta.library))) !== meta.libraryHash) return null;
-    const stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
-    if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) return null;
+    const meta = reuseArtifact(dir, key);
+    if (!meta || !meta.library) return null;
+    const stamp = JSON.parse(readTextInside(dir, STAMP_FILE, { maxBytes: FILE_LIMITS.meta })) as { fatbinSha256?: string };
+    if (sha256(readInside(dir, FATBIN_PATH, { maxBytes: FILE_LIMITS.library })) !== stamp.fatbinSha256) return null;
     return { outputDir: dir, meta };
   } catch {
     return null;
@@ -73,8 +72,8 @@ function findPrebuilt(program: Program, opts: BuildOptions, gen: GeneratedCuda):
   if (!root) return null;
   const dir = join(resolve(root), prebuiltName(program, opts, gen));
   try {
-    const key = readFileSync(join(dir, KEY_FILE), "utf8").trim();
-    return tryReuse(dir, key);
+    const key = markerKey(dir);
+    return key ? tryReuse(dir, key) : null;
   } catch {
     return null;
   }
@@ -92,8 +91,7 @@ function prepare(program: Program, opts: BuildOptions): Prepared {
   const reused = tryReuse(outputDir, key);
   if (reused) { writeDumps(outputDir, opts.dumps, true); return { gen, key, outputDir, arch, nvcc, tmp: null, reused }; }
   checkReplaceable(outputDir);
-  mkdirSync(dirname(outputDir), { recursive: true, mode: 0o700 });
-  const tmp = `${outputDir}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const tmp = startArtifact(outputDir);
   for (const d of ["kernels", "orchestration", "build"]) mkdirSync(join(tmp, d), { recursive: true });
   writeFileSync(join(tmp, "program.json"), `${JSON.stringify(program.toJSON(), null, 1)}\n`);
   writeFileSync(join(tmp, CUDA_SOURCE_PATH), gen.source);
@@ -112,18 +110,14 @@ function steps(p: Prepared): string[][] {
 
 function finish(program: Program, opts: BuildOptions, p: Prepared, results: StepResult[]): ArtifactRef {
   const tmp = p.tmp!;
+  let keepTmp = false;
   try {
     results.forEach((r, i) => {
       const out = i === 0 ? FATBIN_PATH : ENTRY_LIBRARY_PATH;
       if (r.status === 0 && existsSync(join(tmp, out))) return;
       // leave the generated source where the user can read it
-      let where = tmp;
-      if (!existsSync(join(p.outputDir, META_FILE))) {
-        checkReplaceable(p.outputDir);
-        rmSync(p.outputDir, { recursive: true, force: true });
-        renameSync(tmp, p.outputDir);
-        where = p.outputDir;
-      }
+      const where = publishPartialArtifact(tmp, p.outputDir);
+      keepTmp = where === tmp;
       const lines = r.output.trim().split(/\r?\n/);
       const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
       const why = r.error ? `could not run '${r.command}' (${r.error})` : r.signal ? `'${r.command}' was killed by ${r.signal}` : `'${r.command}' exited with code ${r.status}`;
@@ -148,22 +142,19 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
     };
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(p.outputDir, META_FILE)); // what we write must read back
-    writeFileSync(join(tmp, KEY_FILE), `${p.key}\n`);
     writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    sealArtifact(tmp, p.key);
     try {
       renameSync(tmp, p.outputDir);
     } catch {
       const theirs = tryReuse(p.outputDir, p.key);
       if (theirs) { rmSync(tmp, { recursive: true, force: true }); return theirs; }
-      checkReplaceable(p.outputDir);
-      const old = `${p.outputDir}.old-${process.pid}-${randomBytes(4).toString("hex")}`;
-      try { renameSync(p.outputDir, old); } catch { /* gone */ }
-      renameSync(tmp, p.outputDir);
-      rmSync(old, { recursive: true, force: true });
+      installArtifact(tmp, p.outputDir);
     }
     return { outputDir: p.outputDir, meta };
   } finally {
-    if (existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
+    // (a failed build's directory is kept when it could not be published: the error names its source)
+    if (!keepTmp && existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
   }
 }
 

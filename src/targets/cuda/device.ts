@@ -3,10 +3,10 @@
 // interface. Native failures become TsptoErrors here; a machine without a driver or a GPU
 // gets one clear E_NO_GPU error when the device is opened.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { TsptoRuntimeError } from "../../ir/index.js";
-import { verifiedLibrary } from "../../artifact/index.js";
+import { FILE_LIMITS, STAMP_FILE, readInside, readTextInside, unsafePathError, untrustedReason, verifiedLibrary } from "../../artifact/index.js";
 import { argBytesOf, loadNative, nativeError, type ArgBytes } from "../native.js";
 import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
@@ -38,7 +38,7 @@ export function cudaError(err: unknown): Error {
   return nativeError(err);
 }
 
-const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 export class CudaDevice implements Device {
   readonly #n: NativeCudaDevice;
@@ -66,9 +66,14 @@ export class CudaDevice implements Device {
     const lib = verifiedLibrary(artifact);
     let stamp: { fatbinSha256?: string };
     try {
-      stamp = JSON.parse(readFileSync(join(dir, "build", "stamp.json"), "utf8")) as { fatbinSha256?: string };
-      if (sha256(readFileSync(join(dir, FATBIN_PATH))) !== stamp.fatbinSha256) throw new Error(`${join(dir, FATBIN_PATH)} does not match its recorded hash`);
+      // (regular files inside the artifact only, within their limits: the directory is not trusted)
+      stamp = JSON.parse(readTextInside(dir, STAMP_FILE, { maxBytes: FILE_LIMITS.meta })) as { fatbinSha256?: string };
+      const fatbin = join(dir, FATBIN_PATH);
+      const why = untrustedReason(fatbin, lstatSync(fatbin));
+      if (why) throw unsafePathError(`${fatbin} not loaded: ${why}`, "build the program into a directory of your own (outputDir), not one other users can write");
+      if (sha256(readInside(dir, FATBIN_PATH, { maxBytes: FILE_LIMITS.library })) !== stamp.fatbinSha256) throw new Error(`${fatbin} does not match its recorded hash`);
     } catch (e) {
+      if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e;
       throw new TsptoRuntimeError("E_ARTIFACT", `cannot load the cuda artifact ${dir}: ${(e as Error).message}`, undefined, "rebuild it (delete the directory and compile again)");
     }
     // argBytes, as on cpu: every launch checks each host view's live byte length against

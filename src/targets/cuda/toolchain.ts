@@ -5,7 +5,7 @@ import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TsptoCompileError } from "../../ir/index.js";
-import { whichSync } from "../which.js";
+import { commandWords, whichSync } from "../which.js";
 
 export const CUDA_SOURCE_PATH = "kernels/program.cu";
 export const ENTRY_SOURCE_PATH = "kernels/entry.cpp";
@@ -75,7 +75,7 @@ export function nvccArgs(arch: string): string[] {
 /** The host C++ compiler for the orchestration library: $CXX (first word) else c++ / g++ / clang++. */
 export function hostCxx(): string[] {
   const env = (process.env.CXX ?? "").trim();
-  if (env) return env.split(/\s+/);
+  if (env) return commandWords(env);
   for (const c of ["c++", "g++", "clang++"]) if (whichSync(c)) return [c];
   throw new TsptoCompileError("E_CXX", "no C++ compiler found (tried c++, g++, clang++)", undefined,
     "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)");

@@ -4,9 +4,10 @@
 // interpreter. Host arguments are staged like a real device does (In copied in, Out copied
 // back, counted); DeviceTensor arguments are read and written in place.
 import { readProgram, type ArtifactRef } from "../../artifact/index.js";
+import { constants as bufferConstants } from "node:buffer";
 import {
   dimSymbolsOf,
-  TsptoRuntimeError, interpret, newTensor, type InterpStats, type Program, type TensorType, type TensorValue, type Value,
+  TsptoOutOfMemoryError, TsptoRuntimeError, interpret, newTensor, type InterpStats, type Program, type TensorType, type TensorValue, type Value,
 } from "../../ir/index.js";
 import { ArgKind, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace } from "../target.js";
 
@@ -44,13 +45,20 @@ export class InterpDevice implements Device {
     this.#open("alloc");
     this.#size("alloc", nbytes);
     const reserved = Math.max(64, Math.ceil(nbytes / 64) * 64);
-    if (this.#inUse + reserved > this.#capacity) {
-      throw err("E_DEVICE_OOM", `device out of memory: requested ${nbytes} bytes, ${this.#inUse} bytes in use of ${this.#capacity} bytes capacity`,
-        "free DeviceTensors you no longer need (freeTensor), or set TSPTO_DEVICE_MEMORY to reserve more device memory");
+    const oom = (why: string) => new TsptoOutOfMemoryError("E_DEVICE_OOM", `device out of memory: requested ${nbytes} bytes${why}`, undefined,
+      "free DeviceTensors you no longer need (freeTensor), use smaller tensors, or set TSPTO_DEVICE_MEMORY to reserve more device memory");
+    if (this.#inUse + reserved > this.#capacity) throw oom(`, ${this.#inUse} bytes in use of ${this.#capacity} bytes capacity`);
+    // each allocation is one ArrayBuffer: the host's limit on one buffer, and the host's memory, bound it
+    if (reserved > bufferConstants.MAX_LENGTH) {
+      throw oom(`: the interp platform holds each allocation in one host buffer, of at most ${bufferConstants.MAX_LENGTH} bytes`);
+    }
+    let bytes: Uint8Array;
+    try { bytes = new Uint8Array(reserved); } catch (e) {
+      throw oom(`: the host could not allocate them (${(e as Error).message})`);
     }
     const base = this.#next;
     this.#next += BigInt(reserved) + ALIGN;
-    this.#allocs.set(base, { base, size: nbytes, bytes: new Uint8Array(reserved) });
+    this.#allocs.set(base, { base, size: nbytes, bytes });
     this.#inUse += reserved;
     return base;
   }

@@ -1,6 +1,6 @@
 // The programs the cuda tests compile: every ported example (examples/*.ts exporting
-// main(platform)), the seed program of API.md §1 and the tensor-level shape forms
-// (test/passes/fixtures/tensor_shapes.ts). The examples are run once on the interp
+// main(platform)), the seed program of API.md §1, the tensor-level shape forms
+// (test/passes/fixtures/tensor_shapes.ts) and the indexing ops (test/ops/fixtures/indexing.ts). The examples are run once on the interp
 // platform with a private disk cache; each specialization they compiled left its lowered
 // program (program.json) in that cache, and those are the programs, their memory planned
 // again for cuda's facts where interp's plan differs (replanMemory: interp, like cpu, gives
@@ -16,6 +16,7 @@ import { cudaTarget } from "../../../src/targets/cuda/index.js";
 
 const forCuda = (p: Program): Program => replanMemory(p, { scratchCapacity: cudaTarget.description.scratchBytes, matmulOperandsInPlace: cudaTarget.description.matmulOperandsInPlace === true });
 import { tensorShapePrograms } from "../../passes/fixtures/tensor_shapes.js";
+import { indexingPrograms } from "../../ops/fixtures/indexing.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../examples/", import.meta.url));
 
@@ -77,5 +78,6 @@ export async function loweredCorpus(): Promise<Map<string, Program>> {
   }
   out.set("seed_addKernel", seedProgram());
   for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
+  for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, p);
   return out;
 }

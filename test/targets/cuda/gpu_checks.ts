@@ -115,6 +115,33 @@ export function gpuChecks(): Check[] {
       },
     },
     {
+      name: "DeviceTensor views on the GPU: a narrow of a resident [256, 128] tensor is the seed program's b; copyTo through a one-row view; a view dies with its base",
+      run() {
+        const A = randn([128, 128], { seed: 2 }), B = randn([256, 128], { seed: 3 });
+        const compiled = ir.compile(seedProgram(), { platform: "cuda" });
+        const w = new ChipWorker(new RunConfig({ platform: "cuda" }));
+        try {
+          const t = w.allocTensor([256, 128], "float32", { init: B });
+          const bottom = t.narrow(0, 128, 128);
+          const out = zeros([128, 128]);
+          w.run(compiled, A, bottom, out);
+          const want = new HostTensor((B.data as Float32Array).slice(128 * 128), [128, 128], "float32");
+          assertClose(out, A.add(want), { rtol: 1e-5, atol: 1e-5 });
+          const row = new Float32Array(128).fill(5);
+          w.copyTo(t.narrow(0, 200, 1), row, 512);
+          const back = new Float32Array(128);
+          w.copyFrom(back, t.view([256 * 128]).narrow(0, 200 * 128, 128), 512);
+          expectEq(Array.from(back), Array.from(row), "a row written and read back through views");
+          w.freeTensor(t);
+          let code = "no error";
+          try { w.run(compiled, A, bottom, zeros([128, 128])); } catch (e) { code = String((e as { code?: string }).code); }
+          expectEq(code, "E_FREED", "a launch with a view of a freed tensor");
+        } finally {
+          w.close();
+        }
+      },
+    },
+    {
       name: "every corpus program agrees with interp",
       async run() {
         corpus ??= corpusPrograms();

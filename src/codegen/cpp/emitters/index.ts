@@ -21,6 +21,7 @@ import "./reduce.js";
 import "./matmul.js";
 import "./shape.js";
 import "./read.js";
+import "./indexing.js";
 
 export {
   type ScalarCType, type CExpr, scalarCType, scratchCType, storageCType, loadConv, storeConv,

@@ -27,7 +27,7 @@ export function offsetsOf(ctx: KernelCtx, e: Expr, rank: number, what: string, s
  * dims: statically for constant offsets (a compile error), at run time for the others
  * (rt->fail with the window, then leave the kernel). Returns the offsets' C++ names/values.
  */
-export function windowCheck(ctx: KernelCtx, what: "load" | "store", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
+export function windowCheck(ctx: KernelCtx, what: "load" | "store" | "slice" | "gatherLoad", t: TensorRef, offs: (number | string)[], region: readonly CDim[], span: Span): string[] {
   const dims = t.dims;
   for (let ax = 0; ax < region.length; ax++) {
     const d = dims[ax], r = region[ax];
@@ -173,6 +173,32 @@ def("tile.store", {
     ctx.open("else {");
     plain();
     ctx.close();
+  },
+});
+
+// checkWindow: a tensor-level slice of run-time extent (TensorToTile) -- every extent >= 1 and the
+// window inside the tensor, else rt->fail with the window and the slice's location
+def("tile.checkWindow", {
+  kind: "tensor-stmt",
+  resultArg: 0,
+  emit(ctx, call) {
+    const t = ctx.tensor(call.args[0]);
+    const rank = t.dims.length;
+    const ext = offsetsOf(ctx, call.args[1], rank, "checkWindow", call.span).map((e) => {
+      if (typeof e === "number") return e;
+      const n = ctx.fresh("e");
+      ctx.line(`const int64_t ${n} = ${e};`);
+      return n;
+    });
+    const low = ext.flatMap((e, ax) => (typeof e === "number" ? [] : [[e, ax] as const]));
+    if (low.length) {
+      ctx.open(`if (__builtin_expect(${low.map(([e]) => `${e} < 1`).join(" || ")}, 0)) {`);
+      ctx.line(`const int64_t _shp[] = { ${ext.join(", ")} };`);
+      ctx.line(`tspto_extent_fail(rt, ${cstr(spanWhere(call.span))}, "slice", ${rank}, _shp);`);
+      ctx.line(ctx.failExit);
+      ctx.close();
+    }
+    windowCheck(ctx, "slice", t, offsetsOf(ctx, call.args[2], rank, "checkWindow", call.span), ext, call.span);
   },
 });
 

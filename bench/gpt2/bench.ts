@@ -1,0 +1,199 @@
+// The GPT-2 rows of `npm run bench` (BENCH_ONLY=gpt2): GPT-2 small (fp32, seeded random weights
+// of the real shapes) as examples/gpt2 runs it, against onnxruntime-node on the same weights
+// (bench/gpt2/onnx_graph.ts), both on the machine's cores, onnxruntime's spinning off, the
+// contenders alternating round by round:
+//   decode   ms per token over positions 128..160 (32 greedy steps after a 128-token prompt)
+//   prefill  128 tokens from an empty cache
+//   bandwidth  decode as a fraction of the machine's read bandwidth, measured in the same run by
+//            a native streaming read on every core (the weights a token reads / its time)
+//   cold compile  the model's programs in a fresh process with the disk cache off
+//   host share   of a decode step: each launch's host time beyond its device time, summed
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { benchmark, type RegistrationHandle } from "tspto";
+import { CXX_FLAGS } from "../../src/targets/cpu/index.js";
+import { build } from "../peers.js";
+import { GPT2_SMALL, randomWeights, type GPT2Config } from "../../examples/gpt2/weights.js";
+import { GPT2Model } from "../../examples/gpt2/model.js";
+import { OrtGpt2 } from "./onnx_graph.js";
+
+export interface Gpt2Row { id: string; what: string; tspto: string; peer: string; result: string; goal: string; met: boolean | null; limit?: string }
+
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+// A streaming read of a 1 GiB buffer on N threads: the memory bandwidth decode is bound by.
+const NATIVE_READ = String.raw`
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <immintrin.h>
+int main(int argc, char** argv) {
+  const size_t n = std::strtoull(argv[1], nullptr, 10) / sizeof(float);
+  const int threads = std::atoi(argv[2]);
+  float* buf = (float*)std::aligned_alloc(64, n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) buf[i] = (float)(i & 1023);
+  std::vector<double> sums(threads * 8);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] {
+      const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+#if defined(__AVX512F__)
+      __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
+      size_t i = lo;
+      for (; i + 64 <= hi; i += 64) {
+        a = _mm512_add_ps(a, _mm512_load_ps(buf + i)); b = _mm512_add_ps(b, _mm512_load_ps(buf + i + 16));
+        c = _mm512_add_ps(c, _mm512_load_ps(buf + i + 32)); d = _mm512_add_ps(d, _mm512_load_ps(buf + i + 48));
+      }
+      float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
+      for (; i < hi; ++i) s += buf[i];
+#else
+      float s = 0; for (size_t i = lo; i < hi; ++i) s += buf[i];
+#endif
+      sums[t * 8] = s;
+    });
+    for (auto& t : ts) t.join();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double s = 0; for (int t = 0; t < threads; ++t) s += sums[t * 8];
+    std::printf("%.4f %g\n", ms, s);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+`;
+
+class NativeRead {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting: ((l: string) => void)[] = [];
+  constructor(dir: string, readonly bytes: number, threads: number) {
+    const exe = build(dir, "native_read", NATIVE_READ, CXX_FLAGS.filter((f) => f !== "-shared" && f !== "-fPIC"));
+    this.child = spawn(exe, [String(bytes), String(threads)]);
+    createInterface({ input: this.child.stdout }).on("line", (l) => this.waiting.shift()?.(l));
+  }
+  /** GB/s of one pass. */
+  measure(): Promise<number> {
+    return new Promise((resolve) => {
+      this.waiting.push((l) => resolve(this.bytes / 1e6 / Number(l.split(" ")[0])));
+      this.child.stdin.write("go\n");
+    });
+  }
+  close(): void { this.child.stdin.end(); this.child.kill(); }
+}
+
+/** Bytes of weights one decode step reads: every layer's matrices and vectors, the final LN, the whole embedding (tied logits), one wpe row. */
+export function weightBytesPerToken(c: GPT2Config): number {
+  const D = c.nEmbd;
+  const layer = 3 * D * D + 3 * D + D * D + D + 4 * D * D + 4 * D + 4 * D * D + D + 4 * D;
+  return 4 * (c.nLayer * layer + c.vocabSize * D + 2 * D + D);
+}
+
+export async function gpt2Bench(work: string, rounds: number, log: (s: string) => void): Promise<Gpt2Row[]> {
+  const rows: Gpt2Row[] = [];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  let ort: any = null;
+  try { ort = createRequire(import.meta.url)("onnxruntime-node"); } catch { /* no peer */ }
+  const c = GPT2_SMALL;
+  const threads = availableParallelism();
+  log(`gpt2: building GPT-2 small (${c.nLayer} layers, d ${c.nEmbd}, vocab ${c.vocabSize}) with seeded random weights`);
+  const w = randomWeights(c, 1234);
+  const model = new GPT2Model(c, w, { platform: "cpu" });
+  const prompt = Array.from({ length: 128 }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  const peer = ort ? await OrtGpt2.create(ort, c, w, { intraOpNumThreads: threads, interOpNumThreads: 1,
+    extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } } }) : null;
+  const reader = new NativeRead(join(work, "gpt2_read"), 1 << 30, threads);
+  const STEPS = 32;
+
+  /** tspto: 32 greedy decode steps from position 128 (the prompt's cache kept, rewritten in place). */
+  const tsDecode = (): number => {
+    model.position = prompt.length;
+    let tok = prompt[prompt.length - 1];
+    const t0 = now();
+    for (let i = 0; i < STEPS; i++) tok = model.step([tok]).next;
+    return (now() - t0) / STEPS;
+  };
+  const tsPrefill = (): number => { model.reset(); const t0 = now(); model.step(prompt); return now() - t0; };
+  let pastAt128: unknown = null;
+  const ortDecode = async (): Promise<number> => {
+    const p = peer!;
+    // the 128-token cache, restored each round (onnxruntime's cache is its past inputs)
+    if (!pastAt128) { p.reset(); await p.forward(prompt); pastAt128 = p.snapshot(); } else p.restore(pastAt128);
+    let tok = prompt[prompt.length - 1];
+    const t0 = now();
+    for (let i = 0; i < STEPS; i++) {
+      const l = await p.forward([tok]);
+      let best = 0;
+      for (let v = 1; v < l.length; v++) if (l[v] > l[best]) best = v;
+      tok = best;
+    }
+    return (now() - t0) / STEPS;
+  };
+  const ortPrefill = async (): Promise<number> => { const p = peer!; p.reset(); const t0 = now(); await p.forward(prompt); return now() - t0; };
+
+  // warm-up: the first calls of each
+  tsPrefill(); tsDecode();
+  if (peer) { await ortPrefill(); await ortDecode(); }
+  const td: number[] = [], od: number[] = [], tp: number[] = [], op: number[] = [], bw: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const first = r % 2 === 0;
+    if (first) td.push(tsDecode());
+    if (peer) od.push(await ortDecode());
+    if (!first) td.push(tsDecode());
+    if (first) tp.push(tsPrefill());
+    if (peer) op.push(await ortPrefill());
+    if (!first) tp.push(tsPrefill());
+    bw.push(await reader.measure());
+    log(`gpt2 round ${r + 1}/${rounds}: decode tspto ${td[td.length - 1].toFixed(1)} ms/token${peer ? `, ort ${od[od.length - 1].toFixed(1)}` : ""}; prefill tspto ${tp[tp.length - 1].toFixed(0)} ms${peer ? `, ort ${op[op.length - 1].toFixed(0)}` : ""}; read ${bw[bw.length - 1].toFixed(1)} GB/s`);
+  }
+  const mtd = median(td), mtp = median(tp), mbw = median(bw);
+  const bytes = weightBytesPerToken(c);
+  const floorMs = bytes / 1e6 / mbw;
+  if (peer) {
+    const mod = median(od), mop = median(op);
+    rows.push({ id: "11a", what: "GPT-2 small fp32 decode, ms/token at positions 128-160 (vs onnxruntime)", tspto: `${mtd.toFixed(1)} ms`, peer: `${mod.toFixed(1)} ms`, result: `${(mod / mtd).toFixed(2)}x`, goal: ">= 1.2x", met: mod / mtd >= 1.2 });
+    rows.push({ id: "11b", what: "GPT-2 small fp32 prefill of 128 tokens (vs onnxruntime)", tspto: `${mtp.toFixed(0)} ms`, peer: `${mop.toFixed(0)} ms`, result: `${(mop / mtp).toFixed(2)}x`, goal: ">= 1.5x", met: mop / mtp >= 1.5 });
+  }
+  rows.push({ id: "11c", what: `decode vs the bandwidth floor (${(bytes / 1e6).toFixed(0)} MB of weights per token at the measured ${mbw.toFixed(1)} GB/s read)`, tspto: `${mtd.toFixed(1)} ms`, peer: `${floorMs.toFixed(1)} ms`, result: (floorMs / mtd).toFixed(2), goal: ">= 0.9", met: floorMs / mtd >= 0.9 });
+
+  // host share: each program's launches, host time beyond device time, over the step
+  model.position = prompt.length;
+  const hs = hostShare(model, prompt[0]);
+  rows.push({ id: "11d", what: "host share of a decode step (launch host time beyond device time, summed over its launches)", tspto: `${hs.hostUs.toFixed(0)} us of ${hs.stepUs.toFixed(0)} us`, peer: "—", result: `${(100 * hs.share).toFixed(2)}%`, goal: "<= 1%", met: hs.share <= 0.01 });
+
+  // cold compile in a fresh process
+  const child = fileURLToPath(new URL("./compile_child.ts", import.meta.url));
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = spawnSync(process.execPath, ["--import", "tsx", child], { encoding: "utf8", env: { ...process.env, TSPTO_CACHE_DIR: "off" } });
+    if (r.status !== 0) { log(`gpt2 cold compile failed: ${r.stderr}`); break; }
+    times.push(JSON.parse(r.stdout.trim().split("\n").pop()!).compileMs);
+  }
+  if (times.length) rows.push({ id: "11e", what: "cold compile of the model's programs (fresh process, disk cache off)", tspto: `${median(times).toFixed(0)} ms`, peer: "—", result: `${(median(times) / 1000).toFixed(2)} s`, goal: "<= 1.5 s", met: median(times) <= 1500 });
+  reader.close();
+  model.close();
+  await peer?.release();
+  return rows;
+}
+
+/** Per launch of one decode step: host wall time minus device time (benchmark() of each registered program with the step's arguments). */
+function hostShare(model: GPT2Model, token: number): { hostUs: number; stepUs: number; share: number } {
+  const launches = model.stepLaunches([token]);
+  let host = 0, total = 0;
+  for (const l of launches) {
+    const st = benchmark(l.compiled, l.args, { rounds: 30, warmup: 3, worker: model.worker });
+    host += Math.max(0, st.hostUsMedian - st.deviceUsMedian) * l.count;
+    total += st.hostUsMedian * l.count;
+  }
+  void (null as unknown as RegistrationHandle);
+  return { hostUs: host, stepUs: total, share: host / total };
+}

@@ -1,0 +1,95 @@
+// The watch of an MPI world (native/src/mpi.cc): every rank keeps one TCP connection to every
+// other rank, beside MPI, and sends a one-byte heartbeat on each a few times a second from a
+// native thread of its own (so a rank whose JavaScript is busy still beats). A rank learns at
+// once that a peer is gone when its connection closes (the kernel closes a dead process's
+// sockets, on any host), and within `silence` seconds when its heartbeats stop (its host or
+// its network link went down, or the process is stopped). A rank that fails says so first
+// ('f' + why), one that finishes says goodbye ('b' + how many collectives it took part in).
+//
+// Frames, after a 16-byte hello each way ("TSPW", the job's nonce, the sender's rank):
+//   'h'                      heartbeat
+//   'f' u16 length, text     the sender is failing (why); it will not join another collective
+//   'b' u32 collectives      the sender leaves the world cleanly after that many collectives
+// A peer whose watch cannot be reached (a firewall) is only unwatched, never declared lost.
+#ifndef TSPTO_NATIVE_MPI_WATCH_H
+#define TSPTO_NATIVE_MPI_WATCH_H
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tspto {
+
+// How to reach one rank's watch.
+struct WatchEndpoint {
+  uint16_t port = 0;             // 0: that rank has no watch
+  std::vector<uint32_t> addrs;   // IPv4, network byte order, in the order to try
+};
+
+struct WatchLoss {
+  int rank = -1;
+  std::string why;  // "its process exited", "no heartbeat from it for 3.0 s ...", "it failed: ..."
+};
+
+class Watch {
+ public:
+  // Opens the listening socket on every interface (TSPTO_MPI_WATCH_PORTS="min-max" restricts
+  // the port); returns "" or why it could not.
+  std::string Listen();
+  uint16_t port() const { return port_; }
+
+  // This host's IPv4 addresses for peers, at most `max`: those Open MPI's TCP transport is told
+  // to use (OMPI_MCA_btl_tcp_if_include, names or CIDRs), else every non-loopback one not in
+  // OMPI_MCA_btl_tcp_if_exclude.
+  static std::vector<uint32_t> LocalAddresses(size_t max);
+
+  // Starts the thread: connects to the peers above `rank`, accepts those below. `peers[r]` for
+  // every rank (this one's ignored); `silence_s` 0 turns the heartbeat rule off.
+  void Start(int rank, uint64_t nonce, std::vector<WatchEndpoint> peers, double silence_s);
+  bool started() const { return started_; }
+
+  // Waits until every watched peer is connected or `timeout_s` passed; returns those that are not.
+  std::vector<int> WaitConnected(double timeout_s);
+
+  // Peers lost so far, in the order found.
+  bool HasLoss() const { return has_loss_.load(std::memory_order_acquire); }
+  std::vector<WatchLoss> Losses();
+
+  // The first peer that said goodbye after fewer than `collective` collectives (so it will
+  // never join collective number `collective`), or -1; `*left_after` is its count.
+  int LeftBefore(uint32_t collective, uint32_t* left_after);
+
+  // Tells every peer this rank is failing (once; from any thread, written at once).
+  void SayFailing(const std::string& why);
+  // Tells every peer goodbye after `collectives` collectives, then stops the thread.
+  void SayBye(uint32_t collectives);
+
+ private:
+  struct Slot;
+  void Run();
+  void WriteAll(const std::string& frame);  // mu_ held
+
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  int wake_[2] = {-1, -1};
+  bool started_ = false;
+  int rank_ = 0;
+  uint64_t nonce_ = 0;
+  double silence_s_ = 0;
+  std::vector<WatchEndpoint> peers_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> has_loss_{false};
+  std::mutex mu_;  // slots_, losses_, left_, failing_said_
+  std::vector<Slot*> slots_;
+  std::vector<WatchLoss> losses_;
+  std::vector<int64_t> left_;  // per rank: collectives at goodbye, -1 = not left
+  bool failing_said_ = false;
+};
+
+}  // namespace tspto
+
+#endif  // TSPTO_NATIVE_MPI_WATCH_H

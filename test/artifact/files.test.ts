@@ -1,0 +1,127 @@
+// Reading a directory tspto does not trust (regular files inside it only, within a size
+// limit, no link followed, no FIFO hang), writing without following a planted link, and the
+// owner/mode rules for what tspto trusts.
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, renameSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  TsptoArtifactError, ancestorsReason, badRelativeName, readInside, untrustedReason, writeFileNoFollow,
+} from "../../src/artifact/index.js";
+import { cleanup, tmpDir } from "../codegen/helpers.js";
+
+afterAll(cleanup);
+
+const refused = (f: () => unknown): TsptoArtifactError => {
+  try { f(); } catch (e) { expect(e).toBeInstanceOf(TsptoArtifactError); return e as TsptoArtifactError; }
+  throw new Error("expected a refusal");
+};
+const isRoot = process.getuid?.() === 0;
+
+describe("readInside", () => {
+  it("reads a regular file inside the directory", () => {
+    const d = tmpDir("ri");
+    mkdirSync(join(d, "a", "b"), { recursive: true });
+    writeFileSync(join(d, "a", "b", "f.txt"), "hello");
+    expect(readInside(d, "a/b/f.txt", { maxBytes: 100 }).toString()).toBe("hello");
+  });
+
+  it("refuses names that leave the directory, absolute names, empty parts and control characters", () => {
+    const d = tmpDir("names");
+    for (const [rel, why] of [["../../etc/passwd", "leaves the directory ('..')"], ["/etc/passwd", "is an absolute path"], ["a//b", "has an empty or '.' part"],
+      ["./a", "has an empty or '.' part"], ["a\u0000b", "holds a control character or a backslash"], ["", "is empty"]] as const) {
+      expect(badRelativeName(rel)).toBe(why);
+      const e = refused(() => readInside(d, rel, { maxBytes: 100 }));
+      expect(e.code).toBe("E_ARTIFACT_FILE");
+      expect(e.detail).toBe(`${join(d, rel)}: the name ${JSON.stringify(rel)} ${why}; not read`);
+    }
+  });
+
+  it("a FIFO is refused at once (the open does not block)", () => {
+    const d = tmpDir("fifo");
+    expect(spawnSync("mkfifo", [join(d, "p")]).status).toBe(0);
+    const e = refused(() => readInside(d, "p", { maxBytes: 100 }));
+    expect(e.detail).toBe(`${join(d, "p")}: is a FIFO (named pipe), not a regular file; not read`);
+  });
+
+  it("a link (to /dev/zero, to a file outside) is never followed; nor a linked directory on the way", () => {
+    const d = tmpDir("links");
+    symlinkSync("/dev/zero", join(d, "zero"));
+    expect(refused(() => readInside(d, "zero", { maxBytes: 100, what: "the library" })).detail)
+      .toBe(`${join(d, "zero")}: the library is a symbolic link; tspto does not follow links in a directory it reads`);
+    const outside = tmpDir("outside");
+    writeFileSync(join(outside, "secret"), "s");
+    symlinkSync(outside, join(d, "sub"));
+    expect(refused(() => readInside(d, "sub/secret", { maxBytes: 100 })).detail)
+      .toBe(`${join(d, "sub", "secret")}: not read: ${join(d, "sub")} is a symbolic link, not a directory inside ${d}`);
+  });
+
+  it("a device is refused by kind (root: a character device made with mknod)", (ctx) => {
+    ctx.skip(!isRoot, "needs root (mknod); the FIFO and link cases cover the rule as any user");
+    const d = tmpDir("dev");
+    const r = spawnSync("mknod", [join(d, "zero"), "c", "1", "5"]);
+    ctx.skip(r.status !== 0, `mknod failed: ${r.stderr}`);
+    expect(refused(() => readInside(d, "zero", { maxBytes: 100 })).detail).toBe(`${join(d, "zero")}: is a character device, not a regular file; not read`);
+  });
+
+  it("a file over the limit is refused before anything is read (a sparse 1 TiB file)", () => {
+    const d = tmpDir("big");
+    writeFileSync(join(d, "huge"), "");
+    truncateSync(join(d, "huge"), 2 ** 40);
+    expect(refused(() => readInside(d, "huge", { maxBytes: 1 << 20 })).detail)
+      .toBe(`${join(d, "huge")}: is 1099511627776 bytes, more than the 1048576 bytes tspto reads from such a file; not read`);
+  });
+
+  it("a missing file says so", () => {
+    const d = tmpDir("missing");
+    expect(refused(() => readInside(d, "nope", { maxBytes: 1, what: "compiled_meta.json" })).detail).toBe(`${join(d, "nope")}: compiled_meta.json is missing`);
+  });
+});
+
+describe("writeFileNoFollow", () => {
+  it("replaces a link planted at the target; the file it pointed to is untouched", () => {
+    const d = tmpDir("nofollow");
+    writeFileSync(join(d, "victim"), "precious");
+    mkdirSync(join(d, "out"));
+    symlinkSync(join(d, "victim"), join(d, "out", "page.html"));
+    writeFileNoFollow(join(d, "out", "page.html"), "<html>");
+    expect(readFileSync(join(d, "victim"), "utf8")).toBe("precious");
+    expect(lstatSync(join(d, "out", "page.html")).isFile()).toBe(true);
+    expect(readFileSync(join(d, "out", "page.html"), "utf8")).toBe("<html>");
+    expect(lstatSync(join(d, "out", "page.html")).mode & 0o777).toBe(0o644 & ~process.umask());
+  });
+});
+
+describe("trust: owner and mode", () => {
+  it("a directory or file writable by group or others is not trusted; a sticky world-writable directory is", () => {
+    const d = tmpDir("modes");
+    mkdirSync(join(d, "open"));
+    chmodSync(join(d, "open"), 0o777);
+    expect(untrustedReason(join(d, "open"), lstatSync(join(d, "open")))).toBe(`${join(d, "open")} can be written by other users (mode 777)`);
+    chmodSync(join(d, "open"), 0o1777);
+    expect(untrustedReason(join(d, "open"), lstatSync(join(d, "open")))).toBeNull();
+    writeFileSync(join(d, "f"), "x");
+    chmodSync(join(d, "f"), 0o664);
+    expect(untrustedReason(join(d, "f"), lstatSync(join(d, "f")))).toBe(`${join(d, "f")} can be written by other users (mode 664)`);
+  });
+
+  it("a parent writable by everyone without the sticky bit lets others swap what is below it", () => {
+    const d = tmpDir("anc");
+    mkdirSync(join(d, "shared", "mine"), { recursive: true });
+    chmodSync(join(d, "shared"), 0o777);
+    expect(ancestorsReason(join(d, "shared", "mine"))).toBe(`${join(d, "shared")} can be written by every user (mode 777) and has no sticky bit`);
+    chmodSync(join(d, "shared"), 0o775); // group-writable parents are accepted (a project directory under umask 002)
+    expect(ancestorsReason(join(d, "shared", "mine"))).toBeNull();
+  });
+
+  it("a directory or file owned by another user is not trusted (root: chown to uid 65534)", (ctx) => {
+    ctx.skip(!isRoot, "needs root to plant a directory owned by another user (chown); the mode checks run as any user");
+    const d = tmpDir("owner");
+    mkdirSync(join(d, "theirs"));
+    chownSync(join(d, "theirs"), 65534, 65534);
+    expect(untrustedReason(join(d, "theirs"), lstatSync(join(d, "theirs")))).toBe(`${join(d, "theirs")} belongs to another user (uid 65534)`);
+    mkdirSync(join(d, "theirs", "below"));
+    expect(ancestorsReason(join(d, "theirs", "below"))).toBe(`${join(d, "theirs")} belongs to another user (uid 65534), who can replace what is in it`);
+    renameSync(join(d, "theirs", "below"), join(d, "below"));
+  });
+});
