@@ -25,7 +25,7 @@ import "./indexing.js";
 
 export {
   type ScalarCType, type CExpr, scalarCType, scratchCType, storageCType, loadConv, storeConv,
-  doubleLit, intLit, scratchLit, cstr, spanWhere,
+  doubleLit, intLit, scratchLit, cstr, spanWhere, roundF, roundD,
 } from "./ctypes.js";
 export {
   type ElemOperand, type TensorRef, type TileDest, type KernelCtx, type ElementwiseEmitter, type ScalarEmitter,
