@@ -47,10 +47,13 @@ export interface NativeDevice {
    *  view is a TSPTO_HOST_VIEW error naming the argument) and stages exactly that many bytes. */
   loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
   unloadModule(id: number): void;
-  /** Runs one launch; returns device time in ns (orchestration start → last task end). */
-  launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
+  /** Runs one launch; returns device time in ns (orchestration start → last task end).
+   *  `slots` (optional, one per argument): the numeric value of each device-address and scalar
+   *  argument, read in one block instead of converting `args[i]` (an int slot holding NaN is
+   *  read from `args[i]`: an int64 beyond 2^53 given as a bigint); host views always come from `args`. */
+  launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
   /** The same launch off the JS thread; launches on one device are serialized. */
-  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
+  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
   stats(): NativeStats;
   /** DFX: what the following launches record (mask: 1 tasks+edges, 2 argument snapshots of
    *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */

@@ -38,11 +38,11 @@ export class CpuDevice implements Device {
     try { return this.#n.loadModule(path, argBytes); } catch (e) { throw nativeError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw nativeError(e); } }
-  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
-    try { return this.#n.launch(module, args as unknown[], kinds); } catch (e) { throw nativeError(e); }
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
+    try { return this.#n.launch(module, args as unknown[], kinds, slots); } catch (e) { throw nativeError(e); }
   }
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
-    try { return this.#n.launchAsync(module, args as unknown[], kinds).catch((e: unknown) => { throw nativeError(e); }); } catch (e) { return Promise.reject(nativeError(e)); }
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
+    try { return this.#n.launchAsync(module, args as unknown[], kinds, slots).catch((e: unknown) => { throw nativeError(e); }); } catch (e) { return Promise.reject(nativeError(e)); }
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }

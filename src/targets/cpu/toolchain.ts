@@ -9,7 +9,8 @@ import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
 import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
-import { CPP_PRELUDE } from "../../codegen/index.js";
+import { CPP_PRELUDE, type CppUnit } from "../../codegen/index.js";
+import { compileUnits, cxxJobs, unitGroups } from "./units.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 
 /** Flags of every cpu build (after `$CXX`). */
@@ -274,15 +275,28 @@ export function cxxTimeoutMs(): number {
   return n;
 }
 
-export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
-  // one limit for the program's compile, the precompiled header's build (on first use) included
+/**
+ * Compiles `dir`'s generated source into its library. With `units` (the source's separately
+ * compilable parts, CppUnit) a large program is compiled as several objects at once and linked
+ * (units.ts); `groups` in the result lists the units of each object ([] for one compile).
+ * One limit ($TSPTO_CXX_TIMEOUT_MS) covers the precompiled header's build (on first use), the
+ * compiles and the link.
+ */
+export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
+  units: readonly CppUnit[] = []): { flags: string[]; ms: number; groups: number[][] } {
   const timeoutMs = cxxTimeoutMs();
   const start = performance.now();
   const pch = cxxOptOverride() ? null : precompiledHeader(tc, true, timeoutMs); // the PCH is built with CXX_FLAGS
-  const flags = [...cxxFlags(), "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
+  const common = ["-I", abiIncludeDir(), ...(pch ? ["-include", pch] : [])];
+  const flags = [...cxxFlags(), ...common, "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
   const left = Math.max(1, Math.round(timeoutMs - (t0 - start)));
-  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
+  const groups = unitGroups(units, cxxJobs());
+  const r = groups.length > 1
+    ? compileUnits(dir, groups,
+      (g, obj) => [...tc.argv, ...cxxFlags().filter((f) => f !== "-shared"), ...common, "-DTSPTO_UNITS", ...g.map((i) => `-DTSPTO_UNIT_${i}`), "-c", "-o", obj, SOURCE_PATH],
+      (objs) => [...tc.argv, "-shared", "-fPIC", "-o", LIBRARY_PATH, ...objs], left)
+    : spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
@@ -298,7 +312,7 @@ export function compileLibrary(tc: Toolchain, dir: string, programName: string, 
       `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
       undefined, !timedOut && /internal compiler error|Please submit a full bug report/i.test(r.stderr ?? "") ? ICE_HINT : CXX_HINT);
   }
-  return { flags, ms };
+  return { flags, ms, groups };
 }
 
 

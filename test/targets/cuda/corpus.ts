@@ -74,8 +74,16 @@ export const castModes = pl.jit(function castModes(x: pl.Tensor, n: pl.Tensor, h
 export const castModesProgram = (): Program => castModes.lower(randn([8, 32], { seed: 2 }), zeros([8, 32], "int32"),
   zeros([40, 32], "float16"), zeros([40, 32], "bfloat16"), zeros([40, 32]));
 
-/** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms. */
+/** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms, planned for cuda. */
 export async function corpusPrograms(): Promise<Map<string, Program>> {
+  return new Map([...(await loweredCorpus())].map(([n, p]) => [n, forCuda(p)]));
+}
+
+/**
+ * The corpus as interp lowered it (every example that has no dynamic dimension, the seed, the
+ * tensor shape forms); a target plans memory again for its own facts (ir.compile does).
+ */
+export async function loweredCorpus(): Promise<Map<string, Program>> {
   const cache = mkdtempSync(join(tmpdir(), "tspto-cuda-corpus-"));
   const saved = process.env.TSPTO_CACHE_DIR;
   process.env.TSPTO_CACHE_DIR = cache;
@@ -87,11 +95,11 @@ export async function corpusPrograms(): Promise<Map<string, Program>> {
   const out = new Map<string, Program>();
   for (const d of readdirSync(cache).sort()) {
     const file = join(cache, d, "program.json");
-    if (existsSync(file)) out.set(d, forCuda(Program.fromJSON(JSON.parse(readFileSync(file, "utf8")))));
+    if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
   }
-  out.set("seed_addKernel", forCuda(seedProgram()));
-  out.set("castModes", forCuda(castModesProgram()));
-  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, forCuda(p));
-  for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, forCuda(p));
+  out.set("seed_addKernel", seedProgram());
+  out.set("castModes", castModesProgram());
+  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
+  for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, p);
   return out;
 }
