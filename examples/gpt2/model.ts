@@ -6,14 +6,25 @@
 //
 // The programs are made per model shape (kernels(config)): the widths come from config.json, so
 // they reach the kernels through `opts.scope` and annotate the shapes as `typeof D`.
-import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type RegistrationHandle } from "tspto";
-import type { GPT2Config, GPT2Weights } from "./weights.js";
+import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle } from "tspto";
+import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 
-/** The three programs of a GPT-2 of this shape. */
-export function kernels(c: GPT2Config) {
-  const D = c.nEmbd, QKV = 3 * c.nEmbd, H = c.nHead, HD = c.nEmbd / c.nHead, FF = 4 * c.nEmbd, V = c.vocabSize, P = c.nPositions;
+/**
+ * The programs of a GPT-2 of this shape, for one rank of a `tp`-way tensor-parallel run (tp = 1:
+ * the whole model). A rank holds nHead / tp heads (width DL = D / tp of q, k and v) and the
+ * slice FF = 4D / tp of the MLP's hidden layer: the shapes below are that rank's. attn and mlp
+ * each end in a row-parallel matmul (attention's out-projection, the MLP's second layer) whose
+ * product is only this rank's part of the sum; the residual and the bias join it through
+ * `keep` (1 on rank 0, 0 on the others), so one allReduce(sum) of x after each of them gives
+ * every rank x + bias + the sum of all parts. With tp = 1 and keep = 1 nothing is reduced.
+ */
+export function kernels(c: GPT2Config, tp = 1) {
+  if (!Number.isInteger(tp) || tp < 1 || c.nHead % tp !== 0) {
+    throw new Error(`tensor parallel: n_head = ${c.nHead} is not divisible by tp = ${tp} (each rank takes n_head / tp whole heads)`);
+  }
+  const D = c.nEmbd, H = c.nHead / tp, HD = c.nEmbd / c.nHead, DL = H * HD, QKV = 3 * DL, FF = (4 * c.nEmbd) / tp, V = c.vocabSize, P = c.nPositions;
   const EPS = c.eps, INV_D = 1 / D, SCALE = 1 / Math.sqrt(HD), GELU_C = Math.sqrt(2 / Math.PI);
-  const scope = { D, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
+  const scope = { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
 
   /** x[S, D] = wte[ids] + wpe[pos .. pos + S] */
   const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>, wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>,
@@ -25,22 +36,19 @@ export function kernels(c: GPT2Config) {
   }, { scope });
 
   /**
-   * One transformer block on the S new tokens, in place on the residual stream x. kc / vc are
-   * the first L rows of the layer's caches (L = the tokens so far, these S included); the new
-   * keys and values are written into their last S rows.
+   * The attention half of a transformer block on the S new tokens, in place on the residual
+   * stream x: x = att @ projW + keep * (x + projB), att over this rank's H heads. kc / vc are
+   * the first L rows of the layer's caches of these heads (L = the tokens so far, these S
+   * included); the new keys and values are written into their last S rows.
    */
-  const block = pl.jit(function block(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+  const attn = pl.jit(function attn(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
     ln1w: pl.Tensor<[1, typeof D], pl.FP32>, ln1b: pl.Tensor<[1, typeof D], pl.FP32>,
     attnW: pl.Tensor<[typeof D, typeof QKV], pl.FP32>, attnB: pl.Tensor<[1, typeof QKV], pl.FP32>,
-    projW: pl.Tensor<[typeof D, typeof D], pl.FP32>, projB: pl.Tensor<[1, typeof D], pl.FP32>,
-    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
-    fcW: pl.Tensor<[typeof D, typeof FF], pl.FP32>, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
-    fcProjW: pl.Tensor<[typeof FF, typeof D], pl.FP32>, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>,
-    kc: pl.InOut<pl.Tensor<["L", typeof D], pl.FP32>>, vc: pl.InOut<pl.Tensor<["L", typeof D], pl.FP32>>) {
+    projW: pl.Tensor<[typeof DL, typeof D], pl.FP32>, projB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>,
+    kc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>, vc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>) {
     const h = pl.createTensor(["S", D], pl.FP32);
     const qkv = pl.createTensor(["S", QKV], pl.FP32);
-    const att = pl.createTensor(["S", D], pl.FP32);
-    const f = pl.createTensor(["S", FF], pl.FP32);
+    const att = pl.createTensor(["S", DL], pl.FP32);
     const scores = pl.createTensor(["S", "L"], pl.FP32);
     pl.at(pl.Level.CORE_GROUP, () => {
       const mean = pl.mul(pl.rowSum(x), INV_D);
@@ -54,8 +62,8 @@ export function kernels(c: GPT2Config) {
     pl.at(pl.Level.CORE_GROUP, () => {
       // the new keys and values: the cache's last S rows
       const past = pl.dim(kc, 0) - pl.dim(x, 0);
-      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), D], [0, D]), [past, 0]);
-      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), D], [0, 2 * D]), [past, 0]);
+      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, DL]), [past, 0]);
+      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, 2 * DL]), [past, 0]);
     });
     pl.at(pl.Level.CORE_GROUP, () => {
       const past = pl.dim(kc, 0) - pl.dim(x, 0);
@@ -72,8 +80,18 @@ export function kernels(c: GPT2Config) {
       }
     });
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(x, pl.add(pl.matmul(att, projW), projB)));
+      pl.assign(x, pl.add(pl.matmul(att, projW), pl.mul(pl.add(x, projB), keep)));
     });
+    return x;
+  }, { scope });
+
+  /** The MLP half, in place on x: x = gelu(LN2(x) @ fcW + fcB) @ fcProjW + keep * (x + fcProjB), over this rank's FF hidden units. */
+  const mlp = pl.jit(function mlp(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
+    fcW: pl.Tensor<[typeof D, typeof FF], pl.FP32>, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
+    fcProjW: pl.Tensor<[typeof FF, typeof D], pl.FP32>, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>) {
+    const h = pl.createTensor(["S", D], pl.FP32);
+    const f = pl.createTensor(["S", FF], pl.FP32);
     pl.at(pl.Level.CORE_GROUP, () => {
       const mean = pl.mul(pl.rowSum(x), INV_D);
       const xc = pl.rowExpandSub(x, mean);
@@ -86,7 +104,7 @@ export function kernels(c: GPT2Config) {
       pl.assign(f, pl.mul(pl.mul(u, 0.5), pl.add(pl.tanh(pl.mul(pl.add(u, pl.mul(pl.mul(pl.mul(u, u), u), 0.044715)), GELU_C)), 1)));
     });
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(x, pl.add(pl.matmul(f, fcProjW), fcProjB)));
+      pl.assign(x, pl.add(pl.matmul(f, fcProjW), pl.mul(pl.add(x, fcProjB), keep)));
     });
     return x;
   }, { scope });
@@ -111,49 +129,99 @@ export function kernels(c: GPT2Config) {
     return logits;
   }, { scope });
 
-  return { embed, block, head };
+  return { embed, attn, mlp, head };
 }
 
-export interface ModelOptions { platform?: string; config?: RunConfig }
+export interface ModelOptions {
+  platform?: string; config?: RunConfig;
+  /**
+   * Tensor parallelism over the ranks of this DistributedWorker (one device per rank): this
+   * process holds its 1/size of every block's weights and KV caches on dist.workers[0], and
+   * reduces x after each row-parallel layer. Every rank constructs the model with the same
+   * weights and calls step() with the same tokens. The worker stays open (its owner closes it).
+   */
+  dist?: DistributedWorker;
+}
+
+/** This rank's part of a layer's weights under `tp`-way tensor parallelism (column-parallel qkv and fc, row-parallel proj and fcProj; LayerNorms and the row-parallel biases whole). */
+export function shardLayer(c: GPT2Config, l: LayerWeights, rank: number, tp: number): LayerWeights {
+  if (tp === 1) return l;
+  const D = c.nEmbd, DL = D / tp, FF = (4 * D) / tp;
+  const attnW = new Float32Array(D * 3 * DL), attnB = new Float32Array(3 * DL), fcW = new Float32Array(D * FF);
+  for (let i = 0; i < D; i++) {
+    // q, k and v of this rank's heads: columns [p D + rank DL, p D + (rank + 1) DL) of each part p
+    for (let p = 0; p < 3; p++) attnW.set(l.attnW.subarray(i * 3 * D + p * D + rank * DL, i * 3 * D + p * D + (rank + 1) * DL), i * 3 * DL + p * DL);
+    fcW.set(l.fcW.subarray(i * 4 * D + rank * FF, i * 4 * D + (rank + 1) * FF), i * FF);
+  }
+  for (let p = 0; p < 3; p++) attnB.set(l.attnB.subarray(p * D + rank * DL, p * D + (rank + 1) * DL), p * DL);
+  return {
+    ln1w: l.ln1w, ln1b: l.ln1b, attnW, attnB,
+    projW: l.projW.slice(rank * DL * D, (rank + 1) * DL * D), projB: l.projB,
+    ln2w: l.ln2w, ln2b: l.ln2b, fcW, fcB: l.fcB.slice(rank * FF, (rank + 1) * FF),
+    fcProjW: l.fcProjW.slice(rank * FF * D, (rank + 1) * FF * D), fcProjB: l.fcProjB,
+  };
+}
+
+type Programs = { embed: CompiledProgram; attn: CompiledProgram; mlp: CompiledProgram; head: CompiledProgram };
 
 /**
- * A GPT-2 on one worker: weights resident, one KV cache per layer resident and written in place,
- * the residual stream resident; each step is embed, n_layer blocks and the head.
+ * A GPT-2 on one worker (or one rank's part of it, with `dist`): weights resident, one KV cache
+ * per layer resident and written in place, the residual stream resident; each step is embed,
+ * per layer attn and mlp (each followed by an allReduce of x under tensor parallelism), and the
+ * head.
  */
 export class GPT2Model {
   readonly worker: ChipWorker;
-  readonly programs: { embed: CompiledProgram; block: CompiledProgram; head: CompiledProgram };
+  readonly programs: Programs;
+  /** Ways of tensor parallelism (1 without `dist`) and this process's rank among them. */
+  readonly tp: number;
+  readonly rank: number;
   /** Tokens in the cache. */
   position = 0;
-  private readonly handles: { embed: RegistrationHandle; block: RegistrationHandle; head: RegistrationHandle };
-  private readonly dev: { wte: DeviceTensor; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: DeviceTensor[][]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
+  /** Time spent in allReduce (ms) and how many, since construction (tensor parallelism only). */
+  readonly comm = { ms: 0, count: 0 };
+  private readonly dist: DistributedWorker | undefined;
+  private readonly keep: number;
+  private readonly handles: { embed: RegistrationHandle; attn: RegistrationHandle; mlp: RegistrationHandle; head: RegistrationHandle };
+  private readonly dev: { wte: DeviceTensor; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: { attn: DeviceTensor[]; mlp: DeviceTensor[] }[]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
   private readonly logits: Float32Array;
   private readonly next = new Int32Array(1);
 
   constructor(readonly config: GPT2Config, weights: GPT2Weights, opts: ModelOptions = {}) {
-    const cfg = opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" });
+    const dist = opts.dist;
+    if (dist && dist.devices !== 1) throw new Error(`tensor parallel: one device per rank (the DistributedWorker has ${dist.devices}); start one rank per device`);
+    this.dist = dist;
+    this.tp = dist?.size ?? 1;
+    this.rank = dist?.rank ?? 0;
+    this.keep = this.rank === 0 ? 1 : 0;
+    const cfg = dist ? dist.workers[0].config : (opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" }));
     const { nEmbd: D, vocabSize: V, nPositions: P } = config;
-    this.programs = compilePrograms(config, cfg);
-    this.worker = new ChipWorker(cfg);
+    const DL = D / this.tp, FF = (4 * D) / this.tp;
+    this.programs = compilePrograms(config, cfg, this.tp);
+    this.worker = dist ? dist.workers[0] : new ChipWorker(cfg);
     const w = this.worker;
     const put = (shape: number[], data: Float32Array) => w.allocTensor(shape, "float32", { init: { data, shape } });
     this.dev = {
       wte: put([V, D], weights.wte), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
-      layers: weights.layers.map((l) => [
-        put([1, D], l.ln1w), put([1, D], l.ln1b), put([D, 3 * D], l.attnW), put([1, 3 * D], l.attnB), put([D, D], l.projW), put([1, D], l.projB),
-        put([1, D], l.ln2w), put([1, D], l.ln2b), put([D, 4 * D], l.fcW), put([1, 4 * D], l.fcB), put([4 * D, D], l.fcProjW), put([1, D], l.fcProjB),
-      ]),
-      kc: weights.layers.map(() => w.allocTensor([P, D], "float32")),
-      vc: weights.layers.map(() => w.allocTensor([P, D], "float32")),
+      layers: weights.layers.map((full) => {
+        const l = shardLayer(config, full, this.rank, this.tp);
+        return {
+          attn: [put([1, D], l.ln1w), put([1, D], l.ln1b), put([D, 3 * DL], l.attnW), put([1, 3 * DL], l.attnB), put([DL, D], l.projW), put([1, D], l.projB)],
+          mlp: [put([1, D], l.ln2w), put([1, D], l.ln2b), put([D, FF], l.fcW), put([1, FF], l.fcB), put([FF, D], l.fcProjW), put([1, D], l.fcProjB)],
+        };
+      }),
+      kc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
+      vc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
       x: w.allocTensor([P, D], "float32"),
     };
-    this.handles = { embed: w.register(this.programs.embed), block: w.register(this.programs.block), head: w.register(this.programs.head) };
+    this.handles = { embed: w.register(this.programs.embed), attn: w.register(this.programs.attn), mlp: w.register(this.programs.mlp), head: w.register(this.programs.head) };
     this.logits = new Float32Array(V);
   }
 
   /**
    * Runs `tokens` (a prompt, or the one token just generated) after the cached ones; returns the
-   * logits of the last of them (a view, overwritten by the next step) and its argmax.
+   * logits of the last of them (a view, overwritten by the next step) and its argmax. Under
+   * tensor parallelism every rank passes the same tokens and gets the same logits.
    */
   step(tokens: readonly number[]): { logits: Float32Array; next: number } {
     const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
@@ -163,20 +231,35 @@ export class GPT2Model {
     const x = this.dev.x.narrow(0, 0, S);
     this.handles.embed({ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x);
     for (let i = 0; i < this.config.nLayer; i++) {
-      this.handles.block(x, ...this.dev.layers[i], this.dev.kc[i].narrow(0, 0, L), this.dev.vc[i].narrow(0, 0, L));
+      const l = this.dev.layers[i];
+      this.handles.attn(x, ...l.attn, this.keep, this.dev.kc[i].narrow(0, 0, L), this.dev.vc[i].narrow(0, 0, L));
+      this.reduce(x);
+      this.handles.mlp(x, ...l.mlp, this.keep);
+      this.reduce(x);
     }
     this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
     this.position = L;
     return { logits: this.logits, next: this.next[0] };
   }
 
+  /** Sums every rank's x (the row-parallel layer's parts, rank 0's also carrying the residual and bias). */
+  private reduce(x: DeviceTensor): void {
+    if (!this.dist) return;
+    const t0 = performance.now();
+    this.dist.allReduce(x, "sum");
+    this.comm.ms += performance.now() - t0;
+    this.comm.count++;
+  }
+
   /** The launches one step of `tokens` makes (program, arguments, how many times), for benchmarks; runs nothing. */
   stepLaunches(tokens: readonly number[]): { compiled: CompiledProgram; args: unknown[]; count: number }[] {
     const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
     const x = this.dev.x.narrow(0, 0, S);
+    const l = this.dev.layers[0];
     return [
       { compiled: this.programs.embed, args: [{ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x], count: 1 },
-      { compiled: this.programs.block, args: [x, ...this.dev.layers[0], this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
+      { compiled: this.programs.attn, args: [x, ...l.attn, this.keep, this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
+      { compiled: this.programs.mlp, args: [x, ...l.mlp, this.keep], count: this.config.nLayer },
       { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
     ];
   }
@@ -196,18 +279,25 @@ export class GPT2Model {
   /** Forget the cached tokens (the caches are overwritten from position 0). */
   reset(): void { this.position = 0; }
 
-  close(): void { this.worker.close(); }
+  /** Closes the worker (without `dist`), or frees this model's tensors on the DistributedWorker's (which its owner closes). */
+  close(): void {
+    if (!this.dist) { this.worker.close(); return; }
+    if (this.dist.closed) return;
+    const d = this.dev;
+    for (const t of [d.wte, d.wpe, d.lnfW, d.lnfB, d.x, ...d.kc, ...d.vc, ...d.layers.flatMap((l) => [...l.attn, ...l.mlp])]) this.worker.freeTensor(t);
+  }
 }
 
-/** Compiles the three programs for this model shape from sample arguments (shapes only). */
-export function compilePrograms(c: GPT2Config, cfg: RunConfig): { embed: CompiledProgram; block: CompiledProgram; head: CompiledProgram } {
-  const k = kernels(c);
+/** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
+export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1): Programs {
+  const k = kernels(c, tp);
   const { nEmbd: D, vocabSize: V, nPositions: P } = c;
+  const DL = D / tp, FF = (4 * D) / tp;
   const f = (shape: number[]) => zeros(shape);
   const opts = { platform: cfg.platform, fpContract: cfg.fpContract };
   const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([V, D]), f([P, D]), 0, f([1, D])), opts);
-  const block = ir.compile(k.block.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * D]), f([1, 3 * D]), f([D, D]), f([1, D]),
-    f([1, D]), f([1, D]), f([D, 4 * D]), f([1, 4 * D]), f([4 * D, D]), f([1, D]), f([2, D]), f([2, D])), opts);
+  const attn = ir.compile(k.attn.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * DL]), f([1, 3 * DL]), f([DL, D]), f([1, D]), 1, f([2, DL]), f([2, DL])), opts);
+  const mlp = ir.compile(k.mlp.lower(f([1, D]), f([1, D]), f([1, D]), f([D, FF]), f([1, FF]), f([FF, D]), f([1, D]), 1), opts);
   const head = ir.compile(k.head.lower(f([1, D]), f([1, D]), f([1, D]), f([V, D]), f([1, V]), zeros([1, 1], "int32")), opts);
-  return { embed, block, head };
+  return { embed, attn, mlp, head };
 }
