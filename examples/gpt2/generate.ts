@@ -108,12 +108,12 @@ async function main(argv: string[]): Promise<void> {
       const t3 = performance.now();
       let all = outs, logits = rows;
       if (ids) {
-        model.worker.copyTo(ids.shards[0], Int32Array.from(outs.flat()), ids.shards[0].nbytes);
+        dist!.workers[0].copyTo(ids.shards[0], Int32Array.from(outs.flat()), ids.shards[0].nbytes);
         all = chunk(Array.from(dist!.gather(ids).data as Int32Array), maxNew);
         if (lg) {
           const mineLogits = new Float32Array(rows.length * V);
           rows.forEach((r, i) => mineLogits.set(r, i * V));
-          model.worker.copyTo(lg.shards[0], mineLogits, mineLogits.byteLength);
+          dist!.workers[0].copyTo(lg.shards[0], mineLogits, mineLogits.byteLength);
           const whole = dist!.gather(lg).data as Float32Array;
           logits = Array.from({ length: B * maxNew }, (_, i) => whole.subarray(i * V, (i + 1) * V));
         }
