@@ -127,7 +127,7 @@ async function main(argv: string[]): Promise<void> {
         for (const out of all) process.stdout.write(`${out.join(",")}\n`);
         if (decode) process.stderr.write(`${decode([...prompts[0], ...all[0]])}\n`);
       }
-      const how = tp > 1 ? `, tensor parallel over ${tp} ranks (allReduce ${model.comm.count} times, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks (rank 0: ${mine.length} of ${B} prompts)` : "";
+      const how = tp > 1 ? `, tensor parallel over ${tp} ranks on ${[...new Set(dist!.hosts)].join(", ")} (allReduce ${model.comm.count} times, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks on ${[...new Set(dist.hosts)].join(", ")} (rank 0: ${mine.length} of ${B} prompts)` : "";
       say(`gpt2 on ${values.platform}${how}: load ${(t1 - t0).toFixed(0)} ms, compile + upload ${(t2 - t1).toFixed(0)} ms, ` +
         `${mine.map((p) => p.length).join("+")} prompt + ${maxNew * mine.length} new tokens in ${(t3 - t2).toFixed(0)} ms\n`);
     } finally {
