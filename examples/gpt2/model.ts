@@ -6,6 +6,11 @@
 //
 // The programs are made per model shape (kernels(config)): the widths come from config.json, so
 // they reach the kernels through `opts.scope` and annotate the shapes as `typeof D`.
+//
+// Tensor parallelism (Megatron-style) is the same programs at one rank's shapes
+// (kernels(config, tp)) and the same model class given a DistributedWorker: each rank holds
+// n_head / tp heads and 4D / tp MLP units of every block (shardLayer cuts them from the
+// checkpoint), and the residual stream is all-reduced after attention and after the MLP.
 import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle } from "tspto";
 import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 

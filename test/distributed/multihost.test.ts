@@ -10,7 +10,7 @@ import { describe, it, expect, vi, afterEach } from "vitest";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { child, childEnv, expectAllChecks, hasMpirun, root, run, type JobResult } from "./jobs.js";
-import { NEW, PROMPT, readLogits, singleProcess, tinyCheckpoint, worstDiff } from "../examples/gpt2_fixture.js";
+import { NEW, PROMPT, precompile, readLogits, singleProcess, tinyCheckpoint, worstDiff } from "../examples/gpt2_fixture.js";
 
 // Every job starts a daemon per host and a node process per rank on a busy 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
@@ -121,6 +121,7 @@ describe.skipIf(why !== null)("collectives across hosts (TCP only)", () => {
       const tp = hosts * slots;
       it(`--tp ${tp} over ${hosts} hosts with ${slots} rank${slots > 1 ? "s" : ""} each: the tokens of one process, logits within 2e-5; the ranks ran on h0 and h1`, async () => {
         const out = join(dir, `logits_hosts_tp${tp}.bin`);
+        precompile(tp);
         const r = await hostsJob(hosts, slots, "examples/gpt2/generate.ts",
           ["--tp", String(tp), "--model", dir, "--tokens", PROMPT.join(","), "--max-new", String(NEW), "--logits-out", out], { timeoutMs: 240_000 });
         expect(r.status, r.out).toBe(0);

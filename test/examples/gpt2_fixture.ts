@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { checkpointTensors, configJson, loadCheckpoint, randomWeights, type GPT2Config } from "../../examples/gpt2/weights.js";
 import { writeSafetensors } from "../../examples/gpt2/safetensors.js";
-import { GPT2Model } from "../../examples/gpt2/model.js";
+import { GPT2Model, compilePrograms } from "../../examples/gpt2/model.js";
+import { RunConfig } from "tspto";
 
 /** 4 heads: tp = 2 and 4 split them 2 + 2 and 1 + 1 + 1 + 1. */
 export const CFG: GPT2Config = { nLayer: 2, nHead: 4, nEmbd: 64, vocabSize: 300, nPositions: 48, eps: 1e-5 };
@@ -48,4 +49,13 @@ export function worstDiff(got: Float32Array, want: Float32Array): number {
   let worst = 0;
   for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
   return worst;
+}
+
+/**
+ * Compiles one rank's programs of a `tp`-way run here, into the disk cache the ranks read
+ * ($TSPTO_CACHE_DIR), so an mpirun job loads them instead of N ranks compiling them at once on
+ * a machine of few cores.
+ */
+export function precompile(tp: number): void {
+  compilePrograms(CFG, new RunConfig({ platform: "cpu" }), tp);
 }

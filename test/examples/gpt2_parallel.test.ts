@@ -8,7 +8,7 @@ import { describe, it, expect, vi } from "vitest";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { childEnv, hasMpirun, root, run } from "../distributed/jobs.js";
-import { CFG, NEW, PROMPT, readLogits, singleProcess, tinyCheckpoint, worstDiff } from "./gpt2_fixture.js";
+import { CFG, NEW, PROMPT, precompile, readLogits, singleProcess, tinyCheckpoint, worstDiff } from "./gpt2_fixture.js";
 
 // Every rank compiles (or loads) the model's programs on a busy 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
@@ -27,6 +27,7 @@ describe.skipIf(!hasMpirun)("examples/gpt2 --tp N (tensor parallel) under mpirun
   for (const tp of [2, 4]) {
     it(`--tp ${tp}: the greedy tokens of one process, every generated token's logits within 2e-5`, async () => {
       const out = join(dir, `logits_tp${tp}.bin`);
+      precompile(tp);
       const r = await mpirun(tp, ["--tp", String(tp), "--model", dir, "--tokens", PROMPT.join(","), "--max-new", String(NEW), "--logits-out", out]);
       expect(r.status, r.out).toBe(0);
       const want = reference();
