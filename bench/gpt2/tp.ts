@@ -2,8 +2,8 @@
 // GPT2Model with a DistributedWorker, bench/gpt2/tp_child.ts) at tp = 1 (one process), 2 and 4
 // (mpirun on this host, shared memory), the jobs alternating round by round; each row is the
 // median over rounds of each job's median ms per token, and the share of a step spent in its
-// 24 allReduces (each [1, 768] float32 plus its agreement check, and the wait for the slowest
-// rank). With fewer cores than ranks the ranks share cores: the row then measures how the
+// 26 collectives (25 allReduces of [1, 768] float32 and the gather of the [1, 50257] logits,
+// each with its agreement check, and the wait for the slowest rank). With fewer cores than ranks the ranks share cores: the row then measures how the
 // split work and the communication compete for them, not a speed-up.
 import { spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
@@ -35,7 +35,7 @@ export function gpt2TpBench(rounds: number, log: (s: string) => void, steps = 16
     for (const tp of tps) {
       const j = job(tp, steps);
       got.get(tp)!.push(j);
-      log(`  gpt2 tp ${tp} round ${i + 1}: ${j.msPerToken.toFixed(1)} ms/token, allReduce ${j.commMs.toFixed(1)} ms of it`);
+      log(`  gpt2 tp ${tp} round ${i + 1}: ${j.msPerToken.toFixed(1)} ms/token, collectives ${j.commMs.toFixed(1)} ms of it`);
     }
   }
   const cores = availableParallelism();
@@ -47,7 +47,7 @@ export function gpt2TpBench(rounds: number, log: (s: string) => void, steps = 16
       id: `13${"abc"[i]}`,
       what: `GPT-2 small decode, tensor parallel tp = ${tp}${tp === 1 ? " (one process)" : ` (mpirun -np ${tp}, one host)`}, ms/token at position ~40`,
       tspto: `${ms.toFixed(1)} ms`, peer: tp === 1 ? "—" : `tp 1: ${base.toFixed(1)} ms`,
-      result: tp === 1 ? `${ms.toFixed(1)} ms/token` : `${(base / ms).toFixed(2)}x of tp 1; allReduce ${comm.toFixed(1)} ms (${((100 * comm) / ms).toFixed(0)}% of a step)`,
+      result: tp === 1 ? `${ms.toFixed(1)} ms/token` : `${(base / ms).toFixed(2)}x of tp 1; collectives ${comm.toFixed(1)} ms (${((100 * comm) / ms).toFixed(0)}% of a step)`,
       goal: "—", met: null,
       limit: tp > cores ? `${tp} ranks on ${cores} cores: each rank's kernels run on the cores the other ranks also use, and a rank waiting in allReduce spins; the speed-up is bounded by the cores, not by the split` : undefined,
     };

@@ -2,8 +2,8 @@
 // weights of the real shapes) as examples/gpt2 runs it, under mpirun with --tp = the job's
 // ranks (or alone: tp 1). A 32-token prompt, 4 warm-up decode steps, then STEPS timed ones
 // (a barrier before each under mpirun, so every rank starts the step together); rank 0 prints
-// one JSON line: the median ms per token, the median ms of a step spent in allReduce (waiting
-// for the slowest rank included) and the weights this rank holds.
+// one JSON line: the median ms per token and the median ms of a step spent in its collectives
+// (the allReduces of x and the gather of the logits, waiting for the slowest rank included).
 //   [mpirun -np N] node --import tsx bench/gpt2/tp_child.ts [STEPS]
 import { DistributedWorker, RunConfig } from "tspto";
 import { GPT2_SMALL, randomWeights } from "../../examples/gpt2/weights.js";
@@ -24,8 +24,6 @@ for (let i = 0; i < STEPS; i++) {
   step.push(performance.now() - t0);
   comm.push(model.comm.ms - c0);
 }
-const { nEmbd: D, nLayer } = GPT2_SMALL;
-const blockParams = nLayer * (12 * D * D + 13 * D) / model.tp; // attn + proj + fc + fcProj weights and their sharded biases, roughly
-if (model.rank === 0) console.log(JSON.stringify({ tp: model.tp, msPerToken: median(step), commMs: median(comm), allReducesPerStep: 2 * nLayer, blockParamsPerRank: blockParams }));
+if (model.rank === 0) console.log(JSON.stringify({ tp: model.tp, msPerToken: median(step), commMs: median(comm), collectivesPerStep: model.tp > 1 ? 2 * GPT2_SMALL.nLayer + 2 : 0 }));
 model.close();
 dist?.close();

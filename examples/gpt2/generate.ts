@@ -14,9 +14,10 @@
 // was chosen from).
 //
 // --tp N: tensor parallelism over the N ranks of the mpirun job (one device each): every rank
-// loads the checkpoint and keeps its 1/N of each block's weights (heads and MLP units) and KV
-// caches resident; the ranks all-reduce the residual stream twice per layer; rank 0 prints and
-// writes the logits, which match the single-process run within float32 rounding.
+// loads the checkpoint and keeps its 1/N of each block's weights (heads and MLP units), of the
+// vocabulary (wte rows) and of the KV caches resident; the ranks all-reduce the residual stream
+// after the embedding and twice per layer and gather the logits; rank 0 prints and writes them,
+// and they match the single-process run within float32 rounding.
 // --dp: data parallelism: --tokens holds a batch of prompts separated by ';', the batch is split
 // over the ranks (a contiguous block each, the first ones one longer when the ranks do not
 // divide it), each rank generates its prompts on a whole model, and rank 0 prints one line per
@@ -127,7 +128,7 @@ async function main(argv: string[]): Promise<void> {
         for (const out of all) process.stdout.write(`${out.join(",")}\n`);
         if (decode) process.stderr.write(`${decode([...prompts[0], ...all[0]])}\n`);
       }
-      const how = tp > 1 ? `, tensor parallel over ${tp} ranks on ${[...new Set(dist!.hosts)].join(", ")} (allReduce ${model.comm.count} times, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks on ${[...new Set(dist.hosts)].join(", ")} (rank 0: ${mine.length} of ${B} prompts)` : "";
+      const how = tp > 1 ? `, tensor parallel over ${tp} ranks on ${[...new Set(dist!.hosts)].join(", ")} (${model.comm.count} collectives, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks on ${[...new Set(dist.hosts)].join(", ")} (rank 0: ${mine.length} of ${B} prompts)` : "";
       say(`gpt2 on ${values.platform}${how}: load ${(t1 - t0).toFixed(0)} ms, compile + upload ${(t2 - t1).toFixed(0)} ms, ` +
         `${mine.map((p) => p.length).join("+")} prompt + ${maxNew * mine.length} new tokens in ${(t3 - t2).toFixed(0)} ms\n`);
     } finally {

@@ -10,8 +10,9 @@
 // Tensor parallelism (Megatron-style) is the same programs at one rank's shapes
 // (kernels(config, tp)) and the same model class given a DistributedWorker: each rank holds
 // n_head / tp heads and 4D / tp MLP units of every block (shardLayer cuts them from the
-// checkpoint), and the residual stream is all-reduced after attention and after the MLP.
-import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle } from "tspto";
+// checkpoint) and vocab_size / tp rows of the tied wte; the residual stream is all-reduced after
+// the embedding, after attention and after the MLP, and the logits are gathered.
+import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
 import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 
 /**
@@ -21,21 +22,25 @@ import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
  * each end in a row-parallel matmul (attention's out-projection, the MLP's second layer) whose
  * product is only this rank's part of the sum; the residual and the bias join it through
  * `keep` (1 on rank 0, 0 on the others), so one allReduce(sum) of x after each of them gives
- * every rank x + bias + the sum of all parts. With tp = 1 and keep = 1 nothing is reduced.
+ * every rank x + bias + the sum of all parts. The embedding and the tied head are
+ * vocabulary-parallel: a rank holds `vocab` consecutive rows of wte, embeds the tokens among
+ * them (`mine` = 1 for those rows, 0 for the others, whose lookup is clamped) plus keep * wpe,
+ * for one allReduce of x, and computes the logits of its rows. With tp = 1 and keep = 1 nothing
+ * is reduced.
  */
-export function kernels(c: GPT2Config, tp = 1) {
+export function kernels(c: GPT2Config, tp = 1, vocab = c.vocabSize) {
   if (!Number.isInteger(tp) || tp < 1 || c.nHead % tp !== 0) {
     throw new Error(`tensor parallel: n_head = ${c.nHead} is not divisible by tp = ${tp} (each rank takes n_head / tp whole heads)`);
   }
-  const D = c.nEmbd, H = c.nHead / tp, HD = c.nEmbd / c.nHead, DL = H * HD, QKV = 3 * DL, FF = (4 * c.nEmbd) / tp, V = c.vocabSize, P = c.nPositions;
+  const D = c.nEmbd, H = c.nHead / tp, HD = c.nEmbd / c.nHead, DL = H * HD, QKV = 3 * DL, FF = (4 * c.nEmbd) / tp, V = vocab, P = c.nPositions;
   const EPS = c.eps, INV_D = 1 / D, SCALE = 1 / Math.sqrt(HD), GELU_C = Math.sqrt(2 / Math.PI);
   const scope = { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
 
-  /** x[S, D] = wte[ids] + wpe[pos .. pos + S] */
-  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>, wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>,
-    pos: pl.Scalar<pl.INT64>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
+  /** x[S, D] = mine * wte[ids] + keep * wpe[pos .. pos + S] (one process: mine = 1, keep = 1) */
+  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, mine: pl.Tensor<["S", 1], pl.FP32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>,
+    wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>, pos: pl.Scalar<pl.INT64>, keep: pl.Scalar<pl.FP32>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(pl.gather(wte, ids), pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0])));
+      pl.assign(x, pl.add(pl.rowExpandMul(pl.gather(wte, ids), mine), pl.mul(pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0]), keep)));
     });
     return x;
   }, { scope });
@@ -114,7 +119,7 @@ export function kernels(c: GPT2Config, tp = 1) {
     return x;
   }, { scope });
 
-  /** The last token's logits (the final LayerNorm, then x @ wteᵀ) and its argmax. */
+  /** The last token's logits (the final LayerNorm, then x @ wteᵀ: this rank's rows of wte) and their argmax. */
   const head = pl.jit(function head(x: pl.Tensor<["S", typeof D], pl.FP32>, lnfW: pl.Tensor<[1, typeof D], pl.FP32>, lnfB: pl.Tensor<[1, typeof D], pl.FP32>,
     wte: pl.Tensor<[typeof V, typeof D], pl.FP32>, logits: pl.Out<pl.Tensor<[1, typeof V], pl.FP32>>, next: pl.Out<pl.Tensor<[1, 1], pl.INT32>>) {
     const hl = pl.createTensor([1, D], pl.FP32);
@@ -141,8 +146,9 @@ export interface ModelOptions {
   platform?: string; config?: RunConfig;
   /**
    * Tensor parallelism over the ranks of this DistributedWorker (one device per rank): this
-   * process holds its 1/size of every block's weights and KV caches on dist.workers[0], and
-   * reduces x after each row-parallel layer. Every rank constructs the model with the same
+   * process holds its 1/size of every block's weights, of wte's rows and of the KV caches on
+   * dist.workers[0] (wpe, the LayerNorms and the row-parallel biases whole), reduces x after
+   * the embedding and after each row-parallel layer, and gathers the logits. Every rank constructs the model with the same
    * weights and calls step() with the same tokens. The worker stays open (its owner closes it).
    */
   dist?: DistributedWorker;
@@ -172,8 +178,8 @@ type Programs = { embed: CompiledProgram; attn: CompiledProgram; mlp: CompiledPr
 /**
  * A GPT-2 on one worker (or one rank's part of it, with `dist`): weights resident, one KV cache
  * per layer resident and written in place, the residual stream resident; each step is embed,
- * per layer attn and mlp (each followed by an allReduce of x under tensor parallelism), and the
- * head.
+ * per layer attn and mlp, and the head (under tensor parallelism an allReduce of x after
+ * embed, attn and mlp, and a gather of the logits).
  */
 export class GPT2Model {
   readonly worker: ChipWorker;
@@ -183,8 +189,12 @@ export class GPT2Model {
   readonly rank: number;
   /** Tokens in the cache. */
   position = 0;
-  /** Time spent in allReduce (ms) and how many, since construction (tensor parallelism only). */
+  /** This rank's rows of the vocabulary (wte and the logits): [vocabStart, vocabStart + vocabRows). */
+  readonly vocabStart: number;
+  readonly vocabRows: number;
+  /** Time spent in collectives (ms: the allReduces of x, the gather of the logits) and how many, since construction (tensor parallelism only). */
   readonly comm = { ms: 0, count: 0 };
+  private readonly logitShards: ShardedTensor | undefined;
   private readonly dist: DistributedWorker | undefined;
   private readonly keep: number;
   private readonly handles: { embed: RegistrationHandle; attn: RegistrationHandle; mlp: RegistrationHandle; head: RegistrationHandle };
@@ -202,12 +212,18 @@ export class GPT2Model {
     const cfg = dist ? dist.workers[0].config : (opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" }));
     const { nEmbd: D, vocabSize: V, nPositions: P } = config;
     const DL = D / this.tp, FF = (4 * D) / this.tp;
-    this.programs = compilePrograms(config, cfg, this.tp);
+    // The logits as one ShardedTensor over the ranks: its shards say which rows of wte each rank
+    // holds (the first V % tp ranks one more), and gather() assembles them.
+    this.logitShards = dist && this.tp > 1 ? dist.allocSharded([1, V], "float32", { axis: 1 }) : undefined;
+    const rows = this.logitShards?.shardShapes.map((sh) => sh[1]) ?? [V];
+    this.vocabRows = rows[this.rank];
+    this.vocabStart = rows.slice(0, this.rank).reduce((a, b) => a + b, 0);
+    this.programs = compilePrograms(config, cfg, this.tp, this.vocabRows);
     this.worker = dist ? dist.workers[0] : new ChipWorker(cfg);
     const w = this.worker;
     const put = (shape: number[], data: Float32Array) => w.allocTensor(shape, "float32", { init: { data, shape } });
     this.dev = {
-      wte: put([V, D], weights.wte), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
+      wte: put([this.vocabRows, D], weights.wte.subarray(this.vocabStart * D, (this.vocabStart + this.vocabRows) * D)), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
       layers: weights.layers.map((full) => {
         const l = shardLayer(config, full, this.rank, this.tp);
         return {
@@ -234,7 +250,9 @@ export class GPT2Model {
     if (L > this.config.nPositions) throw new Error(`step: ${L} tokens exceed n_positions = ${this.config.nPositions}`);
     for (const t of tokens) if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`step: token ${t} is outside the vocabulary [0, ${V})`);
     const x = this.dev.x.narrow(0, 0, S);
-    this.handles.embed({ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x);
+    const [ids, mine] = this.localIds(tokens);
+    this.handles.embed({ data: ids, shape: [S] }, { data: mine, shape: [S, 1] }, this.dev.wte, this.dev.wpe, this.position, this.keep, x);
+    this.reduce(x);
     for (let i = 0; i < this.config.nLayer; i++) {
       const l = this.dev.layers[i];
       this.handles.attn(x, ...l.attn, this.keep, this.dev.kc[i].narrow(0, 0, L), this.dev.vc[i].narrow(0, 0, L));
@@ -242,12 +260,35 @@ export class GPT2Model {
       this.handles.mlp(x, ...l.mlp, this.keep);
       this.reduce(x);
     }
-    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
     this.position = L;
-    return { logits: this.logits, next: this.next[0] };
+    if (!this.logitShards) {
+      this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
+      return { logits: this.logits, next: this.next[0] };
+    }
+    // this rank's logits into its shard, then every rank gathers all of them and takes the argmax
+    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, this.logitShards.shards[0], { data: this.next, shape: [1, 1] });
+    const t0 = performance.now();
+    this.logits.set(this.dist!.gather(this.logitShards).data as Float32Array);
+    this.comm.ms += performance.now() - t0;
+    this.comm.count++;
+    let best = 0;
+    for (let v = 1; v < V; v++) if (this.logits[v] > this.logits[best]) best = v;
+    return { logits: this.logits, next: best };
   }
 
-  /** Sums every rank's x (the row-parallel layer's parts, rank 0's also carrying the residual and bias). */
+  /** The tokens as rows of this rank's part of wte (0 for the others, which `mine` zeroes). */
+  private localIds(tokens: readonly number[]): [Int32Array, Float32Array] {
+    const ids = new Int32Array(tokens.length), mine = new Float32Array(tokens.length);
+    tokens.forEach((t, i) => {
+      const r = t - this.vocabStart;
+      const ok = r >= 0 && r < this.vocabRows;
+      ids[i] = ok ? r : 0;
+      mine[i] = ok ? 1 : 0;
+    });
+    return [ids, mine];
+  }
+
+  /** Sums every rank's x (the row-parallel layer's parts, rank 0's also carrying the residual and bias; after embed, each token's row from the rank that holds it). */
   private reduce(x: DeviceTensor): void {
     if (!this.dist) return;
     const t0 = performance.now();
@@ -258,11 +299,12 @@ export class GPT2Model {
 
   /** The launches one step of `tokens` makes (program, arguments, how many times), for benchmarks; runs nothing. */
   stepLaunches(tokens: readonly number[]): { compiled: CompiledProgram; args: unknown[]; count: number }[] {
-    const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
+    const S = tokens.length, L = this.position + S, V = this.vocabRows;
     const x = this.dev.x.narrow(0, 0, S);
     const l = this.dev.layers[0];
+    const [ids, mine] = this.localIds(tokens);
     return [
-      { compiled: this.programs.embed, args: [{ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x], count: 1 },
+      { compiled: this.programs.embed, args: [{ data: ids, shape: [S] }, { data: mine, shape: [S, 1] }, this.dev.wte, this.dev.wpe, this.position, this.keep, x], count: 1 },
       { compiled: this.programs.attn, args: [x, ...l.attn, this.keep, this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
       { compiled: this.programs.mlp, args: [x, ...l.mlp, this.keep], count: this.config.nLayer },
       { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
@@ -290,17 +332,19 @@ export class GPT2Model {
     if (this.dist.closed) return;
     const d = this.dev;
     for (const t of [d.wte, d.wpe, d.lnfW, d.lnfB, d.x, ...d.kc, ...d.vc, ...d.layers.flatMap((l) => [...l.attn, ...l.mlp])]) this.worker.freeTensor(t);
+    if (this.logitShards) this.dist.free(this.logitShards);
   }
 }
 
 /** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
-export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1): Programs {
-  const k = kernels(c, tp);
-  const { nEmbd: D, vocabSize: V, nPositions: P } = c;
+export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize): Programs {
+  const k = kernels(c, tp, vocab);
+  const { nEmbd: D, nPositions: P } = c;
+  const V = vocab;
   const DL = D / tp, FF = (4 * D) / tp;
   const f = (shape: number[]) => zeros(shape);
   const opts = { platform: cfg.platform, fpContract: cfg.fpContract };
-  const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([V, D]), f([P, D]), 0, f([1, D])), opts);
+  const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([1, 1]), f([V, D]), f([P, D]), 0, 1, f([1, D])), opts);
   const attn = ir.compile(k.attn.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * DL]), f([1, 3 * DL]), f([DL, D]), f([1, D]), 1, f([2, DL]), f([2, DL])), opts);
   const mlp = ir.compile(k.mlp.lower(f([1, D]), f([1, D]), f([1, D]), f([D, FF]), f([1, FF]), f([FF, D]), f([1, D]), 1), opts);
   const head = ir.compile(k.head.lower(f([1, D]), f([1, D]), f([1, D]), f([V, D]), f([1, V]), zeros([1, 1], "int32")), opts);
