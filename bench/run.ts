@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..12; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..14; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 14 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -21,6 +21,8 @@ import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loa
 import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench, faultBench } from "./distributed.js";
 import { attentionBench } from "./attention.js";
+import { geluBench, validBench, type BenchHost } from "./fastmath.js";
+import { webgpuSection } from "./webgpu.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -561,13 +563,22 @@ async function main() {
   if (want("7")) await distributed();
   if (want("8")) await layerNorm(ort);
   if (want("9")) twoScopeLoop();
+  const host: BenchHost = { rounds: ROUNDS, row, note: (n) => notes.push(n), log };
+  if (want("gelu")) geluBench(host);
+  if (want("valid")) validBench(host);
   if (want("12") || want("attention")) attention();
+  if (want("13") || want("webgpu")) {
+    // the webgpu platform on this machine's adapter (a child process: bench/webgpu.ts)
+    const r = webgpuSection(ROOT, ROUNDS, log);
+    for (const x of r.rows) row(x);
+    notes.push(...r.notes);
+  }
   const curves = want("10") ? await sweeps(ort) : [];
   if (want("11") || want("gpt2")) {
     const { gpt2Bench } = await import("./gpt2/bench.js");
     for (const r of await gpt2Bench(work, Number(process.env.BENCH_GPT2_ROUNDS ?? 5), log)) row(r, r.limit);
   }
-  if (want("13") || want("gpt2tp")) {
+  if (want("14") || want("gpt2tp")) {
     const { gpt2TpBench } = await import("./gpt2/tp.js");
     for (const r of gpt2TpBench(Number(process.env.BENCH_GPT2_ROUNDS ?? 3), log)) row(r, r.limit);
   }

@@ -5,12 +5,12 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { assertClose, tensor, type HostTensor } from "tspto";
 
-export type Platform = "cpu" | "interp" | "cuda";
+export type Platform = "cpu" | "interp" | "cuda" | "webgpu";
 
-/** `TSPTO_PLATFORM` (cpu | interp | cuda), default "cpu". */
+/** `TSPTO_PLATFORM` (cpu | interp | cuda | webgpu), default "cpu". */
 export function platformFromEnv(): Platform {
   const p = process.env.TSPTO_PLATFORM ?? "cpu";
-  if (p !== "cpu" && p !== "interp" && p !== "cuda") throw new Error(`TSPTO_PLATFORM must be "cpu", "interp" or "cuda", got ${JSON.stringify(p)}`);
+  if (p !== "cpu" && p !== "interp" && p !== "cuda" && p !== "webgpu") throw new Error(`TSPTO_PLATFORM must be "cpu", "interp", "cuda" or "webgpu", got ${JSON.stringify(p)}`);
   return p;
 }
 

@@ -30,7 +30,7 @@ export function rememberDumps(p: Program, dumps: PassDump[]): void {
 /** Runs the pass pipeline with the facts of `platform`'s device. */
 export function lowerFor(program: Program, platform: string, opts: { dump?: boolean; passes?: readonly Pass[]; fpContract?: "fast" | "off" } = {}) {
   const target = getTarget(platform);
-  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace, dump: opts.dump, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
+  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace, minTileElemBytes: target.description.minTileElemBytes, dump: opts.dump, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
 }
 
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {
@@ -44,7 +44,7 @@ export function compile(program: Program, opts: CompileOptions = {}): CompiledPr
     dumps = r.dumps;
   } else {
     // lowered for another target's facts (f.lower() uses the default platform's)
-    lowered = replanMemory(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace === true });
+    lowered = replanMemory(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace === true, minTileElemBytes: target.description.minTileElemBytes });
   }
   const ref = target.build(lowered, {
     outputDir: opts.outputDir,

@@ -5,7 +5,7 @@ export { ChipWorker, type ChipWorkerOptions, type RegistrationHandle, type Worke
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
 export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";
-export { benchmark, BenchmarkStats } from "./runtime/benchmark.js";
+export { benchmark, benchmarkAsync, BenchmarkStats } from "./runtime/benchmark.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host/index.js";
 export type { DType } from "./ir/index.js";
 export {

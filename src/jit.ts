@@ -25,7 +25,7 @@ import { callerSpan } from "./runtime/caller.js";
 import { checkScalar } from "./runtime/args.js";
 import { cacheDir, diskKey, entryDir, evict, log, logOn, lookup } from "./cache.js";
 import { readFileSync } from "node:fs";
-import type { JitCallable } from "./jit_types.js";
+import type { JitAsyncCall, JitCallable } from "./jit_types.js";
 import { join } from "node:path";
 
 /**
@@ -38,6 +38,11 @@ export interface JitFunction<F extends (...args: never[]) => unknown = (...args:
   compile(...sampleArgs: unknown[]): CompiledProgram;
   /** Specialize + run the passes; returns the lowered program (no artifacts, no cache). */
   lower(...sampleArgs: unknown[]): Program;
+  /**
+   * The same dispatch, returning a Promise of the result; the launch runs off the JS thread
+   * (cpu) or on the GPU's queue (webgpu, where it is the only form whose results come back).
+   */
+  readonly callAsync: JitAsyncCall<F>;
   /** Number of specializations held. */
   readonly cacheSize: number;
   clearCache(): void;
@@ -311,6 +316,17 @@ export function createJitFunction(def: KernelDef): JitFunction {
     name: { value: def.name },
     def: { value: def },
     compile: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return compiledFor(args, cfg); } },
+    callAsync: {
+      value: (...all: unknown[]): Promise<unknown> => {
+        try {
+          const [args, cfg] = splitConfig(all);
+          const compiled = compiledFor(args, cfg);
+          return defaultWorker(cfg).runAsync(compiled, ...args, cfg);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      },
+    },
     lower: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return lowerFrom(bind(args, cfg.platform, cfg.fpContract).bindings, cfg.platform, undefined, cfg.fpContract); } },
     cacheSize: { get: () => cache.size },
     clearCache: { value: () => { cache.clear(); fast.clear(); fastCount = 0; } },

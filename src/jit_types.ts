@@ -39,3 +39,9 @@ export interface JitCallable<F extends (...args: never[]) => unknown> {
   <const A extends JitArgs<Parameters<F>>>(...args: A): JitResult<ReturnType<F>, A>;
   <const A extends JitArgs<Parameters<F>>>(...args: [...A, RunConfig]): JitResult<ReturnType<F>, A>;
 }
+
+/** JitFunction.callAsync: the same call signatures, each returning a Promise of the result. */
+export interface JitAsyncCall<F extends (...args: never[]) => unknown> {
+  <const A extends JitArgs<Parameters<F>>>(...args: A): Promise<JitResult<ReturnType<F>, A>>;
+  <const A extends JitArgs<Parameters<F>>>(...args: [...A, RunConfig]): Promise<JitResult<ReturnType<F>, A>>;
+}

@@ -1,4 +1,4 @@
-// Bench rows 13 (BENCH_ONLY=gpt2tp): tensor-parallel GPT-2 small decode (examples/gpt2's
+// Bench rows 14 (BENCH_ONLY=gpt2tp): tensor-parallel GPT-2 small decode (examples/gpt2's
 // GPT2Model with a DistributedWorker, bench/gpt2/tp_child.ts) at tp = 1 (one process), 2 and 4
 // (mpirun on this host, shared memory), the jobs alternating round by round; each row is the
 // median over rounds of each job's median ms per token, and the share of a step spent in its
@@ -28,7 +28,7 @@ function job(tp: number, steps: number): Job {
 }
 
 export function gpt2TpBench(rounds: number, log: (s: string) => void, steps = 16): TpRow[] {
-  if (spawnSync("mpirun", ["--version"]).status !== 0) return [{ id: "13", what: "tensor-parallel GPT-2 decode", tspto: "—", peer: "—", result: "skipped: no mpirun (apt-get install openmpi-bin libopenmpi-dev)", goal: "—", met: null }];
+  if (spawnSync("mpirun", ["--version"]).status !== 0) return [{ id: "14", what: "tensor-parallel GPT-2 decode", tspto: "—", peer: "—", result: "skipped: no mpirun (apt-get install openmpi-bin libopenmpi-dev)", goal: "—", met: null }];
   const tps = [1, 2, 4];
   const got = new Map<number, Job[]>(tps.map((t) => [t, []]));
   for (let i = 0; i < rounds; i++) {
@@ -44,7 +44,7 @@ export function gpt2TpBench(rounds: number, log: (s: string) => void, steps = 16
     const ms = median(got.get(tp)!.map((j) => j.msPerToken));
     const comm = median(got.get(tp)!.map((j) => j.commMs));
     return {
-      id: `13${"abc"[i]}`,
+      id: `14${"abc"[i]}`,
       what: `GPT-2 small decode, tensor parallel tp = ${tp}${tp === 1 ? " (one process)" : ` (mpirun -np ${tp}, one host)`}, ms/token at position ~40`,
       tspto: `${ms.toFixed(1)} ms`, peer: tp === 1 ? "—" : `tp 1: ${base.toFixed(1)} ms`,
       result: tp === 1 ? `${ms.toFixed(1)} ms/token` : `${(base / ms).toFixed(2)}x of tp 1; collectives ${comm.toFixed(1)} ms (${((100 * comm) / ms).toFixed(0)}% of a step)`,

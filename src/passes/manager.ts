@@ -10,6 +10,11 @@ export interface PassContext {
   readonly fpContract?: FpContract;
   /** The code generator reads forwardable matmul operands in place (DeviceDescription.matmulOperandsInPlace): they need no scratch. */
   readonly matmulOperandsInPlace?: boolean;
+  /**
+   * Every tile element takes at least this many bytes of scratch (DeviceDescription.minTileElemBytes;
+   * webgpu: 4, a 32-bit word, since WGSL memory has no bytes); absent: an element takes its dtype's bytes.
+   */
+  readonly minTileElemBytes?: number;
 }
 
 /** The default contraction mode: fused multiply-add in float matmul (twice the arithmetic peak). */
@@ -35,6 +40,8 @@ export interface PipelineOptions {
   fpContract?: FpContract;
   /** See PassContext.matmulOperandsInPlace. */
   matmulOperandsInPlace?: boolean;
+  /** See PassContext.minTileElemBytes. */
+  minTileElemBytes?: number;
   /** Replace or wrap passes (tests inject a broken pass this way). */
   passes?: readonly Pass[];
 }
@@ -45,7 +52,7 @@ export class PassManager {
   constructor(readonly passes: readonly Pass[]) {}
 
   run(input: Program, opts: PipelineOptions = {}): PipelineResult {
-    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT), matmulOperandsInPlace: opts.matmulOperandsInPlace === true };
+    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT), matmulOperandsInPlace: opts.matmulOperandsInPlace === true, minTileElemBytes: opts.minTileElemBytes };
     const verify = opts.verify ?? process.env.TSPTO_VERIFY === "1";
     const dumps: PassDump[] = [];
     const timings: { pass: string; ms: number }[] = [];

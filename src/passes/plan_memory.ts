@@ -14,8 +14,11 @@
 // loads they move from take no scratch and get no address: a [256, 512] accumulator with
 // [256, 128] and [128, 512] operand windows then needs 512 KiB, not 1.25 MiB (the loads and
 // their moves to Left/Right, some live at once).
+// On a target whose scratch holds every element in at least PassContext.minTileElemBytes bytes
+// (webgpu: a 32-bit word per element), tiles are sized so; the function records the figure
+// (attrs.minTileElemBytes) and replanMemory plans a program again for a target that differs.
 import {
-  TsptoCompileError, mkVar, tileBytes, forEachExpr, typeStr, type Expr, type Func, type Program, type Stmt, type TileType, type Var,
+  TsptoCompileError, mkVar, numel, tileElemBytes, forEachExpr, typeStr, type Expr, type Func, type Program, type Stmt, type TileType, type Var,
 } from "../ir/index.js";
 import type { Pass, PassContext } from "./manager.js";
 import { replaceVars } from "./util.js";
@@ -27,6 +30,12 @@ export const memoryPlanPass: Pass = {
     return p.withFunctions(p.functions.map((f) => (f.fnKind === "incore" ? planFunc(f, ctx) : f)));
   },
 };
+
+/** Scratch bytes of a tile (64-byte aligned) when every element takes at least `minElem` bytes. */
+export function plannedTileBytes(t: TileType, minElem = 1): number {
+  return Math.ceil((numel(t.shape) * Math.max(minElem, tileElemBytes(t.dtype))) / 64) * 64;
+}
+const minElemOf = (ctx: PassContext): number => ctx.minTileElemBytes ?? 1;
 
 interface Interval { v: Var; start: number; end: number; bytes: number; addr?: number }
 
@@ -63,7 +72,7 @@ function planFunc(f: Func, ctx: PassContext): Func {
   const inPlace = ctx.matmulOperandsInPlace ? forwardableMatmulOperands(f).skipped : new Set<number>();
   const def = (v: Var, at: number) => {
     if (v.type.kind !== "tile" || alias.has(v.id) || inPlace.has(v.id)) return;
-    iv.set(v.id, { v, start: at, end: at, bytes: tileBytes(v.type) });
+    iv.set(v.id, { v, start: at, end: at, bytes: plannedTileBytes(v.type, minElemOf(ctx)) });
   };
   const use = (e: Expr, at: number) => forEachExpr([{ kind: "eval", expr: e, span: e.span } as Stmt], (x) => {
     if (x.kind === "var" && x.type.kind === "tile") pendingUses.push({ id: x.id, pos: at, loopStarts: loops.map((l) => l.start) });
@@ -136,8 +145,9 @@ function planFunc(f: Func, ctx: PassContext): Func {
   });
   // operandsInPlace: this plan left matmul operands without scratch (a target that stages them
   // must plan the program again: replanMemory)
-  const { operandsInPlace: _was, ...rest } = f.attrs;
-  const attrs = inPlace.size > 0 ? { ...rest, scratchBytes: high, operandsInPlace: true } : { ...rest, scratchBytes: high };
+  const { operandsInPlace: _was, minTileElemBytes: _min, ...rest } = f.attrs;
+  const planned = minElemOf(ctx) > 1 ? { ...rest, minTileElemBytes: minElemOf(ctx) } : rest;
+  const attrs = inPlace.size > 0 ? { ...planned, scratchBytes: high, operandsInPlace: true } : { ...planned, scratchBytes: high };
   return Object.freeze({ ...f, body: Object.freeze(body), attrs: Object.freeze(attrs) });
 }
 
@@ -145,10 +155,14 @@ function planFunc(f: Func, ctx: PassContext): Func {
  * A lowered program is handed to a target (ir.compile of `f.lower(...)`, lowered with the
  * default platform's facts): when its memory plan left matmul operands without scratch and
  * this target's code generator stages them, plan its memory again with the target's facts
- * (every tile gets an address; E_SCRATCH where they do not fit). Otherwise the program as is.
+ * (every tile gets an address; E_SCRATCH where they do not fit). The same when its tiles were
+ * sized for another minimum element size (PassContext.minTileElemBytes). Otherwise the program as is.
  */
 export function replanMemory(p: Program, ctx: PassContext): Program {
-  if (ctx.matmulOperandsInPlace || !p.functions.some((f) => f.attrs.operandsInPlace === true)) return p;
+  const incore = p.functions.filter((f) => f.fnKind === "incore");
+  const stagedOperands = !ctx.matmulOperandsInPlace && incore.some((f) => f.attrs.operandsInPlace === true);
+  const otherElems = incore.some((f) => (typeof f.attrs.minTileElemBytes === "number" ? f.attrs.minTileElemBytes : 1) !== minElemOf(ctx));
+  if (!stagedOperands && !otherElems) return p;
   return memoryPlanPass.run(p, ctx);
 }
 

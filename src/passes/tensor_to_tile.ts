@@ -333,7 +333,7 @@ function madeTiles(e: Expr, seen = new Set<Expr>()): number {
 
 /** Elements per tile when `nTiles` tiles of the widest of `dtypes` share half the scratch. */
 function tileBudget(ctx: PassContext, nTiles: number, dtypes: readonly TensorType["dtype"][], what: string, span: Span, fname: string): number {
-  const elem = Math.max(...dtypes.map((d) => tileElemBytes(d)));
+  const elem = Math.max(...dtypes.map((d) => Math.max(ctx.minTileElemBytes ?? 1, tileElemBytes(d))));
   const budget = Math.floor(ctx.scratchCapacity / 2 / Math.max(1, nTiles) / elem / 16) * 16;
   if (budget < 1) throw new TsptoCompileError("E_SCRATCH", `kernel '${fname}': tiling ${what} cannot fit one element per tile in ${ctx.scratchCapacity} bytes of scratch`, span);
   return budget;

@@ -62,16 +62,45 @@ export class BenchmarkStats {
 
 export interface BenchmarkOptions { rounds?: number; warmup?: number; config?: RunConfig; worker?: ChipWorker }
 
-export function benchmark(compiled: CompiledProgram, args: readonly unknown[], opts: BenchmarkOptions = {}): BenchmarkStats {
+function roundsOf(opts: BenchmarkOptions, what: string): { rounds: number; warmup: number } {
   const rounds = opts.rounds ?? 100, warmup = opts.warmup ?? 3;
-  if (!Number.isInteger(rounds) || rounds < 1) throw rtErr("E_ARG", `benchmark: rounds must be an integer >= 1, got ${show(rounds)}`);
-  if (!Number.isInteger(warmup) || warmup < 0) throw rtErr("E_ARG", `benchmark: warmup must be an integer >= 0, got ${show(warmup)}`);
+  if (!Number.isInteger(rounds) || rounds < 1) throw rtErr("E_ARG", `${what}: rounds must be an integer >= 1, got ${show(rounds)}`);
+  if (!Number.isInteger(warmup) || warmup < 0) throw rtErr("E_ARG", `${what}: warmup must be an integer >= 0, got ${show(warmup)}`);
+  return { rounds, warmup };
+}
+
+export function benchmark(compiled: CompiledProgram, args: readonly unknown[], opts: BenchmarkOptions = {}): BenchmarkStats {
+  const { rounds, warmup } = roundsOf(opts, "benchmark");
   const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform }));
+  if (worker.device.asynchronous) {
+    throw rtErr("E_ASYNC", `benchmark on the '${worker.platform}' platform has to wait for each launch, so it has no synchronous form`,
+      "use await benchmarkAsync(compiled, args, opts)");
+  }
   const handle = worker.register(compiled);
   const dev: number[] = [], host: number[] = [];
   for (let i = 0; i < warmup + rounds; i++) {
     const t0 = performance.now();
     handle(...args);
+    const t1 = performance.now();
+    if (i >= warmup) { host.push((t1 - t0) * 1000); dev.push(worker.lastDeviceNs / 1000); }
+  }
+  return new BenchmarkStats(dev, host, rounds, warmup);
+}
+
+/**
+ * benchmark with awaited launches (handle.callAsync): every platform, and the only form on
+ * webgpu, where `deviceWallUs` comes from timestamp queries around the launch's compute pass
+ * (the host clock from submit to read back where the adapter has no timestamp-query).
+ */
+export async function benchmarkAsync(compiled: CompiledProgram, args: readonly unknown[], opts: BenchmarkOptions = {}): Promise<BenchmarkStats> {
+  const { rounds, warmup } = roundsOf(opts, "benchmarkAsync");
+  const worker = opts.worker ?? defaultWorker(opts.config ?? new RunConfig({ platform: compiled.platform }));
+  await worker.initAsync();
+  const handle = worker.register(compiled);
+  const dev: number[] = [], host: number[] = [];
+  for (let i = 0; i < warmup + rounds; i++) {
+    const t0 = performance.now();
+    await handle.callAsync(...args);
     const t1 = performance.now();
     if (i >= warmup) { host.push((t1 - t0) * 1000); dev.push(worker.lastDeviceNs / 1000); }
   }

@@ -9,7 +9,7 @@
 import { TsptoConfigError } from "../ir/errors.js";
 import { DEFAULT_PLATFORM, platformNames } from "../targets/index.js";
 
-/** The registered platforms (src/targets): "cpu" (default), "interp", and any target added there. */
+/** The registered platforms (src/targets): "cpu" (default), "interp", "cuda", "webgpu", and any target added there. */
 export const PLATFORMS: readonly string[] = Object.freeze(platformNames());
 /** A platform name (one of PLATFORMS). */
 export type Platform = "cpu" | "interp" | (string & {});
@@ -18,7 +18,7 @@ export type Platform = "cpu" | "interp" | (string & {});
 export type RingSize = number | readonly [number, number, number, number] | readonly number[];
 
 export interface RunConfigOptions {
-  /** A registered platform (src/targets): "cpu" (default) or "interp". */
+  /** A registered platform (src/targets): "cpu" (default), "interp", "cuda" or "webgpu". */
   platform?: Platform;
   /** Device ordinal, integer >= 0 (default 0). */
   deviceId?: number;

@@ -89,6 +89,8 @@ export class ChipWorker implements Disposable {
   #finalStats: WorkerStats | null = null;
   /** Device time of the last launch (ns). */
   lastDeviceNs = 0;
+  /** Settles after the last async launch queued so far (copyFromAsync / copyToAsync wait for it). */
+  #tail: Promise<unknown> = Promise.resolve();
   /** Recording mask set on the device (DFX), and the worker config's own. */
   #devMask = 0;
   #devDump = 0;
@@ -120,6 +122,17 @@ export class ChipWorker implements Disposable {
       ringTaskWindow: this.config.ringTaskWindowFor(0), ringHeap: this.config.ringHeapFor(0), ringDepPool: this.config.ringDepPoolFor(0),
     });
     this.#everInit = true;
+    return this;
+  }
+
+  /**
+   * Resolves with this worker once its device is open. Devices that open asynchronously
+   * (webgpu: requestAdapter / requestDevice) reject here with the reason they could not open;
+   * operations called before that are queued in order and run once the device is open.
+   */
+  async initAsync(): Promise<this> {
+    this.init();
+    await this.#dev().ready?.();
     return this;
   }
 
@@ -208,6 +221,35 @@ export class ChipWorker implements Disposable {
     dev.h2d(ptr, this.#hostView(host, nbytes, "copyTo"), nbytes);
   }
 
+  /**
+   * D2H as a Promise, ordered after the launches queued before it (on webgpu, where reading device
+   * memory has to wait for the GPU, the only form).
+   */
+  copyFromAsync(host: ArrayBufferView | HostTensor, devPtr: bigint | DeviceTensor, nbytes: number): Promise<void> {
+    return this.#async(async () => {
+      const dev = this.#dev();
+      const ptr = this.#checkDevicePtr(devPtr, nbytes, "copyFromAsync");
+      const view = this.#hostView(host, nbytes, "copyFromAsync");
+      if (dev.d2hAsync) return dev.d2hAsync(view, ptr, nbytes);
+      await this.#tail;
+      this.#dev().d2h(view, ptr, nbytes);
+    });
+  }
+
+  /** H2D as a Promise, ordered after the launches queued before it. */
+  copyToAsync(devPtr: bigint | DeviceTensor, host: ArrayBufferView | HostTensor, nbytes: number): Promise<void> {
+    return this.#async(async () => {
+      const dev = this.#dev();
+      const ptr = this.#checkDevicePtr(devPtr, nbytes, "copyToAsync");
+      const view = this.#hostView(host, nbytes, "copyToAsync");
+      if (dev.h2dAsync) return dev.h2dAsync(ptr, view, nbytes);
+      // the host data as of the call (the launches before it run first)
+      const data = new Uint8Array(view.buffer, view.byteOffset, nbytes).slice();
+      await this.#tail;
+      this.#dev().h2d(ptr, data, nbytes);
+    });
+  }
+
   /** Device-to-device copy between this worker's allocations (no host transfer). */
   copyDevice(dst: bigint | DeviceTensor, src: bigint | DeviceTensor, nbytes: number): void {
     const dev = this.#dev();
@@ -276,7 +318,7 @@ export class ChipWorker implements Disposable {
     });
   }
 
-  #async(f: () => Promise<unknown>): Promise<unknown> {
+  #async<T>(f: () => Promise<T>): Promise<T> {
     try { return f(); } catch (e) { return Promise.reject(e); }
   }
 
@@ -318,6 +360,7 @@ export class ChipWorker implements Disposable {
     reg.inflight++;
     let p: Promise<number>;
     try { p = dev.launchAsync(reg.module, args, kinds); } catch (e) { this.#settled(reg, held); throw e; }
+    this.#tail = p.then(() => undefined, () => undefined);
     return p.then((ns) => {
       this.#settled(reg, held);
       this.lastDeviceNs = ns;

@@ -5,11 +5,12 @@ import { TsptoRuntimeError, type Span } from "../ir/index.js";
 import { cpuTarget } from "./cpu/index.js";
 import { interpTarget } from "./interp/index.js";
 import { cudaTarget } from "./cuda/index.js";
+import { webgpuTarget } from "./webgpu/index.js";
 import type { Target } from "./target.js";
 
 export * from "./target.js";
 
-const TARGETS: ReadonlyMap<string, Target> = new Map([cpuTarget, interpTarget, cudaTarget].map((t) => [t.name, t]));
+const TARGETS: ReadonlyMap<string, Target> = new Map([cpuTarget, interpTarget, cudaTarget, webgpuTarget].map((t) => [t.name, t]));
 
 /** The default platform. */
 export const DEFAULT_PLATFORM = cpuTarget.name;

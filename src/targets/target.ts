@@ -22,6 +22,11 @@ export interface DeviceDescription {
    * PlanMemory then gives those tiles no scratch.
    */
   readonly matmulOperandsInPlace?: boolean;
+  /**
+   * Every tile element takes at least this many bytes of scratch (webgpu: 4, WGSL memory is
+   * 32-bit words); the passes size tiles and plan scratch so. Absent: an element's own bytes.
+   */
+  readonly minTileElemBytes?: number;
 }
 
 /** Argument kinds of Device.launch (the `kinds` array). */
@@ -102,10 +107,31 @@ export interface Device {
   d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
   /** Device → device (not a host transfer). */
   d2d(dst: bigint, src: bigint, nbytes: number): void;
+  /**
+   * Launches run after launch() returns (webgpu): launch only enqueues and returns 0 ns, so a
+   * synchronous form that needs the results or the time (benchmark) has to use the async one.
+   */
+  readonly asynchronous?: boolean;
+  /**
+   * Asynchronous devices (webgpu): resolves when the device is open, rejects with why it could
+   * not be. Absent: the device was open when openDevice returned.
+   */
+  ready?(): Promise<void>;
+  /**
+   * Device → host after everything queued on the device before it (a device whose d2h cannot
+   * wait synchronously has it). Absent: the runtime waits for its own queued launches, then d2h.
+   */
+  d2hAsync?(dst: ArrayBufferView, addr: bigint, nbytes: number): Promise<void>;
+  /** Host → device after everything queued before it; absent: as d2hAsync. */
+  h2dAsync?(addr: bigint, src: ArrayBufferView, nbytes: number): Promise<void>;
   /** Loads a built artifact of this device's target; returns a module id. */
   load(artifact: ArtifactRef): number;
   unload(module: number): void;
-  /** One launch; returns the device time in ns. `args[i]` is a host view, a device address or a scalar as `kinds[i]` says. */
+  /**
+   * One launch; returns the device time in ns. `args[i]` is a host view, a device address or a
+   * scalar as `kinds[i]` says. An asynchronous device (webgpu) enqueues it and returns 0, and
+   * throws E_ASYNC for a launch that would have to wait (host outputs).
+   */
   launch(module: number, args: readonly unknown[], kinds: Uint8Array): number;
   /** The same launch off the JS thread; launches on one device run in order. */
   launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number>;

@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { allOps, TsptoCompileError, NO_SPAN } from "../../src/ir/index.js";
 import "../../src/ir/ops/index.js";
-import { CUDA_EMITTERS, cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
+import { cudaEmitterFor, generateCuda } from "../../src/codegen/cuda/index.js";
+import { SIMT_OPS } from "../../src/codegen/simt/index.js";
 import { seedProgram } from "../targets/cuda/corpus.js";
 import { indexingPrograms } from "../ops/fixtures/indexing.js";
 import { pl, RunConfig, randn, zeros } from "tspto";
@@ -35,7 +36,7 @@ describe("cuda formulas", () => {
       try { cudaEmitterFor(op.name, NO_SPAN); } catch { missing.push(op.name); }
     }
     expect(missing).toEqual([]);
-    expect(CUDA_EMITTERS.has("tile.matmul")).toBe(true);
+    expect(SIMT_OPS.has("tile.matmul")).toBe(true);
   });
 
   it("an op without a formula is a TsptoCompileError naming it", () => {

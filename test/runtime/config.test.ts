@@ -33,7 +33,7 @@ describe("RunConfig defaults", () => {
   });
 
   it("lists platforms and options", () => {
-    expect([...PLATFORMS]).toEqual(["cpu", "interp", "cuda"]); // the registered targets (src/targets)
+    expect([...PLATFORMS]).toEqual(["cpu", "interp", "cuda", "webgpu"]); // the registered targets (src/targets)
     expect(Object.isFrozen(PLATFORMS)).toBe(true);
     expect(RUN_CONFIG_OPTIONS).toContain("ringTaskWindow");
     expect(RUN_CONFIG_OPTIONS).toHaveLength(18);
@@ -93,8 +93,8 @@ describe("RunConfig accepted values", () => {
 
 describe("RunConfig validation messages", () => {
   const bad: [RunConfigOptions | Record<string, unknown>, "TypeError" | "RangeError", string][] = [
-    [{ platform: "tpu" }, "RangeError", 'RunConfig.platform must be one of "cpu", "interp", "cuda", got "tpu"'],
-    [{ platform: 1 }, "TypeError", 'RunConfig.platform must be one of "cpu", "interp", "cuda", got 1'],
+    [{ platform: "tpu" }, "RangeError", 'RunConfig.platform must be one of "cpu", "interp", "cuda", "webgpu", got "tpu"'],
+    [{ platform: 1 }, "TypeError", 'RunConfig.platform must be one of "cpu", "interp", "cuda", "webgpu", got 1'],
     [{ deviceId: -1 }, "RangeError", "RunConfig.deviceId must be an integer >= 0, got -1"],
     [{ deviceId: 1.5 }, "RangeError", "RunConfig.deviceId must be an integer >= 0, got 1.5"],
     [{ deviceId: "0" }, "TypeError", 'RunConfig.deviceId must be an integer >= 0, got "0"'],

@@ -127,8 +127,8 @@ describe("targets and artifacts", () => {
     const p = add.lower(A, B, zeros([R, C]));
     const e = caught(() => ir.compile(p, { platform: "tpu" }));
     expect(e.code).toBe("E_PLATFORM");
-    expect(e.message).toContain('unknown platform "tpu" (known: "cpu", "interp", "cuda")');
-    expect(() => new RunConfig({ platform: "tpu" })).toThrow('RunConfig.platform must be one of "cpu", "interp", "cuda", got "tpu"');
+    expect(e.message).toContain('unknown platform "tpu" (known: "cpu", "interp", "cuda", "webgpu")');
+    expect(() => new RunConfig({ platform: "tpu" })).toThrow('RunConfig.platform must be one of "cpu", "interp", "cuda", "webgpu", got "tpu"');
   });
 
   it("never deletes what a user put in outputDir", () => {

@@ -18,7 +18,7 @@ import { ValidExtents } from "./valid.js";
 import { callStmt, type SubmitHook } from "./call.js";
 import { comment, describe, ident, internal, tileDataBytes } from "./cexpr.js";
 import { offsetsOf, windowCheck } from "./emitters/memory.js";
-import { StmtWalker } from "./walk.js";
+import { StmtWalker, cSyntax } from "./walk.js";
 
 /** The C++ of one function: an InCore kernel (`k_<name>`) or the orchestration (`tspto_entry`). */
 export class FnGen extends StmtWalker implements KernelCtx {
@@ -45,7 +45,7 @@ export class FnGen extends StmtWalker implements KernelCtx {
     readonly symbols: ReadonlyMap<string, string>,
     readonly submitHook?: SubmitHook,
   ) {
-    super(fn, "std::trunc");
+    super(fn, cSyntax("std::trunc"));
     this.failExit = mode === "kernel" ? "return;" : "{ (void)rt->wait_all(rt->ctx); return 1; }";
     this.forwarded = mode === "kernel" ? forwardableLoads(fn) : new Map();
     if (mode === "kernel") for (const [id, fw] of forwardableReads(fn, this.forwarded)) this.forwarded.set(id, fw);

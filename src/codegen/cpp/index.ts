@@ -3,4 +3,4 @@ export { generateCpp, generateEntryCpp, kernelSymbols, ident, type SubmitHook, E
 export { EMITTERS, emitterFor, type Emitter, type ElementwiseEmitter, type ScalarEmitter, type TileStmtEmitter, type TensorStmtEmitter, type KernelCtx } from "./emitters/index.js";
 export { CPP_PRELUDE } from "./prelude.js";
 export { checkSpmdAttr, type SpmdSubmit } from "./spmd.js";
-export { StmtWalker, type Block, type ScratchDest, type WalkEmitter, type CarriedExtents } from "./walk.js";
+export { StmtWalker, cSyntax, type WalkSyntax, type Block, type ScratchDest, type WalkEmitter, type CarriedExtents } from "./walk.js";

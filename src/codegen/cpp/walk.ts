@@ -8,14 +8,73 @@
 // a hook: tile assignments and multi-target assignments, materializing a tile expression,
 // moving a loop result's tile, the temporaries of overlapping carried tiles, the C types and
 // extents of tensor locals, the op emitters, the valid-extent companions of tiles (cpu,
-// `extents`), and what follows a block-level op (cuda: __syncthreads()).
+// `extents`), and what follows a block-level op (cuda: __syncthreads(), webgpu:
+// workgroupBarrier()). The statements' spelling is the walker's WalkSyntax: C++ for the cpu and
+// cuda generators (cSyntax), WGSL for the webgpu generator (src/codegen/wgsl/syntax.ts); the
+// scalar kinds of CExpr keep their C++ names (int64_t / double / bool) and a syntax spells them
+// (WGSL: i32 / f32 / bool).
 import type { Call, Expr, Func, Param, Span, Stmt, TensorType, TileType, Var } from "../../ir/index.js";
 import { isFloat, typeStr } from "../../ir/index.js";
 import {
   type CDim, type CExpr, type ScalarCType, type ScalarEmitter, type TensorRef,
   doubleLit, intLit, scalarCType, spanWhere, storageCType,
 } from "./emitters/index.js";
-import { comment, convertScalar, ident, internal, tileDataBytes, tileLeaves, toInt64 } from "./cexpr.js";
+import { comment, convertScalar, ident, internal, tileDataBytes, tileLeaves } from "./cexpr.js";
+
+/** How a walker spells its statements and scalar values (C++: cSyntax). */
+export interface WalkSyntax {
+  /** The type of a scalar kind. */
+  scalarType(ct: ScalarCType): string;
+  /** An immutable local: `const T name = value;`. */
+  constDecl(type: string, name: string, value: string): string;
+  /** A mutable local: `T name = value;`. */
+  mutDecl(type: string, name: string, value: string): string;
+  /** The zero of a scalar kind (an if result before a branch assigns it). */
+  zero(ct: ScalarCType): string;
+  /** Literals of the scalar kinds (a constant out of the target's range is a compile error naming it). */
+  floatLit(v: number, span: Span): string;
+  intLit(v: number, span: Span): string;
+  boolLit(v: boolean): string;
+  /** A scalar converted to another kind (float -> integer truncates toward zero, saturating). */
+  convert(c: CExpr, to: ScalarCType): string;
+  /** The three bounds of a for loop as integer locals, in one statement line. */
+  loopBounds(names: readonly [string, string, string], values: readonly [string, string, string]): string;
+  /** The head of a for loop over an integer index (`{` opens its body). */
+  forOpen(i: string, lo: string, cond: string, step: string): string;
+  /** The condition of a for loop whose step is only known at run time. */
+  dynamicStepCond(i: string, hi: string, st: string): string;
+  /** An endless loop's head, and its first statement: leave when cond is false. */
+  readonly whileOpen: string;
+  whileTest(cond: string): string;
+  /** Evaluate and discard. */
+  discard(code: string): string;
+  /** A temporary of a parallel assignment (its type inferred). */
+  tempDecl(name: string, code: string): string;
+  /** The value of a scalar parameter from its raw slot (float scalars travel as bit patterns). */
+  paramValue(ct: ScalarCType, raw: string): string;
+}
+
+/** C++ (cpu kernels, orchestrations and CUDA device code); `trunc`: the float truncation of float -> int64 conversions. */
+export function cSyntax(trunc: string): WalkSyntax {
+  return {
+    scalarType: (ct) => ct,
+    constDecl: (t, n, v) => `const ${t} ${n} = ${v};`,
+    mutDecl: (t, n, v) => `${t} ${n} = ${v};`,
+    zero: (ct) => (ct === "bool" ? "false" : ct === "double" ? "0.0" : "0"),
+    floatLit: (v) => doubleLit(v),
+    intLit: (v) => intLit(v),
+    boolLit: (v) => (v ? "true" : "false"),
+    convert: (c, to) => convertScalar(c, to, trunc),
+    loopBounds: ([a, b, c], [x, y, z]) => `const int64_t ${a} = ${x}, ${b} = ${y}, ${c} = ${z};`,
+    forOpen: (i, lo, cond, st) => `for (int64_t ${i} = ${lo}; ${cond}; ${i} += ${st}) {`,
+    dynamicStepCond: (i, hi, st) => `(${st} > 0 ? ${i} < ${hi} : (${st} < 0 && ${i} > ${hi}))`,
+    whileOpen: "while (true) {",
+    whileTest: (cond) => `if (!(${cond})) break;`,
+    discard: (code) => `(void)${code};`,
+    tempDecl: (n, code) => `const auto ${n} = ${code};`,
+    paramValue: (ct, raw) => (ct === "double" ? `tspto_bitsd(${raw})` : ct === "bool" ? `${raw} != 0` : raw),
+  };
+}
 
 export interface Block {
   /** Where a Yield at the end of this block writes (If results, or loop iterArgs). */
@@ -53,8 +112,7 @@ export abstract class StmtWalker {
   readonly tensors = new Map<number, TensorRef>();
   abstract readonly failExit: string;
 
-  /** `trunc`: the C++ name of the truncation used in float -> int64 conversions. */
-  constructor(protected readonly fn: Func, private readonly trunc: string) {}
+  constructor(protected readonly fn: Func, protected readonly syntax: WalkSyntax) {}
 
   // ---------------------------------------------------------------- output
   line(s: string): void { this.out.push(s.startsWith("#") ? s : "  ".repeat(this.indent) + s); }
@@ -63,8 +121,8 @@ export abstract class StmtWalker {
   fresh(prefix: string): string { return `_${prefix}${this.n++}`; }
   protected newName(v: Var): string { return `${ident(v.name)}_${this.n++}`; }
 
-  protected toInt64(c: CExpr): string { return toInt64(c, this.trunc); }
-  protected convert(c: CExpr, to: ScalarCType): string { return convertScalar(c, to, this.trunc); }
+  protected toInt64(c: CExpr): string { return this.syntax.convert(c, "int64_t"); }
+  protected convert(c: CExpr, to: ScalarCType): string { return this.syntax.convert(c, to); }
 
   // ---------------------------------------------------------------- hooks
   /** The scratch address of a planned tile (an internal error when it has none). */
@@ -99,6 +157,8 @@ export abstract class StmtWalker {
   protected abstract tileTemporaries(dests: readonly Var[]): string[];
   /** Copy the temporaries into the carried tiles and release them. */
   protected abstract releaseTemporaries(dests: readonly Var[], tmps: readonly string[]): void;
+  /** Bytes a tile's data takes in scratch (webgpu: a 32-bit word per element). */
+  protected tileBytes(t: TileType): number { return tileDataBytes(t); }
   /** The statement of a `return`. */
   protected returnLine(): string { return "return;"; }
   /** A call statement (`f(...)` with no results): kernels cannot launch kernels. */
@@ -134,9 +194,7 @@ export abstract class StmtWalker {
       } else if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
-        const raw = slot(i, false);
-        const val = ct === "double" ? `tspto_bitsd(${raw})` : ct === "bool" ? `${raw} != 0` : raw;
-        this.line(`const ${ct} ${name} = ${val};  // ${comment(v.name)}: ${t.dtype}`);
+        this.line(`${this.syntax.constDecl(this.syntax.scalarType(ct), name, this.syntax.paramValue(ct, slot(i, false)))}  // ${comment(v.name)}: ${t.dtype}`);
         this.names.set(v.id, { name, ctype: ct });
       } else {
         internal(`parameter '${v.name}' of '${this.fn.name}' has type ${typeStr(t)}; parameters are tensors or scalars`, v.span);
@@ -145,7 +203,7 @@ export abstract class StmtWalker {
   }
 
   /** A tensor parameter's local pointing at its data (`T* const p = (T*)(intptr_t)slot;`). */
-  protected static pointerParam(name: string, t: TensorType, raw: string): string {
+  static pointerParam(name: string, t: TensorType, raw: string): string {
     const T = storageCType(t.dtype);
     return `${T}* const ${name} = (${T}*)(intptr_t)${raw};`;
   }
@@ -190,7 +248,7 @@ export abstract class StmtWalker {
         const c = this.scalar(value);
         const ct = scalarCType(t.type.dtype);
         const name = this.newName(t);
-        this.line(`const ${ct} ${name} = ${this.convert(c, ct)};`);
+        this.line(this.syntax.constDecl(this.syntax.scalarType(ct), name, this.convert(c, ct)));
         this.names.set(t.id, { name, ctype: ct });
         return;
       }
@@ -230,7 +288,7 @@ export abstract class StmtWalker {
     if (em.kind === "tensor-stmt") {
       this.tensorStmt(em, e, "");
     } else if (em.kind === "scalar") {
-      this.line(`(void)${this.scalar(e).code};`);
+      this.line(this.syntax.discard(this.scalar(e).code));
     }
     // a tile op whose result is unused has no effect
   }
@@ -245,7 +303,7 @@ export abstract class StmtWalker {
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
         const name = this.newName(v);
-        this.line(`${ct} ${name} = ${this.convert(this.scalar(inits[k]), ct)};`);
+        this.line(this.syntax.mutDecl(this.syntax.scalarType(ct), name, this.convert(this.scalar(inits[k]), ct)));
         this.names.set(v.id, { name, ctype: ct });
         return;
       }
@@ -253,7 +311,7 @@ export abstract class StmtWalker {
         const st = this.checkTensor(t, `'${v.name}'`, v.span);
         const src = this.tensor(inits[k]);
         const name = this.newName(v);
-        this.line(`${this.tensorCType(st)} ${name} = ${src.ptr};`);
+        this.line(this.syntax.mutDecl(this.tensorCType(st), name, src.ptr));
         this.bindTensor(v, name, st);
         return;
       }
@@ -281,14 +339,14 @@ export abstract class StmtWalker {
   private forStmt(s: Extract<Stmt, { kind: "for" }>): void {
     const lo = this.fresh("lo"), hi = this.fresh("hi"), st = this.fresh("st");
     this.line(`// for ${comment(s.loopVar.name)} (${comment(spanWhere(s.span))})`);
-    this.line(`const int64_t ${lo} = ${this.toInt64(this.scalar(s.start))}, ${hi} = ${this.toInt64(this.scalar(s.stop))}, ${st} = ${this.toInt64(this.scalar(s.step))};`);
+    this.line(this.syntax.loopBounds([lo, hi, st], [this.toInt64(this.scalar(s.start)), this.toInt64(this.scalar(s.stop)), this.toInt64(this.scalar(s.step))]));
     this.initCarried(s.iterArgs, s.inits, s.span);
     const i = this.newName(s.loopVar);
     this.names.set(s.loopVar.id, { name: i, ctype: "int64_t" });
     const step = s.step.kind === "const" ? Number(s.step.value) : null;
     const cond = step !== null ? (step > 0 ? `${i} < ${hi}` : step < 0 ? `${i} > ${hi}` : "false")
-      : `(${st} > 0 ? ${i} < ${hi} : (${st} < 0 && ${i} > ${hi}))`;
-    this.open(`for (int64_t ${i} = ${lo}; ${cond}; ${i} += ${st}) {`);
+      : this.syntax.dynamicStepCond(i, hi, st);
+    this.open(this.syntax.forOpen(i, lo, cond, st));
     this.stmts(s.body, { yieldTo: s.iterArgs, loop: s.iterArgs });
     this.close();
     this.bindResults(s.results, s.iterArgs);
@@ -297,8 +355,8 @@ export abstract class StmtWalker {
   private whileStmt(s: Extract<Stmt, { kind: "while" }>): void {
     if (this.annotateWhile) this.line(`// while (${comment(spanWhere(s.span))})`);
     this.initCarried(s.iterArgs, s.inits, s.span);
-    this.open("while (true) {");
-    this.line(`if (!(${this.scalar(s.cond).code})) break;`);
+    this.open(this.syntax.whileOpen);
+    this.line(this.syntax.whileTest(this.scalar(s.cond).code));
     this.stmts(s.body, { yieldTo: s.iterArgs, loop: s.iterArgs });
     this.close();
     this.bindResults(s.results, s.iterArgs);
@@ -311,11 +369,11 @@ export abstract class StmtWalker {
       const name = this.newName(r);
       if (t.kind === "scalar") {
         const ct = scalarCType(t.dtype);
-        this.line(`${ct} ${name} = ${ct === "bool" ? "false" : ct === "double" ? "0.0" : "0"};`);
+        this.line(this.syntax.mutDecl(this.syntax.scalarType(ct), name, this.syntax.zero(ct)));
         this.names.set(r.id, { name, ctype: ct });
       } else if (t.kind === "tensor") {
         const st = this.checkTensor(t, `'${r.name}'`, r.span);
-        this.line(`${this.tensorCType(st)} ${name} = ${this.nullTensor};`);
+        this.line(this.syntax.mutDecl(this.tensorCType(st), name, this.nullTensor));
         this.bindTensor(r, name, st);
       } else {
         internal(`if result '${r.name}' of type ${typeStr(t)}`, r.span);
@@ -359,7 +417,7 @@ export abstract class StmtWalker {
       }
     });
     if (tiles.length) {
-      const range = (v: Var): [number, number] => [this.tileAddr(v), this.tileAddr(v) + tileDataBytes(v.type as TileType)];
+      const range = (v: Var): [number, number] => [this.tileAddr(v), this.tileAddr(v) + this.tileBytes(v.type as TileType)];
       const overlaps = (x: [number, number], y: [number, number]) => x[0] < y[1] && y[0] < x[1];
       const sources = tiles.map((p) => tileLeaves(p.value).map(range));
       const conflict = tiles.some((p, k) => tiles.some((_q, m) => m !== k && sources[m].some((r) => overlaps(range(p.dest), r))));
@@ -380,7 +438,7 @@ export abstract class StmtWalker {
       this.line(`${name(others[0].dest)} = ${others[0].code};`);
     } else if (others.length > 1) {
       this.open("{");
-      const tmps = others.map((p) => { const t = this.fresh("v"); this.line(`const auto ${t} = ${p.code};`); return t; });
+      const tmps = others.map((p) => { const t = this.fresh("v"); this.line(this.syntax.tempDecl(t, p.code)); return t; });
       others.forEach((p, k) => this.line(`${name(p.dest)} = ${tmps[k]};`));
       this.close();
     }
@@ -390,9 +448,9 @@ export abstract class StmtWalker {
   scalar(e: Expr): CExpr {
     switch (e.kind) {
       case "const": {
-        if (typeof e.value === "boolean" || e.dtype === "bool") return { code: e.value ? "true" : "false", ctype: "bool" };
-        if (isFloat(e.dtype)) return { code: doubleLit(Number(e.value)), ctype: "double" };
-        return { code: intLit(Number(e.value)), ctype: "int64_t" };
+        if (typeof e.value === "boolean" || e.dtype === "bool") return { code: this.syntax.boolLit(Boolean(e.value)), ctype: "bool" };
+        if (isFloat(e.dtype)) return { code: this.syntax.floatLit(Number(e.value), e.span), ctype: "double" };
+        return { code: this.syntax.intLit(Number(e.value), e.span), ctype: "int64_t" };
       }
       case "var": {
         const n = this.names.get(e.id);

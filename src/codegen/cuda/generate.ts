@@ -12,10 +12,10 @@
 //    column reductions: one thread per column. Matmul: fp16/bf16 operands on tensor cores
 //    (WMMA 16x16x16, fp32 accumulation) when the shapes are multiples of 16, else (and for
 //    fp32 and integers) one thread per output element with fp32 FMA / int64 accumulation.
-//    Scalars and control flow are uniform: every thread computes them. The statement walk
-//    (loops, if, carried values, scalars) is the cpu generator's StmtWalker (../cpp/walk.ts);
-//    KernelGen below gives its cuda hooks (barriers, block-parallel tile copies, static
-//    tensors, device-heap temporaries) and the tile code.
+//    Scalars and control flow are uniform: every thread computes them. The kernel code is
+//    the SIMT lowering shared with the webgpu target (../simt/: the cpu generator's statement
+//    walk with block-parallel tile ops) rendered in CUDA C++ by ./lang.ts (barriers, typed
+//    scratch pointers, warp shuffles, WMMA, device-heap temporaries).
 //  - kernels/entry.cpp (built by the host C++ compiler into build/libentry.so): the
 //    orchestration as `tspto_entry(rt, args)` (the cpu code generator's, see
 //    generateEntryCpp) where each call is one rt->submit whose function is the kernel's index
@@ -24,20 +24,15 @@
 //    cuLaunchKernel on the worker's stream (in-order, so no dependency tracking is needed);
 //    `tspto_cuda_report` formats a kernel's run-time failure record into the same messages
 //    as the cpu platform.
-import type { Call, Expr, Func, Program, Span, TensorType, TileType, Var } from "../../ir/index.js";
-import { exprType, forEachStmt, numel, tileElemBytes, typeStr } from "../../ir/index.js";
-import {
-  CPP_PRELUDE, generateEntryCpp, checkSpmdAttr, kernelSymbols, StmtWalker,
-  type KernelCtx as CppCtx, type SpmdSubmit,
-} from "../cpp/index.js";
-import { comment, describe, internal, staticTensor, tileDataBytes, tileLeaves, type StaticTensor } from "../cpp/cexpr.js";
-import { cstr, intLit, scratchCType, spanWhere, storageCType, type CDim } from "../cpp/emitters/index.js";
-import { forwardableLoads, type ForwardedLoad } from "../../passes/index.js";
+import type { Program } from "../../ir/index.js";
+import { CPP_PRELUDE, generateEntryCpp, checkSpmdAttr, kernelSymbols, type KernelCtx as CppCtx, type SpmdSubmit } from "../cpp/index.js";
+import { comment, internal } from "../cpp/cexpr.js";
+import { cstr, intLit, spanWhere } from "../cpp/emitters/index.js";
+import { SimtKernelGen, type FailSite } from "../simt/index.js";
 import { CUDA_BLOCK_THREADS, CUDA_MAX_SLOTS, CUDA_PRELUDE } from "./prelude.js";
-import { cudaEmitterFor, type CudaCtx, type CudaEmitter, type ElemPlan, type TileDest, type FailSite } from "./emitters.js";
+import { CUDA_LANG, SHARED_LIMIT } from "./lang.js";
 
-/** Largest tile scratch held in shared memory (H100/H200: 227 KiB per block, minus the matmul staging). */
-export const SHARED_LIMIT = 200 * 1024;
+export { SHARED_LIMIT };
 /** Slots of the launch descriptor appended to every submit's kernel slots. */
 export const DESCRIPTOR_SLOTS = 6;
 
@@ -79,7 +74,7 @@ export function generateCuda(program: Program): GeneratedCuda {
     if (f === entry) continue;
     const sym = kernelNames.get(f.name)!; // the cpu generator's names (it checks every function is InCore)
     const index = kernels.length;
-    const g = new KernelGen(f, sym, sites);
+    const g = new SimtKernelGen(f, sym, sites, CUDA_LANG);
     parts.push(g.generate());
     kernels.push({ name: f.name, symbol: sym, index, scratchBytes: g.scratchBytes, sharedBytes: g.global ? 0 : g.scratchBytes,
       globalScratch: g.global, nslots: f.params.length });
@@ -143,277 +138,4 @@ function cudaSubmit(g: CppCtx, s: SpmdSubmit): void {
   g.line(`const TsptoAccess ${ac}[${Math.max(1, accs.length)}] = { ${accs.join(", ") || "{ 0, 0, 0, 0 }"} };`);
   g.line(`if (rt->submit(rt->ctx, ${s.symbol}, ${cstr(s.name)}, ${s.scope}, ${sl}, ${slots.length}, ${ac}, ${accs.length}) != 0) ${g.failExit}`);
   g.close();
-}
-
-/** The CUDA of one InCore function: StmtWalker's walk (../cpp/walk.ts) with the cuda hooks. */
-class KernelGen extends StmtWalker implements CudaCtx {
-  readonly failExit = "return;";
-  readonly scratchBytes: number;
-  readonly global: boolean;
-  /** Loads read straight from the tensor by the store that uses them (src/passes/forward_loads.ts). */
-  private readonly forwarded: Map<number, ForwardedLoad>;
-  protected readonly extents = null;
-  protected readonly nullTensor = "nullptr";
-  protected readonly annotateWhile = false;
-
-  constructor(fn: Func, private readonly symbol: string, private readonly sites: FailSite[]) {
-    super(fn, "trunc");
-    this.forwarded = forwardableLoads(fn);
-    this.scratchBytes = this.planCheck();
-    this.global = this.scratchBytes > SHARED_LIMIT;
-  }
-
-  ind(k: number): void { this.indent += k; }
-  sync(): void { this.line("__syncthreads();"); }
-  site(s: FailSite): number { this.sites.push(s); return this.sites.length - 1; }
-
-  /** Scratch bytes per block: the end of the last tile the kernel materializes (forwarded loads take none). */
-  private planCheck(): number {
-    let end = 0;
-    forEachStmt(this.fn.body, (s) => {
-      const vs: Var[] = s.kind === "assign" ? [...s.targets] : s.kind === "for" ? [s.loopVar, ...s.iterArgs, ...s.results]
-        : s.kind === "while" ? [...s.iterArgs, ...s.results] : s.kind === "if" ? [...s.results] : [];
-      for (const v of vs) if (v.type.kind === "tile" && !this.forwarded.has(v.id)) end = Math.max(end, this.tileAddr(v) + tileDataBytes(v.type));
-    });
-    return Math.ceil(end / 64) * 64;
-  }
-
-  tileAddr(v: Var): number {
-    const t = v.type as TileType;
-    if (t.addr === null || t.addr === undefined || !Number.isInteger(t.addr) || t.addr < 0) {
-      return internal(`tile '${v.name}' has no scratch address`, v.span, "memory planning (the plan-memory pass) must run before code generation");
-    }
-    return t.addr;
-  }
-
-  generate(): string {
-    const f = this.fn;
-    this.out.push(`// InCore function '${comment(f.name)}' (${comment(spanWhere(f.span))}): one block per task, ${CUDA_BLOCK_THREADS} threads`);
-    this.out.push(`extern "C" __global__ void __launch_bounds__(${CUDA_BLOCK_THREADS}) ${this.symbol}(const TsptoCudaArgs a) {`);
-    this.declareParams(f.params, (i, tensor) => (tensor ? `a.v[${i}]` : `tspto_slot(a, ${i})`), StmtWalker.pointerParam);
-    this.line(this.global
-      ? `uint8_t* const scratch = (uint8_t*)(intptr_t)a.gscratch + (int64_t)blockIdx.x * ${this.scratchBytes};  // tiles in device memory`
-      : "uint8_t* const scratch = tspto_smem;  // tiles in shared memory");
-    this.line("(void)scratch;");
-    this.stmts(f.body, { yieldTo: null, loop: null });
-    this.out.push("}", "");
-    return this.out.join("\n");
-  }
-
-  // ---------------------------------------------------------------- hooks of the walk (../cpp/walk.ts)
-  protected emitterOf(op: string, span: Span): CudaEmitter { return cudaEmitterFor(op, span); }
-  protected afterOp(): void { this.sync(); }
-  protected checkTensor(t: TensorType, what: string, span: Span): TensorType { return staticTensor(t, what, span, "cuda"); }
-  protected tensorDims(t: TensorType): CDim[] { return [...(t as StaticTensor).shape]; }
-  protected tensorCType(t: TensorType): string { return `${storageCType(t.dtype)}*`; }
-
-  protected assignMulti(targets: readonly Var[], value: Expr, span: Span): void {
-    const em = value.kind === "call" ? cudaEmitterFor(value.op, value.span) : null;
-    if (em?.kind !== "tile-multi" || !targets.every((t) => t.type.kind === "tile")) return internal(`assignment of ${targets.length} targets in a kernel`, span);
-    for (const st of em.steps(value as Call, targets)) {
-      const t = targets[st.target];
-      this.materialize(st.value, this.scratchDest(t), t.name);
-    }
-  }
-
-  protected assignTile(t: Var, value: Expr): void {
-    if (this.forwarded.has(t.id)) { this.line(`// ${comment(t.name)}: load forwarded into the store that uses it`); return; }
-    return this.materialize(value, this.scratchDest(t), t.name);
-  }
-
-  protected moveTile(r: Var, ra: number, _a: Var, aa: number): void {
-    this.copyTile(`scratch + ${ra}`, `scratch + ${aa}`, tileDataBytes(r.type as TileType));
-    this.sync();
-  }
-
-  /** Device-heap temporaries, one pointer per block in shared memory. */
-  protected tileTemporaries(dests: readonly Var[]): string[] {
-    const tmps = dests.map((d) => {
-      const tmp = this.fresh("tmp");
-      this.line(`__shared__ uint8_t* ${tmp};`);
-      this.line(`if (threadIdx.x == 0) ${tmp} = (uint8_t*)malloc(${tileDataBytes(d.type as TileType)});`);
-      return tmp;
-    });
-    this.sync();
-    return tmps;
-  }
-
-  protected releaseTemporaries(dests: readonly Var[], tmps: readonly string[]): void {
-    dests.forEach((d, k) => this.copyTile(`scratch + ${this.tileAddr(d)}`, tmps[k], tileDataBytes(d.type as TileType)));
-    this.sync();
-    this.line(`if (threadIdx.x == 0) { ${tmps.map((t) => `free(${t});`).join(" ")} }`);
-  }
-
-  /** Block-parallel byte copy between non-overlapping tiles (4-byte words: tiles are 64-byte aligned, sizes multiples of 4 or bytes). */
-  private copyTile(dst: string, src: string, bytes: number): void {
-    const i = this.fresh("i");
-    if (bytes % 16 === 0) this.line(`for (int64_t ${i} = threadIdx.x; ${i} < ${bytes / 16}; ${i} += blockDim.x) ((uint4*)(${dst}))[${i}] = ((const uint4*)(${src}))[${i}];`);
-    else this.line(`for (int64_t ${i} = threadIdx.x; ${i} < ${bytes}; ${i} += blockDim.x) ((uint8_t*)(${dst}))[${i}] = ((const uint8_t*)(${src}))[${i}];`);
-  }
-
-  /** Compute a tile-valued expression into `dest`, then __syncthreads(). */
-  protected materialize(e: Expr, dest: TileDest & { addr: number | null }, label: string): void {
-    if (e.kind === "var") {
-      if (e.type.kind !== "tile") return internal(`'${e.name}' (${typeStr(e.type)}) used as a tile`, e.span);
-      const src = this.tileAddr(e);
-      if (src === dest.addr) return;
-      const bytes = tileDataBytes(e.type);
-      this.open(`{  // ${comment(label)} = ${comment(e.name)}`);
-      if (dest.addr !== null && src < dest.addr + bytes && dest.addr < src + bytes) {
-        // overlapping copy: read everything first
-        internal(`copy of tile '${e.name}' onto an overlapping tile`, e.span);
-      }
-      this.copyTile(dest.ptr, `scratch + ${src}`, bytes);
-      this.close();
-      this.sync();
-      return;
-    }
-    if (e.kind !== "call" || e.type.kind !== "tile") return internal(`tile '${label}' assigned from a ${e.kind === "call" ? typeStr(e.type) : e.kind}`, e.span);
-    const em = cudaEmitterFor(e.op, e.span);
-    if (em.kind === "tile-stmt") {
-      this.open(`{  // ${comment(label)} = ${comment(e.op)} (${comment(spanWhere(e.span))})`);
-      em.emitInto(this, e, dest);
-      this.close();
-      this.sync();
-      return;
-    }
-    if (em.kind !== "elementwise") return internal(`op '${e.op}' does not produce a tile`, e.span);
-    const bytes = tileDataBytes(dest.type);
-    let unsafe = false;
-    if (dest.addr !== null) {
-      for (const leaf of tileLeaves(e)) {
-        const la = this.tileAddr(leaf), lt = leaf.type as TileType;
-        if (la < dest.addr + bytes && dest.addr < la + tileDataBytes(lt)) {
-          if (!(la === dest.addr && tileElemBytes(dest.type.dtype) === tileElemBytes(lt.dtype))) unsafe = true;
-        }
-      }
-    }
-    this.open(`{  // ${comment(label)} = ${comment(describe(e))} (${comment(spanWhere(e.span))})`);
-    if (unsafe) {
-      // element i of the result is wider than element i of an overlapping operand: compute
-      // everything into a device-heap temporary first
-      const tmp = this.fresh("tmp");
-      this.line(`__shared__ uint8_t* ${tmp};`);
-      this.line(`if (threadIdx.x == 0) ${tmp} = (uint8_t*)malloc(${bytes});`);
-      this.sync();
-      this.elementwiseLoop(e, { ptr: tmp, type: dest.type }, numel(dest.type.shape));
-      this.sync();
-      this.copyTile(dest.ptr, tmp, bytes);
-      this.sync();
-      this.line(`if (threadIdx.x == 0) free(${tmp});`);
-    } else {
-      this.elementwiseLoop(e, dest, numel(dest.type.shape));
-    }
-    this.close();
-    this.sync();
-  }
-
-  /** dest[i] = e[i] for i < n, block-parallel, 128-bit vectors when every operand is 16-byte aligned. */
-  elementwiseLoop(e: Expr, dest: TileDest, n: number): void {
-    const plan = this.elements(e);
-    const S = scratchCType(dest.type.dtype);
-    const d = this.fresh("d");
-    this.line(`${S}* __restrict__ ${d} = (${S}*)(${dest.ptr});`);
-    vectorLoop(this, plan, n, [{ ptr: d, ctype: S, value: (x) => x }]);
-  }
-
-  /**
-   * Declare the operands of a (fused) elementwise tile expression in the current block and
-   * return its plan: the leaves (planned tiles, forwarded nothing) and the element at an index.
-   */
-  elements(e: Expr): ElemPlan {
-    const leaves: { id: number; ptr: string; ctype: string }[] = [];
-    const ptrs = new Map<number, number>();
-    const scalars = new Map<Expr, string>();
-    const visit = (x: Expr): void => {
-      const t = x.kind === "const" ? null : x.type;
-      if (t && t.kind === "tile") {
-        if (x.kind === "var") {
-          if (!ptrs.has(x.id)) {
-            const p = this.fresh("x");
-            const S = scratchCType(t.dtype);
-            const fw = this.forwarded.get(x.id);
-            if (fw) {
-              const off = fw.offsets.map((o, k) => `(${this.toInt64(this.scalar(o))}) * ${intLit(fw.strides[k])}`).join(" + ");
-              this.line(`const ${S}* __restrict__ ${p} = (const ${S}*)${this.tensor(fw.tensor).ptr} + (${off});  // ${comment(x.name)} (forwarded load)`);
-            } else {
-              this.line(`const ${S}* __restrict__ ${p} = (const ${S}*)(scratch + ${this.tileAddr(x)});  // ${comment(x.name)}`);
-            }
-            ptrs.set(x.id, leaves.length);
-            leaves.push({ id: x.id, ptr: p, ctype: S });
-          }
-          return;
-        }
-        if (x.kind !== "call") return internal(`tile operand of kind ${x.kind}`, x.span);
-        const em = cudaEmitterFor(x.op, x.span);
-        if (em.kind !== "elementwise") internal(`op '${x.op}' is nested inside an elementwise expression`, x.span, "assign its result to a planned tile first");
-        x.args.forEach(visit);
-        return;
-      }
-      if (t && t.kind !== "scalar") return internal(`operand of type ${typeStr(t)} in an elementwise expression`, x.span);
-      if (scalars.has(x)) return;
-      const c = this.scalar(x);
-      if (x.kind === "const" || x.kind === "var") { scalars.set(x, c.code); return; }
-      const s = this.fresh("s");
-      this.line(`const ${c.ctype} ${s} = ${c.code};`);
-      scalars.set(x, s);
-    };
-    visit(e);
-    const gen = (x: Expr, leaf: (k: number) => string): string => {
-      const sc = scalars.get(x);
-      if (sc !== undefined) return sc;
-      if (x.kind === "var") return leaf(ptrs.get(x.id)!);
-      const c = x as Call;
-      const em = cudaEmitterFor(c.op, c.span);
-      if (em.kind !== "elementwise") return internal(`op '${c.op}' in an elementwise expression`, c.span);
-      return em.emit(c, c.args.map((a) => {
-        const at = exprType(a);
-        if (at.kind === "tile") return { kind: "tile" as const, code: gen(a, leaf), dtype: at.dtype };
-        if (at.kind === "scalar") {
-          const exactF32 = a.kind === "const" && typeof a.value === "number" && Math.fround(a.value) === a.value;
-          return { kind: "scalar" as const, code: gen(a, leaf), dtype: at.dtype, exactF32 };
-        }
-        return internal(`operand of type ${typeStr(at)} in an elementwise expression`, c.span);
-      }));
-    };
-    return {
-      leaves,
-      at: (idx) => gen(e, (k) => `${leaves[k].ptr}[${idx}]`),
-      withLeaves: (leaf) => gen(e, leaf),
-    };
-  }
-}
-
-/**
- * A block-parallel loop over i < n: out.ptr[i] = out.value(element i of `plan`) for each
- * output. When every leaf and output has 4-byte elements and n % 4 == 0, a 128-bit path
- * (float4 / int4 loads and stores) runs if all pointers are 16-byte aligned at run time.
- */
-export function vectorLoop(ctx: CudaCtx, plan: ElemPlan, n: number, outs: readonly { ptr: string; ctype: string; value: (elem: string) => string }[]): void {
-  const i = ctx.fresh("i");
-  const four = (c: string) => c === "float" || c === "int32_t";
-  const vec = n % 4 === 0 && n >= 4 && plan.leaves.every((l) => four(l.ctype)) && outs.every((o) => four(o.ctype));
-  if (vec) {
-    const aligned = [...plan.leaves.map((l) => l.ptr), ...outs.map((o) => o.ptr)].map((p) => `(uintptr_t)(${p})`).join(" | ");
-    ctx.open(`if (((${aligned}) & 15) == 0) {  // 128-bit loads and stores`);
-    const q = ctx.fresh("q");
-    ctx.open(`for (int64_t ${q} = threadIdx.x; ${q} < ${n / 4}; ${q} += blockDim.x) {`);
-    const regs = plan.leaves.map((l) => {
-      const r = ctx.fresh("v");
-      const V = l.ctype === "float" ? "float4" : "int4";
-      ctx.line(`const ${V} ${r} = ((const ${V}*)(${l.ptr}))[${q}];`);
-      return r;
-    });
-    for (const o of outs) {
-      const V = o.ctype === "float" ? "float4" : "int4";
-      const lanes = ["x", "y", "z", "w"].map((c) => `(${o.ctype})(${o.value(plan.withLeaves((li) => `${regs[li]}.${c}`))})`);
-      ctx.line(`((${V}*)(${o.ptr}))[${q}] = make_${V}(${lanes.join(", ")});`);
-    }
-    ctx.close();
-    ctx.close("} else {");
-    ctx.ind(1);
-  }
-  const elem = plan.at(i);
-  ctx.line(`for (int64_t ${i} = threadIdx.x; ${i} < ${n}; ${i} += blockDim.x) { ${outs.map((o) => `${o.ptr}[${i}] = ${o.value(elem)};`).join(" ")} }`);
-  if (vec) ctx.close();
 }

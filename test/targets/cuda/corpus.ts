@@ -53,8 +53,16 @@ export const addKernel = pl.jit(function addKernel(a: pl.Tensor, b: pl.Tensor, o
 });
 export const seedProgram = (): Program => addKernel.lower(randn([ROWS, COLS], { seed: 0 }), randn([ROWS, COLS], { seed: 1 }), zeros([ROWS, COLS]));
 
-/** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms. */
+/** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms, planned for cuda. */
 export async function corpusPrograms(): Promise<Map<string, Program>> {
+  return new Map([...(await loweredCorpus())].map(([n, p]) => [n, forCuda(p)]));
+}
+
+/**
+ * The corpus as interp lowered it (every example that has no dynamic dimension, the seed, the
+ * tensor shape forms); a target plans memory again for its own facts (ir.compile does).
+ */
+export async function loweredCorpus(): Promise<Map<string, Program>> {
   const cache = mkdtempSync(join(tmpdir(), "tspto-cuda-corpus-"));
   const saved = process.env.TSPTO_CACHE_DIR;
   process.env.TSPTO_CACHE_DIR = cache;
@@ -66,10 +74,10 @@ export async function corpusPrograms(): Promise<Map<string, Program>> {
   const out = new Map<string, Program>();
   for (const d of readdirSync(cache).sort()) {
     const file = join(cache, d, "program.json");
-    if (existsSync(file)) out.set(d, forCuda(Program.fromJSON(JSON.parse(readFileSync(file, "utf8")))));
+    if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
   }
-  out.set("seed_addKernel", forCuda(seedProgram()));
-  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, forCuda(p));
-  for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, forCuda(p));
+  out.set("seed_addKernel", seedProgram());
+  for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
+  for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, p);
   return out;
 }

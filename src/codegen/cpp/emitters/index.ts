@@ -25,7 +25,7 @@ import "./indexing.js";
 
 export {
   type ScalarCType, type CExpr, scalarCType, scratchCType, storageCType, loadConv, storeConv,
-  doubleLit, intLit, scratchLit, cstr, spanWhere,
+  doubleLit, intLit, scratchLit, cstr, spanWhere, roundF, roundD,
 } from "./ctypes.js";
 export {
   type ElemOperand, type TensorRef, type TileDest, type KernelCtx, type ElementwiseEmitter, type ScalarEmitter,
@@ -33,4 +33,5 @@ export {
   EMITTERS, emitterFor,
 } from "./table.js";
 export { type CDim, cmul, cstrides, cnumel, csub, cdim, isStatic } from "./dims.js";
+export { regionLoop } from "./tiles.js";
 export { type ElementwiseFormula, defineElementwiseCpp, dbl, i64, fromDouble, type RoundModeName, castElem } from "./elementwise.js";
