@@ -126,13 +126,18 @@ for (const [name, f] of Object.entries(FORMULAS)) elem(name, f);
 /** A constant already representable in dtype d, as a scratch element. */
 export const scratchLitW = (d: DType, v: number): string => (isFloat(d) ? f32Lit(v) : i32Lit(v));
 export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
+const CAST_MODE: Record<RoundModeName, number> = { round: 0, rint: 1, floor: 2, ceil: 3, trunc: 4 };
 export function castElem(from: DType, to: DType, mode: RoundModeName, x: string): string {
   if (isFloat(from)) {
+    // to float16 / bfloat16 in the cast's mode (float32 -> float32 is exact)
+    if (to === "float16" || to === "bfloat16") return `tspto_cast_${to === "float16" ? "f16" : "bf16"}(${x}, ${CAST_MODE[mode]}u)`;
     if (isFloat(to)) return roundF(to, x);
     if (to === "bool") return `tspto_d2b(${x})`;
     return `${D2I[to]}(tspto_mode_${mode}(${x}))`;
   }
   // integer or bool source: the value is an integer
+  // (int32 beyond 2^24 is rounded to fp32 first: no doubles in WGSL)
+  if (to === "float16" || to === "bfloat16") return `tspto_cast_${to === "float16" ? "f16" : "bf16"}(f32(${x}), ${CAST_MODE[mode]}u)`;
   if (isFloat(to)) return roundF(to, `f32(${x})`);
   if (from === to && to !== "bool") return x;
   return `${SAT[to]}(${x})`;

@@ -158,6 +158,51 @@ fn tspto_f32_to_bf16(f: f32) -> u32 {
 }
 fn tspto_rnd_f16(x: f32) -> f32 { return tspto_f16_to_f32(tspto_f32_to_f16(x)); }
 fn tspto_rnd_bf16(x: f32) -> f32 { return bitcast<f32>(tspto_f32_to_bf16(x) << 16u); }
+// cast(x, float16 | bfloat16, mode): the cpu's cast_modes.ts in WGSL (mode 0 round: nearest,
+// ties away from zero; 1 rint: ties to even; 2 floor; 3 ceil; 4 trunc), on the bits
+fn tspto_round_up(kept: u32, rem: u32, half: u32, neg: bool, mode: u32) -> u32 {
+  switch mode {
+    case 0u: { return select(0u, 1u, rem >= half); }
+    case 1u: { return select(0u, 1u, rem > half || (rem == half && (kept & 1u) != 0u)); }
+    case 2u: { return select(0u, 1u, neg && rem != 0u); }
+    case 3u: { return select(0u, 1u, !neg && rem != 0u); }
+    default: { return 0u; }
+  }
+}
+fn tspto_cast_bf16(f: f32, mode: u32) -> f32 {
+  let x = bitcast<u32>(f);
+  let sign = x & 0x80000000u;
+  let ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) { return tspto_nan(); }
+  let kept = ax >> 16u;
+  return bitcast<f32>(sign | ((kept + tspto_round_up(kept, ax & 0xffffu, 0x8000u, sign != 0u, mode)) << 16u));
+}
+fn tspto_cast_f16(f: f32, mode: u32) -> f32 {
+  let x = bitcast<u32>(f);
+  let ax = x & 0x7fffffffu;
+  let neg = (x >> 31u) != 0u;
+  let s = select(1.0f, -1.0f, neg);
+  if (ax > 0x7f800000u) { return tspto_nan(); }
+  if (ax >= 0x47800000u) {
+    if (ax == 0x7f800000u) { return f; }
+    let toward0 = mode == 4u || (mode == 2u && !neg) || (mode == 3u && neg);
+    return s * select(tspto_inf(), 65504.0f, toward0);
+  }
+  if (ax >= 0x38800000u) {
+    let kept = ax >> 13u;
+    let r = (kept + tspto_round_up(kept, ax & 0x1fffu, 0x1000u, neg, mode)) << 13u;
+    if (r >= 0x47800000u) { return s * tspto_inf(); }
+    return bitcast<f32>((x & 0x80000000u) | r);
+  }
+  let e = ax >> 23u;
+  let m = select(ax, (ax & 0x7fffffu) | 0x800000u, e != 0u);
+  let sh0 = select(125u, 126u - e, e != 0u);
+  let sh = min(sh0, 31u);
+  let kept = m >> sh;
+  let rem = m & ((1u << sh) - 1u);
+  let r = kept + tspto_round_up(kept, rem, 1u << (sh - 1u), neg, mode);
+  return s * (f32(r) * 5.9604644775390625e-8f);
+}
 // (no doubles: a value already rounded to fp32 is rounded once more)
 fn tspto_d2f16v(x: f32) -> f32 { return tspto_rnd_f16(x); }
 fn tspto_d2bf16v(x: f32) -> f32 { return tspto_rnd_bf16(x); }
