@@ -33,9 +33,25 @@ export const WGMMA_STAGE_ELEMS = 12288;
 const V2_STATIC_SHARED = WGMMA_STAGE_ELEMS * 2;
 
 /** The v2 additions to the prelude (after CUDA_PRELUDE). */
+const FAIL_V2 = String.raw`namespace {
+// tspto_fail with the record's addresses by value (the parameter block stays in parameter space).
+__device__ __noinline__ void tspto_fail_v2(int64_t err, int64_t errflag, int site, int rank, const int64_t* off) {
+  unsigned long long* e = (unsigned long long*)(intptr_t)err;
+  if (!e) return;
+  if (atomicCAS(e, 0ull, 1ull) == 0ull) {
+    e[1] = (unsigned long long)site;
+    for (int i = 0; i < rank && i < 8; ++i) e[2 + i] = (unsigned long long)off[i];
+    __threadfence_system();
+    volatile int64_t* flag = (volatile int64_t*)(intptr_t)errflag;
+    if (flag) *flag = 1;
+  }
+}
+}  // namespace
+`;
+
 export function v2Prelude(opts: CudaGenOptions): string {
-  if (!opts.wgmma) return "// cuda v2 kernels (no wgmma: not built for sm_90a)\n";
-  return String.raw`// cuda v2 kernels: wgmma (sm_90a)
+  if (!opts.wgmma) return `// cuda v2 kernels (no wgmma: not built for sm_90a)\n${FAIL_V2}`;
+  return FAIL_V2 + String.raw`// cuda v2 kernels: wgmma (sm_90a)
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tspto's v2 kernels use wgmma: build them with -gencode=arch=compute_90a,code=sm_90a"
 #endif
@@ -183,6 +199,18 @@ export function cudaLangV2(opts: CudaGenOptions): SimtLang {
     sharedLimit: opts.wgmma ? SHARED_LIMIT - V2_STATIC_SHARED : SHARED_LIMIT,
     splitRows: true,
     sharedArray(ctx, name, type, count) { ctx.line(`__shared__ ${type} ${name}[${count}];`); },
+    tensorPtr(ctx, name, t, offset, mutable, asScratch, cmt) {
+      return { ...CUDA_LANG.tensorPtr(ctx, name, t, offset, mutable, asScratch, cmt), space: "global" as const };
+    },
+    // the failure record by value (v1's tspto_fail takes the parameter block by reference,
+    // which copies all of it to the stack: every slot then read from local memory)
+    failAny(_ctx, site, offsets) {
+      return `{ const int64_t _off[] = { ${offsets.join(", ")} }; tspto_fail_v2(a.err, a.errflag, ${site}, ${offsets.length}, _off); }`;
+    },
+    failRecord(ctx, site, offsets) {
+      ctx.line(`const int64_t _off[] = { ${offsets.join(", ")} };`);
+      ctx.line(`if (threadIdx.x == 0) tspto_fail_v2(a.err, a.errflag, ${site}, ${offsets.length}, _off);`);
+    },
     vectorOpen(ctx, plan, n, outs) {
       const sizes = [...plan.leaves.map((l) => vecBytes(l.ctype)), ...outs.map((o) => vecBytes(o.arr.ctype))];
       const b = sizes[0];
@@ -194,11 +222,16 @@ export function cudaLangV2(opts: CudaGenOptions): SimtLang {
       const q = ctx.fresh("q");
       const regs = plan.leaves.map(() => ctx.fresh("v"));
       const body = [
-        ...plan.leaves.map((l, li) => { const V = b === 4 ? WORD4[l.ctype] : "uint4"; return `const ${V} ${regs[li]} = ((const ${V}*)(${l.ptr}))[${q}];`; }),
+        // tensor windows through the read-only global path (ld.global.nc) and global stores;
+        // tiles in scratch (shared or device memory) by plain accesses
+        ...plan.leaves.map((l, li) => {
+          const V = b === 4 ? WORD4[l.ctype] : "uint4";
+          return l.arr.space === "global" ? `const ${V} ${regs[li]} = __ldg((const ${V}*)(${l.ptr}) + ${q});` : `const ${V} ${regs[li]} = ((const ${V}*)(${l.ptr}))[${q}];`;
+        }),
         ...outs.map((o) => {
           const V = b === 4 ? WORD4[o.arr.ctype] : "uint4";
           const vals = Array.from({ length: w }, (_, e) => o.value(plan.withLeaves((li) => laneOf(regs[li], plan.leaves[li].ctype, e))));
-          return `((${V}*)(${o.arr.name}))[${q}] = ${wordOf(vals, o.arr.ctype)};`;
+          return o.arr.space === "global" ? `__stwb((${V}*)(${o.arr.name}) + ${q}, ${wordOf(vals, o.arr.ctype)});` : `((${V}*)(${o.arr.name}))[${q}] = ${wordOf(vals, o.arr.ctype)};`;
         }),
       ];
       // four words in flight per thread where the body is data movement and cheap arithmetic;

@@ -19,6 +19,8 @@ export interface ElemArray {
   at(i: string): string;
   /** The statement writing v to element i. */
   set(i: string, v: string): string;
+  /** "global": known to be device memory (a tensor window), so a language may use global-only accesses. */
+  readonly space?: "global";
 }
 
 /** Where an op writes a tile: the language's location expression (./lang: scratchAt, a temporary) and the tile's type. */

@@ -1,7 +1,7 @@
 // Static gates of generated CUDA (no GPU needed): what `ptxas -v` reports per kernel (registers,
 // spills, stack, shared memory), ptxas's C7510 (wgmma serialized across a function boundary),
 // and the PTX instruction classes a kernel must hold. Used by test/targets/cuda/static_gates.test.ts.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { NVCC_FLAGS } from "../../../src/targets/cuda/toolchain.js";
@@ -53,24 +53,35 @@ export function ptxEntry(ptx: string, name: string): string {
 
 export interface Compiled { status: number | null; ptxas: string; ptx: string; cubin: string }
 
-/** nvcc: `file` -> cubin (ptxas -v) and PTX for `arch` (sm_90a: -gencode=arch=compute_90a,code=sm_90a). */
-export function compileForGates(nvcc: string, dir: string, file: string, arch: string): Compiled {
+const run = (cmd: string, args: string[], cwd: string) => new Promise<{ status: number | null; output: string }>((res) => {
+  const p = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  p.stdout.on("data", (d: Buffer) => { output += d.toString(); });
+  p.stderr.on("data", (d: Buffer) => { output += d.toString(); });
+  p.on("error", (e) => res({ status: null, output: e.message }));
+  p.on("close", (status) => res({ status, output }));
+});
+
+/** nvcc: `file` -> cubin (ptxas -v) and PTX for `arch` (sm_90a: -gencode=arch=compute_90a,code=sm_90a), both at once. */
+export async function compileForGates(nvcc: string, dir: string, file: string, arch: string): Promise<Compiled> {
   const cc = arch.replace(/^sm_/, "");
   const flags = NVCC_FLAGS.filter((f) => f !== "-fatbin");
   const base = file.replace(/\.cu$/, "");
-  const c = spawnSync(nvcc, [...flags, "-cubin", `-gencode=arch=compute_${cc},code=${arch}`, "-Xptxas", "-v", "-o", `${base}.cubin`, file], { cwd: dir, encoding: "utf8", timeout: 600_000 });
-  const p = spawnSync(nvcc, [...flags, "-ptx", `-arch=compute_${cc}`, "-o", `${base}.ptx`, file], { cwd: dir, encoding: "utf8", timeout: 600_000 });
+  const [c, p] = await Promise.all([
+    run(nvcc, [...flags, "-cubin", `-gencode=arch=compute_${cc},code=${arch}`, "-Xptxas", "-v", "-o", `${base}.cubin`, file], dir),
+    run(nvcc, [...flags, "-ptx", `-arch=compute_${cc}`, "-o", `${base}.ptx`, file], dir),
+  ]);
   const ptxFile = join(dir, `${base}.ptx`);
   return {
     status: c.status !== 0 ? c.status : p.status,
-    ptxas: `${c.stdout ?? ""}${c.stderr ?? ""}${p.stderr ?? ""}`,
+    ptxas: `${c.output}${p.output}`,
     ptx: existsSync(ptxFile) ? readFileSync(ptxFile, "utf8") : "",
     cubin: join(dir, `${base}.cubin`),
   };
 }
 
 /** Writes `src` to dir/name and compiles it. */
-export function compileSource(nvcc: string, dir: string, name: string, src: string, arch: string): Compiled {
+export function compileSource(nvcc: string, dir: string, name: string, src: string, arch: string): Promise<Compiled> {
   writeFileSync(join(dir, name), src);
   return compileForGates(nvcc, dir, name, arch);
 }

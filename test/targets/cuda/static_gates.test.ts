@@ -75,7 +75,7 @@ describe("cuda v2 kernels: the opt-in", () => {
 describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () => {
   const hot = new Map<string, { gen: GeneratedCuda; out: Compiled }>();
   const sharedOf = (g: GeneratedCuda) => new Map(g.kernels.map((k) => [k.symbol, k.sharedBytes]));
-  beforeAll(() => {
+  beforeAll(async () => {
     const cfg = new RunConfig({ platform: "cuda" });
     const f32 = (s: number[]) => zeros(s), bf = (s: number[]) => zeros(s, "bfloat16");
     const progs = {
@@ -84,10 +84,10 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
       matmul: gpuMatmul.lower(bf([GMM, GMM]), bf([GMM, GMM]), f32([GMM, GMM]), cfg),
       bf16add: bf16Add.lower(bf([1024, 4100]), bf([1024, 4100]), bf([1024, 4100]), cfg),
     };
-    for (const [name, p] of Object.entries(progs)) {
+    await Promise.all(Object.entries(progs).map(async ([name, p]) => {
       const gen = generateCuda(p, V2);
-      hot.set(name, { gen, out: compileSource(nvcc!.path, root, `${name}.cu`, gen.source, "sm_90a") });
-    }
+      hot.set(name, { gen, out: await compileSource(nvcc!.path, root, `${name}.cu`, gen.source, "sm_90a") });
+    }));
   }, 600_000);
 
   const budgets: Record<string, Budget> = {
@@ -112,10 +112,10 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
   it("elementwise PTX moves 16-byte words: float4 for fp32, packed halves for bf16, and a scalar tail", () => {
     const add = hot.get("add")!, k = ptxEntry(add.out.ptx, add.gen.kernels[0].symbol);
     expect(k).toMatch(/ld\.global\.nc\.v4\.f32/);
-    expect(k).toMatch(/st\.global\.v4\.f32/);
+    expect(k).toMatch(/st\.global(\.wb)?\.v4\.f32/);
     const b = hot.get("bf16add")!, kb = ptxEntry(b.out.ptx, b.gen.kernels[0].symbol);
     expect(kb).toMatch(/ld\.global\.nc\.v4\.(u32|b32)/);
-    expect(kb).toMatch(/st\.global\.v4\.(u32|b32)/);
+    expect(kb).toMatch(/st\.global(\.wb)?\.v4\.(u32|b32)/);
     // 4100 bf16 per row: 512 words, then a tail of 4 elements
     expect(b.gen.source).toMatch(/for \(int64_t _i\d+ = 4096 \+ threadIdx\.x; _i\d+ < 4100;/);
   });
@@ -137,12 +137,12 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
     expect(r.stdout).toMatch(/HGMMA/);
   });
 
-  it("the gates fail: C7510 when wgmma crosses a function call, spills and budgets from the ptxas report", () => {
+  it("the gates fail: C7510 when wgmma crosses a function call, spills and budgets from the ptxas report", async () => {
     // a wgmma site in a __noinline__ function: ptxas serializes the pipeline (C7510)
     const src = readFileSync(join(root, "matmul.cu"), "utf8")
       .replace(/extern "C" __global__ void __launch_bounds__\(256\) (k_\w+)\(const TsptoCudaArgs a\) \{/, '__device__ __noinline__ void $1_body(const TsptoCudaArgs& a) {')
       + '\nextern "C" __global__ void __launch_bounds__(256) k_serialized(const TsptoCudaArgs a) { k_gpuMatmul_incore_0_body(a); }\n';
-    const out = compileSource(nvcc!.path, root, "serialized.cu", src, "sm_90a");
+    const out = await compileSource(nvcc!.path, root, "serialized.cu", src, "sm_90a");
     expect(out.status, out.ptxas).toBe(0);
     const fails = gateFailures(out.ptxas, new Map());
     expect(fails.length).toBeGreaterThan(0);
@@ -169,7 +169,7 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
       if (!all) all = `${src.slice(0, at + marker.length)}\n`;
       all += src.slice(at + marker.length).replace(/\b(k_\w+)\(const TsptoCudaArgs a\)/g, `$1__p${i}(const TsptoCudaArgs a)`);
     });
-    const out = compileSource(nvcc!.path, root, "corpus_v2.cu", all, "sm_90a");
+    const out = await compileSource(nvcc!.path, root, "corpus_v2.cu", all, "sm_90a");
     expect(out.ptxas).not.toMatch(/error/);
     expect(out.status).toBe(0);
     const spilled = [...parsePtxasInfo(out.ptxas).values()].filter((u) => u.spillStores || u.spillLoads).map((u) => `${u.name}: ${u.spillStores}/${u.spillLoads}`);
