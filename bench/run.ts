@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..13; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..13; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -21,6 +21,7 @@ import { FmaPeak, NativeAdd, buildEmptyTasksLib, jsAdd, jsMatmul, jsSoftmax, loa
 import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench, faultBench } from "./distributed.js";
 import { attentionBench } from "./attention.js";
+import { geluBench, validBench, type BenchHost } from "./fastmath.js";
 import { webgpuSection } from "./webgpu.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
@@ -562,6 +563,9 @@ async function main() {
   if (want("7")) await distributed();
   if (want("8")) await layerNorm(ort);
   if (want("9")) twoScopeLoop();
+  const host: BenchHost = { rounds: ROUNDS, row, note: (n) => notes.push(n), log };
+  if (want("gelu")) geluBench(host);
+  if (want("valid")) validBench(host);
   if (want("12") || want("attention")) attention();
   if (want("13") || want("webgpu")) {
     // the webgpu platform on this machine's adapter (a child process: bench/webgpu.ts)

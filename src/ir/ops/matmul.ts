@@ -87,17 +87,21 @@ export function fmaF32(a: number, b: number, c: number): number {
   return (e > 0) === (d > 0) ? other : r;
 }
 
-/** out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says. */
+/**
+ * out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says, over the
+ * valid K only: k < min(a's valid columns, b's valid rows) (the pad holds no value).
+ */
 function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null, contract: FpContract = "off"): void {
-  const [m, kk] = a.shape, n = b.shape[1];
+  const [m, k0] = a.shape, n = b.shape[1];
+  const kk = Math.min(a.validShape ? a.validShape[1] : k0, b.validShape ? b.validShape[0] : k0);
   const float = isFloat(a.dtype);
   const f = Math.fround;
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
       let s = init ? init(i * n + j) : 0;
-      if (float && contract === "fast") for (let k = 0; k < kk; k++) s = fmaF32(a.data[i * kk + k], b.data[k * n + j], s);
-      else if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * kk + k] * b.data[k * n + j]));
-      else for (let k = 0; k < kk; k++) s += a.data[i * kk + k] * b.data[k * n + j];
+      if (float && contract === "fast") for (let k = 0; k < kk; k++) s = fmaF32(a.data[i * k0 + k], b.data[k * n + j], s);
+      else if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * k0 + k] * b.data[k * n + j]));
+      else for (let k = 0; k < kk; k++) s += a.data[i * k0 + k] * b.data[k * n + j];
       out.data[i * n + j] = toDType(s, out.dtype);
     }
   }
@@ -110,7 +114,7 @@ registerOp({
     "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType; readonly fpContract?: 'fast' | 'off' }): Tile<any, any, Mem.Acc, any>",
     "<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D; readonly fpContract?: 'fast' | 'off' }): Tensor<any, D>",
   ],
-  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; `fpContract`: `'fast'` (the default) sums each k step with a fused multiply-add (one rounding), `'off'` rounds product and sum separately; tensors: auto-tiled, K accumulated tile by tile" },
+  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; `fpContract`: `'fast'` (the default) sums each k step with a fused multiply-add (one rounding), `'off'` rounds product and sum separately; tiles with a validShape: the sum runs over the valid K, `min(a's valid columns, b's valid rows)`; tensors: auto-tiled, K accumulated tile by tile" },
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, outDtype: "dtype", fpContract: "string" } }],
   infer(ctx) {
     checkContract(ctx);

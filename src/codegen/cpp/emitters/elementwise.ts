@@ -61,7 +61,7 @@ interface UnaryCpp {
 }
 const UNARY_CPP: Record<string, UnaryCpp> = {
   exp: { f: (a, F) => (F === "float" ? `tspto_expf(${a})` : `std::exp(${a})`) },
-  log: { f: (a) => `std::log(${a})` },
+  log: { f: (a, F) => (F === "float" ? `tspto_logf(${a})` : `std::log(${a})`) },
   sqrt: { f: (a) => `std::sqrt(${a})` },
   // the reference rounds sqrt to fp32 before dividing
   rsqrt: { f: (a, F) => (F === "float" ? `(1.0f / std::sqrt(${a}))` : `(1.0 / (double)std::sqrt((float)${a}))`) },
@@ -112,7 +112,32 @@ const elemOf = (d: DType, x: ElemOperand): string => {
   return isFloat(x.dtype) || isFloat(d) || d === "bool" ? fromDouble(d, dbl(x)) : `${SAT[d]}((int64_t)${x.code})`;
 };
 const BIT_WIDTH: Partial<Record<DType, number>> = { int8: 8, int16: 16, int32: 32, int64: 64, uint8: 8 };
-const unaryD = (fn: (x: string) => string): ElementwiseFormula => ([x], d) => fromDouble(d, fn(dbl(x)));
+/** A float-only unary op by an fp32 prelude function (the operand is a float tile element). */
+const unaryF = (fn: string): ElementwiseFormula => ([x], d) => roundF(d, `${fn}(${x.code})`);
+
+/**
+ * pow(a, b): Math.pow. A constant exponent gets a fast path equal to the reference (0, 1, 2,
+ * +-0.5, -1: exact or one correct rounding, with Math.pow's signed zeros and infinities; other
+ * integers up to 64 in magnitude: binary powering in double, rounded once); anything else the
+ * prelude's vectorizable tspto_pow_d in double (a number operand keeps all its bits), rounded once.
+ */
+function powFormula([a, b]: readonly ElemOperand[], d: DType, call: Call): string {
+  const e = call.args[1];
+  const v = e.kind === "const" && typeof e.value === "number" && a.kind === "tile" ? e.value : null;
+  const x = a.code;
+  const inf = "__builtin_inff()";
+  if (v === 0) return roundF(d, "1.0f");                                     // NaN ** 0 = 1
+  if (v === 1) return x;
+  if (v === 2) return roundF(d, `(${x} * ${x})`);                            // exact in double: one rounding either way
+  if (v === 0.5) return roundF(d, `tspto_self(${x} == -${inf}, ${inf}, std::sqrt(${x}) + 0.0f)`);   // (-0) ** 0.5 = +0, (-inf) ** 0.5 = inf
+  if (v === -1) return roundF(d, `(1.0f / ${x})`);
+  if (v === -0.5) return roundD(d, `tspto_seld(${x} == -${inf}, 0.0, 1.0 / (std::sqrt((double)${x}) + 0.0))`);
+  if (v !== null && Number.isInteger(v) && Math.abs(v) <= 64) {
+    const p = `tspto_powi<${Math.abs(v)}>((double)${x})`;
+    return roundD(d, v > 0 ? p : `(1.0 / ${p})`);
+  }
+  return roundD(d, `tspto_pow_d(${dbl(a)}, ${dbl(b)})`);
+}
 
 const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   fmod: ([a, b], d) => (isFloat(d) ? fromDouble(d, `std::fmod(${dbl(a)}, ${dbl(b)})`) : `${SAT[d]}(tspto_imod(${i64(a)}, ${i64(b)}))`),
@@ -123,13 +148,14 @@ const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   bitNot: ([a], d) => wrapTo(d, `~${i64(a)}`),
   shl: ([a, n], d) => wrapTo(d, `tspto_shl(${i64(a)}, ${i64(n)})`),
   shr: ([a, n], d) => wrapTo(d, d === "uint8" ? `tspto_shr_u(${i64(a)}, ${i64(n)}, 8)` : `tspto_sar(${i64(a)}, ${i64(n)}, ${BIT_WIDTH[d] ?? 64})`),
-  // libm in double, rounded once: within 1 ulp of Math.* at fp32 (test/ops/math.test.ts)
-  sin: unaryD((x) => `std::sin(${x})`),
-  cos: unaryD((x) => `std::cos(${x})`),
-  tanh: unaryD((x) => `std::tanh(${x})`),
-  erf: unaryD((x) => `std::erf(${x})`),
-  sigmoid: unaryD((x) => `(1.0 / (1.0 + std::exp(-${x})))`),
-  pow: ([a, b], d) => fromDouble(d, `tspto_pow(${dbl(a)}, ${dbl(b)})`),
+  // the prelude's vectorizable fp32 functions, rounded once to float16 / bfloat16 (accuracy: the
+  // prelude's table, docs/semantics.md)
+  sin: unaryF("tspto_sinf"),
+  cos: unaryF("tspto_cosf"),
+  tanh: unaryF("tspto_tanhf"),
+  erf: unaryF("tspto_erff"),
+  sigmoid: unaryF("tspto_sigmoidf"),
+  pow: powFormula,
   lrelu: ([x, s], d) => fromDouble(d, `(${dbl(x)} > 0.0 ? ${dbl(x)} : ${dbl(x)} * ${dbl(s)})`),
   cmp: ([a, b], _d, call) => {
     const op = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" }[String(call.attrs.mode)];
