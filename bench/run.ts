@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..13; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..14; 7 needs Open MPI and skips without it; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 14 = browser: the browser build's size, bench/browser.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -22,6 +22,7 @@ import { svgPlot, type Series } from "./plot.js";
 import { allreduceBench, faultBench } from "./distributed.js";
 import { attentionBench } from "./attention.js";
 import { webgpuSection } from "./webgpu.js";
+import { browserBench } from "./browser.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -568,6 +569,10 @@ async function main() {
     const r = webgpuSection(ROOT, ROUNDS, log);
     for (const x of r.rows) row(x);
     notes.push(...r.notes);
+  }
+  if (want("14") || want("browser")) {
+    log("14. browser build size");
+    for (const x of await browserBench(ROOT)) row(x);
   }
   const curves = want("10") ? await sweeps(ort) : [];
   if (want("11") || want("gpt2")) {
