@@ -1,8 +1,9 @@
 // Valid shapes and fillpad (PyPTO examples/kernels/09_dyn_valid_shape.py): the caller passes
 // the number of valid columns `vlen` as a scalar; pl.load(..., { validShape: [rows, vlen] })
-// reads only that region of the tile (the rest reads as pad, zero), and
-// pl.fillpad(tile, "min") sets the pad to the dtype's lowest value, so that a row maximum
-// over the whole tile ignores it. The kernel is specialized on vlen (one compiled program
+// reads only that region of the tile (the rest is pad, which holds no value), and
+// pl.fillpad(tile, "min") sets the pad to the dtype's lowest value: a fully valid tile whose
+// row maximum equals that of the valid region (a rowMax of sTile itself reduces only the valid
+// columns too). The kernel is specialized on vlen (one compiled program
 // per value). Here: out = fillpad(x) * scale, and per-row maxima of the valid region.
 //
 //   npx tsx examples/dyn_valid_shape.ts

@@ -158,8 +158,11 @@ function like(a: Storage, buf: Buffer): Storage {
   return new C(copy.buffer);
 }
 
-/** Run the library of an artifact directory on the given entry arguments (tensors are copied; results returned). */
-export function run(outputDir: string, args: readonly HArg[]): RunResult {
+/**
+ * Run the library of an artifact directory on the given entry arguments (tensors are copied;
+ * results returned). `scratchDump`: a file the harness appends each task's scratch arena to.
+ */
+export function run(outputDir: string, args: readonly HArg[], opts: { scratchDump?: string } = {}): RunResult {
   const dir = mkdtempSync(join(tmpdir(), "tspto-run-"));
   const spec: string[] = [];
   args.forEach((a, i) => {
@@ -172,7 +175,8 @@ export function run(outputDir: string, args: readonly HArg[]): RunResult {
     else spec.push(`B ${a.bool ? 1 : 0}`);
   });
   writeFileSync(join(dir, "spec.txt"), `${spec.join("\n")}\n`);
-  const r = spawnSync(harness(), [join(outputDir, "build", "libprogram.so"), join(dir, "spec.txt")], { encoding: "utf8", maxBuffer: 64 << 20 });
+  const env = opts.scratchDump ? { ...process.env, TSPTO_HARNESS_SCRATCH: opts.scratchDump } : process.env;
+  const r = spawnSync(harness(), [join(outputDir, "build", "libprogram.so"), join(dir, "spec.txt")], { encoding: "utf8", maxBuffer: 64 << 20, env });
   if (r.status !== 0) throw new Error(`harness failed (${r.status} ${r.signal ?? ""}):\n${r.stderr}\n${r.stdout}`);
   const lines = r.stdout.split("\n");
   const rcLine = lines.find((l) => l.startsWith("RC "));

@@ -1,10 +1,10 @@
 // Tile values of a kernel: materializing a tile expression into its planned scratch (a
-// tile-stmt op's own loops, or one fused elementwise loop) and the element access of fused
-// elementwise expressions. Called by the kernel generator (generate.ts) with itself as `g`.
+// tile-stmt op's own loops, or one fused elementwise loop over the result's valid region) and
+// the element access of fused elementwise expressions. Called by the kernel generator (generate.ts) with itself as `g`.
 import type { Call, Expr, TileType, Var } from "../../ir/index.js";
 import { exprType, isFloat, numel, tileElemBytes, typeStr } from "../../ir/index.js";
 import type { ForwardedLoad } from "../../passes/index.js";
-import { type ElemOperand, type KernelCtx, type TileDest, emitterFor, intLit, scratchCType, spanWhere } from "./emitters/index.js";
+import { type ElemOperand, type KernelCtx, type TileDest, emitterFor, intLit, regionLoop, scratchCType, spanWhere } from "./emitters/index.js";
 import { comment, describe, internal, tileDataBytes, tileLeaves } from "./cexpr.js";
 
 /** What the tile code needs from the kernel generator besides KernelCtx. */
@@ -62,12 +62,14 @@ export function materialize(g: TileHost, e: Expr, dest: TileDest & { addr: numbe
   }
   const elem = elementsOf(g, e, restrict);
   const S = scratchCType(dest.type.dtype);
-  const d = g.fresh("d"), i = g.fresh("i");
+  const d = g.fresh("d");
   g.line(`${S}* ${restrict ? "__restrict " : ""}${d} = (${S}*)(${target});`);
-  if (restrict) g.line("#pragma GCC ivdep");
-  g.line(`for (int64_t ${i} = 0; ${i} < ${numel(dest.type.shape)}; ++${i}) ${d}[${i}] = ${elem(i)};`);
+  // the valid region only (the whole tile without a validShape): the pad is neither read nor written
+  const region = g.validOf(e);
+  regionLoop(g, rt.shape as number[], region, (i) => `${d}[${i}] = ${elem(i)};`, restrict);
   if (unsafe) {
-    g.line(`std::memcpy(${dest.ptr}, ${target}, ${bytes});`);
+    if (region.every((x, ax) => x === rt.shape[ax])) g.line(`std::memcpy(${dest.ptr}, ${target}, ${bytes});`);
+    else regionLoop(g, rt.shape as number[], region, (i) => `((${S}*)(${dest.ptr}))[${i}] = ${d}[${i}];`);
     g.line(`std::free(${target});`);
   }
   g.close();

@@ -2,6 +2,8 @@
 // helpers (float16 / bfloat16 conversions bit-exact with src/runtime/dtype.ts, saturating
 // conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
 // NaN-propagating min/max) and the run-time window check used by loads and stores.
+import { castModeHelpers } from "./cast_modes.js";
+
 export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cmath>
 #include <cstdint>
@@ -74,6 +76,7 @@ static inline float tspto_d2f_odd(double d) {
 }
 static inline float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+${castModeHelpers("static inline")}
 
 // ------------------------------------------------------------------ exp
 // fp32 exp without calls or branches, so the compiler vectorizes the loops that use it (libm's
@@ -111,6 +114,279 @@ static inline float tspto_expf(float x) {
   const float y = p * tspto_u2f((uint32_t)(n1 + 127) << 23) * tspto_u2f((uint32_t)(n2 + 127) << 23);
   const uint32_t xb = tspto_f2u(x), nan = 0u - (uint32_t)((xb & 0x7fffffffu) > 0x7f800000u);
   return tspto_u2f(((xb | 0x00400000u) & nan) | (tspto_f2u(y) & ~nan));  // NaN -> the quiet NaN (x + x's bits)
+}
+
+// ------------------------------------------------------------------ tanh, sigmoid, erf, log, sin, cos, pow
+// fp32 in, fp32 out (float16 / bfloat16 computed in fp32 and rounded once by the caller), with
+// neither calls nor branches, so the fused elementwise loops that use them vectorize (libm's are
+// calls: scalar, in double). Selects are blends of bits (tspto_self / tspto_seld: both values are
+// computed first, so no operation that may trap sits behind a condition the vectorizer would have
+// to keep), conditions are quiet comparisons or integer masks. The polynomial coefficients are
+// minimax fits of this evaluation order, rounded to the type they are used in (scripts/fit_math.py).
+// Accuracy (test/codegen/math_accuracy.test.ts builds these with AVX-512 + FMA, AVX2 + FMA and
+// without FMA; docs/semantics.md has the table): over every float, within 1 ulp of the correctly
+// rounded value (the interp reference: Math.* in float64 rounded once); special values (+-0,
+// +-inf, NaN, subnormals) exactly as Math.*.
+#define TSPTO_FMAF(a, b, c) TSPTO_EXP_FMA(a, b, c)
+#if defined(__FMA__) || defined(__AVX512F__)
+#define TSPTO_FMAD(a, b, c) __builtin_fma((a), (b), (c))
+#else
+#define TSPTO_FMAD(a, b, c) ((a) * (b) + (c))
+#endif
+static inline float tspto_self(bool c, float a, float b) { const uint32_t m = 0u - (uint32_t)c; return tspto_u2f((tspto_f2u(a) & m) | (tspto_f2u(b) & ~m)); }
+static inline double tspto_seld(bool c, double a, double b) {
+  const uint64_t m = 0ull - (uint64_t)c;
+  return tspto_bitsd((int64_t)(((uint64_t)tspto_dbits(a) & m) | ((uint64_t)tspto_dbits(b) & ~m)));
+}
+static inline float tspto_absf(float x) { return tspto_u2f(tspto_f2u(x) & 0x7fffffffu); }
+// m (a value with its sign bit clear) with the sign of s
+static inline float tspto_signf(float m, float s) { return tspto_u2f(tspto_f2u(m) | (tspto_f2u(s) & 0x80000000u)); }
+// v, or x's quiet NaN where x is NaN
+static inline float tspto_nanf(float x, float v) {
+  const uint32_t xb = tspto_f2u(x), nan = 0u - (uint32_t)((xb & 0x7fffffffu) > 0x7f800000u);
+  return tspto_u2f(((xb | 0x00400000u) & nan) | (tspto_f2u(v) & ~nan));
+}
+
+// d - q s, exactly where the machine has fused multiply-add (else Dekker's exact product: the
+// residual of a division d / s rounded to q)
+static inline float tspto_residf(float q, float s, float d) {
+#if defined(__FMA__) || defined(__AVX512F__)
+  return __builtin_fmaf(-q, s, d);
+#else
+  const float p = q * s, cq = q * 4097.0f, cs = s * 4097.0f;
+  const float qh = cq - (cq - q), ql = q - qh, sh = cs - (cs - s), sl = s - sh;
+  return (d - p) - (((qh * sh - p) + qh * sl + ql * sh) + ql * sl);
+#endif
+}
+// (d + dl) / (s + sl) for s in [1, 2): the quotient rounded, then corrected by its residual:
+// within about 2^-48 of the exact quotient before the last rounding
+static inline float tspto_divcf(float d, float dl, float s, float sl) {
+  const float inv = 1.0f / s, q = d * inv;
+  return TSPTO_FMAF(tspto_residf(q, s, d) + (dl - q * sl), inv, q);
+}
+
+// tanh: |x| < 0.625: x + x^3 P(x^2) (degree 4, relative error 4e-9); else (1 - e) / (1 + e) with
+// e = exp(-2|x|) <= 0.29 (no cancellation; e -> 0 gives 1): 1 - e and 1 + e as exact sums of two
+// floats and a corrected division, so the result errs by e's error (<= 0.2 ulp of it) and one
+// rounding (a plain (1 - e) / (1 + e) rounds three times: 1.5 ulp, 2 apart). The sign is x's
+// (tanh(-0) = -0).
+static inline float tspto_tanhf(float x) {
+  const float ax = tspto_absf(x), x2 = x * x;
+  float p = -5.704987328499556e-3f;
+  p = TSPTO_FMAF(p, x2, 2.06390880048275e-2f);
+  p = TSPTO_FMAF(p, x2, -5.373971536755562e-2f);
+  p = TSPTO_FMAF(p, x2, 1.3331441581249237e-1f);
+  p = TSPTO_FMAF(p, x2, -3.333328068256378e-1f);
+  const float small = TSPTO_FMAF(ax * x2, p, ax);
+  const float e = tspto_expf(-2.0f * ax);
+  const float s = 1.0f + e, sl = e - (s - 1.0f);                      // 1 + e = s + sl (exact: 1 >= e)
+  const float d = 1.0f - e, dl = (1.0f - d) - e;                      // 1 - e = d + dl
+  const float big = tspto_divcf(d, dl, s, sl);
+  return tspto_signf(tspto_self(__builtin_isless(ax, 0.625f), small, big), x);  // NaN: big is NaN
+}
+
+// sigmoid = 1 / (1 + e^-x) as (x < 0 ? e : 1) / (1 + e), e = exp(-|x|) <= 1: never overflows, and
+// far below 0 the result is e itself (subnormal down to -103.3, as the reference's). 1 + e as an
+// exact sum and a corrected division (as tanh's); what remains is exp's error (for x < 0 the
+// result's own) and one rounding: 1.48 ulp at worst over every float, never 2 floats apart.
+static inline float tspto_sigmoidf(float x) {
+  const float e = tspto_expf(-tspto_absf(x));
+  const float s = 1.0f + e, sl = e - (s - 1.0f);
+  return tspto_divcf(tspto_self(__builtin_isless(x, 0.0f), e, 1.0f), 0.0f, s, sl);
+}
+
+// erf: |x| < 1: x + x R(x^2) (degree 6, relative error 1.2e-9); 1 <= |x|: 1 - Q(min(|x|, 4) - 2.5),
+// Q a degree-14 fit of erfc on [1, 4] (absolute error 9.4e-9; erf(x) rounds to 1 from 3.92 on).
+static inline float tspto_erff(float x) {
+  const float ax = tspto_absf(x), x2 = x * x;
+  float p = 7.853883289499208e-05f;
+  p = TSPTO_FMAF(p, x2, -8.010200690478086e-4f);
+  p = TSPTO_FMAF(p, x2, 5.188328679651022e-3f);
+  p = TSPTO_FMAF(p, x2, -2.6853812858462334e-2f);
+  p = TSPTO_FMAF(p, x2, 1.128358542919159e-1f);
+  p = TSPTO_FMAF(p, x2, -3.761262595653534e-1f);
+  p = TSPTO_FMAF(p, x2, 1.2837916612625122e-1f);
+  const float small = TSPTO_FMAF(x, p, x);
+  const float t = tspto_self(__builtin_isgreater(ax, 4.0f), 4.0f, ax) - 2.5f;  // NaN stays NaN
+  float q = -8.961361004367063e-07f;
+  q = TSPTO_FMAF(q, t, -5.093404524814105e-07f);
+  q = TSPTO_FMAF(q, t, 1.576799877511803e-05f);
+  q = TSPTO_FMAF(q, t, -1.7681679310044274e-05f);
+  q = TSPTO_FMAF(q, t, -8.125662134261802e-05f);
+  q = TSPTO_FMAF(q, t, 2.703979844227433e-4f);
+  q = TSPTO_FMAF(q, t, -2.5848072255030274e-4f);
+  q = TSPTO_FMAF(q, t, -5.600641015917063e-4f);
+  q = TSPTO_FMAF(q, t, 2.797348890453577e-3f);
+  q = TSPTO_FMAF(q, t, -6.109302863478661e-3f);
+  q = TSPTO_FMAF(q, t, 8.622685447335243e-3f);
+  q = TSPTO_FMAF(q, t, -8.35171528160572e-3f);
+  q = TSPTO_FMAF(q, t, 5.445676390081644e-3f);
+  q = TSPTO_FMAF(q, t, -2.178188879042864e-3f);
+  q = TSPTO_FMAF(q, t, 4.069526621606201e-4f);
+  return tspto_self(__builtin_isless(ax, 1.0f), small, tspto_signf(1.0f - q, x));
+}
+
+// log: x = 2^e m, m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), f = m - 1 (exact):
+// log(1 + f) = f - f^2/2 + f^3 P(f) (degree 7, relative error 5.8e-9), plus e ln2 in two parts.
+// log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, log(1) = +0.
+static inline float tspto_logf(float x) {
+  const bool sub = __builtin_isless(x, 1.17549435e-38f);
+  const float xs = x * tspto_self(sub, 8388608.0f, 1.0f);
+  const uint32_t ud = tspto_f2u(xs) - 0x3f3504f3u;                 // the bits of sqrt(1/2)
+  const int32_t e = ((int32_t)ud >> 23) - (sub ? 23 : 0);
+  const float f = tspto_u2f((ud & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+  const float f2 = f * f;
+  float p = -7.634495943784714e-2f;
+  p = TSPTO_FMAF(p, f, 1.276157647371292e-1f);
+  p = TSPTO_FMAF(p, f, -1.3160182535648346e-1f);
+  p = TSPTO_FMAF(p, f, 1.4201758801937103e-1f);
+  p = TSPTO_FMAF(p, f, -1.6623356938362122e-1f);
+  p = TSPTO_FMAF(p, f, 2.0001226663589478e-1f);
+  p = TSPTO_FMAF(p, f, -2.500081956386566e-1f);
+  p = TSPTO_FMAF(p, f, 3.333333134651184e-1f);
+  const float y = TSPTO_FMAF(f2 * f, p, -0.5f * f2);
+  const float ef = (float)e;
+  float r = TSPTO_FMAF(ef, -2.12194440e-4f, y);
+  r = r + f;
+  r = TSPTO_FMAF(ef, 0.693359375f, r);                             // exact product: 0.693359375 has 9 bits
+  const float inf = __builtin_inff();
+  r = tspto_self(x == 0.0f, -inf, r);
+  r = tspto_self(__builtin_isless(x, 0.0f), __builtin_nanf(""), r);
+  r = tspto_self(x == inf, inf, r);
+  return tspto_nanf(x, r);
+}
+
+// sin, cos. |x| = q pi/2 + r, |r| <= pi/4 (a hair more), r as a double:
+// - |x| < 2^19: q = round(|x| 2/pi), r = |x| - q (C1 + C2 + C3), pi/2 in three parts of 33, 33 and
+//   53 bits (each product exact, with or without FMA);
+// - larger (to FLT_MAX): Payne-Hanek. |x| = mi 2^(E-150) (mi the 24-bit significand, E the biased
+//   exponent): |x| 2/pi mod 4 is mi times the 96 bits of 2/pi from bit E on (mod 2^96): the
+//   quadrant in the top 2 bits of the 64-bit z, r from the next 62 (absolute error 2^-62 of a
+//   quadrant). The bits of 2/pi are seven 32-bit words T4..T10 (after 152 zero bits); the window
+//   starts in word E >> 5 (4..7: picked by two blends per word, not by a table lookup: the
+//   gathers measured 1.5x slower) at bit E & 31.
+// Both are computed for every element (branch-free) and blended. Then r = rh + rl (two floats),
+// sin r = rh + rh^3 S(rh^2) + rl and cos r = 1 - rh^2/2 + rh^4 C(rh^2) - rh rl (degree 2 fits:
+// relative error 4e-9 and 1.3e-10; 1 - rh^2/2 with its rounding error added back). sin of x's
+// sign (sin(-0) = -0); inf, NaN -> NaN.
+static inline uint32_t tspto_pick4(uint32_t m0, uint32_t m1, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  const uint32_t lo = (b & m0) | (a & ~m0), hi = (d & m0) | (c & ~m0);
+  return (hi & m1) | (lo & ~m1);
+}
+static inline double tspto_trig_reduce(float ax, int32_t* quadrant) {
+  const double xd = (double)ax;
+  const double t = xd * 0.6366197723675814 + 6755399441055744.0;     // 1.5 * 2^52: round(|x| 2/pi) in the low bits
+  const double kd = t - 6755399441055744.0;
+  const int32_t kq = (int32_t)tspto_dbits(t);
+  double r = TSPTO_FMAD(-kd, 1.5707963267341256, xd);
+  r = TSPTO_FMAD(-kd, 6.077100506303966e-11, r);
+  r = TSPTO_FMAD(-kd, 2.0222662487959506e-21, r);
+  const uint32_t ux = tspto_f2u(ax);
+  const uint32_t E = ux >> 23, mi = (ux & 0x7fffffu) | 0x800000u, sh = E & 31u;
+  const uint32_t m0 = 0u - ((E >> 5) & 1u), m1 = 0u - ((E >> 6) & 1u);
+  const uint32_t T4 = 0x000000a2u, T5 = 0xf9836e4eu, T6 = 0x441529fcu, T7 = 0x2757d1f5u, T8 = 0x34ddc0dbu, T9 = 0x6295993cu, T10 = 0x439041feu;
+  const uint32_t W0 = tspto_pick4(m0, m1, T4, T5, T6, T7), W1 = tspto_pick4(m0, m1, T5, T6, T7, T8);
+  const uint32_t W2 = tspto_pick4(m0, m1, T6, T7, T8, T9), W3 = tspto_pick4(m0, m1, T7, T8, T9, T10);
+  const uint32_t w0 = (W0 << sh) | ((W1 >> 1) >> (31u - sh)), w1 = (W1 << sh) | ((W2 >> 1) >> (31u - sh)), w2 = (W2 << sh) | ((W3 >> 1) >> (31u - sh));
+  const uint64_t z = ((uint64_t)(mi * w0) << 32) + (uint64_t)mi * w1 + (((uint64_t)mi * w2) >> 32);
+  const int32_t qb = (int32_t)((z + (1ull << 61)) >> 62);          // the nearest quadrant
+  const uint64_t zz = z << 2;                                        // the rest: [-1/2, 1/2) quadrant, two's complement, 2^-64 units
+  const double fr = (double)(int32_t)(uint32_t)(zz >> 32) * 4294967296.0 + (tspto_bitsd((int64_t)(0x4330000000000000ull | (uint32_t)zz)) - 4503599627370496.0);
+  const bool big = __builtin_isgreaterequal(ax, 524288.0f);
+  *quadrant = big ? qb : kq;
+  return tspto_seld(big, fr * 8.515303950216386e-20, r);           // pi/2 * 2^-64
+}
+// sin (cosine false) or cos of q pi/2 + r
+static inline float tspto_sincos_kernel(double rd, int32_t q, bool cosine) {
+  const float rh = (float)rd, rl = (float)(rd - (double)rh);
+  const float r2 = rh * rh;
+  float s = -1.9508741388563067e-4f;
+  s = TSPTO_FMAF(s, r2, 8.332112804055214e-3f);
+  s = TSPTO_FMAF(s, r2, -1.6666653752326965e-1f);
+  const float sv = rh + TSPTO_FMAF(rh * r2, s, rl);
+  float c = 2.4425680749118328e-05f;
+  c = TSPTO_FMAF(c, r2, -1.3887251261621714e-3f);
+  c = TSPTO_FMAF(c, r2, 4.166664555668831e-2f);
+  const float hz = 0.5f * r2, w = 1.0f - hz;
+  const float cv = w + (((1.0f - w) - hz) + TSPTO_FMAF(r2 * r2, c, -rh * rl));
+  const uint32_t qq = (uint32_t)(cosine ? q + 1 : q);
+  const uint32_t odd = 0u - (qq & 1u);                              // an integer mask (a bool from an and does not vectorize)
+  const float v = tspto_u2f((tspto_f2u(cv) & odd) | (tspto_f2u(sv) & ~odd));
+  return tspto_u2f(tspto_f2u(v) ^ ((qq & 2u) << 30));              // quadrants 2 and 3: negated
+}
+static inline float tspto_sinf(float x) {
+  int32_t q;
+  const float ax = tspto_absf(x);
+  const double r = tspto_trig_reduce(ax, &q);
+  return tspto_self(tspto_f2u(ax) >= 0x7f800000u, x - x, tspto_u2f(tspto_f2u(tspto_sincos_kernel(r, q, false)) ^ (tspto_f2u(x) & 0x80000000u)));
+}
+static inline float tspto_cosf(float x) {
+  int32_t q;
+  const float ax = tspto_absf(x);
+  const double r = tspto_trig_reduce(ax, &q);
+  return tspto_self(tspto_f2u(ax) >= 0x7f800000u, x - x, tspto_sincos_kernel(r, q, true));
+}
+
+// pow(a, b) as Math.pow (JS: NaN ** 0 = 1, (+-1) ** +-inf = NaN), in double, for double operands
+// (float tile elements convert exactly; a number operand keeps all its bits), rounded once by the
+// caller: log2 |a| = e + ln(m)/ln2 with m in [sqrt(1/2), sqrt(2)) and ln m = 2s + s^3 R(s^2),
+// s = (m - 1)/(m + 1) (relative error 3e-14), t = b log2 |a| clamped to [-200, 200] (beyond
+// float32's range), 2^t = 2^n 2^f with |f| <= 1/2 (degree 8, 7.7e-13): the double is within
+// 2^-36 of a^b, so the result is within 1 ulp of the correctly rounded float32 (float16) over all
+// operands. Signs and the special cases by selects: an odd integer b keeps a's sign, a negative
+// finite a to a non-integer b is NaN, 0 ** -b = inf, inf ** b, b = +-inf as IEEE / JS say.
+static inline double tspto_pow_d(double a, double b) {
+  const uint64_t abits = (uint64_t)tspto_dbits(a) & 0x7fffffffffffffffull;
+  const double ad = tspto_bitsd((int64_t)abits);
+  const bool sub = __builtin_isless(ad, 2.2250738585072014e-308);   // a subnormal double (a number operand)
+  const int64_t ud = tspto_dbits(ad * tspto_seld(sub, 18014398509481984.0, 1.0)) - 0x3fe6a09e667f3bcdLL;  // the bits of sqrt(1/2)
+  const int32_t e = (int32_t)(ud >> 52) - (sub ? 54 : 0);
+  const double m = tspto_bitsd((ud & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
+  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+  double R = 0.19586404722429296;
+  R = TSPTO_FMAD(R, s2, 0.22176046711806197);
+  R = TSPTO_FMAD(R, s2, 0.2857211218324805);
+  R = TSPTO_FMAD(R, s2, 0.39999995597093796);
+  R = TSPTO_FMAD(R, s2, 0.6666666667586156);
+  const double inf = __builtin_inf();
+  double l2 = TSPTO_FMAD(TSPTO_FMAD(s * s2, R, 2.0 * s), 1.4426950408889634, (double)e);
+  l2 = tspto_seld(ad == 0.0, -inf, l2);
+  l2 = tspto_seld(ad == inf, inf, l2);
+  double t = b * l2;
+  t = tspto_seld(__builtin_isless(t, -200.0), -200.0, t);
+  t = tspto_seld(__builtin_isgreater(t, 200.0), 200.0, t);
+  const double nr = t + 6755399441055744.0, n = nr - 6755399441055744.0, f = t - n;
+  const int32_t ni = (int32_t)tspto_dbits(nr);
+  double p = 1.3175848341692655e-06;
+  p = TSPTO_FMAD(p, f, 1.5309737251891628e-05);
+  p = TSPTO_FMAD(p, f, 1.540385179183984e-4);
+  p = TSPTO_FMAD(p, f, 1.33334520628743e-3);
+  p = TSPTO_FMAD(p, f, 9.618128542805462e-3);
+  p = TSPTO_FMAD(p, f, 5.550410939341017e-2);
+  p = TSPTO_FMAD(p, f, 2.4022650698880507e-1);
+  p = TSPTO_FMAD(p, f, 6.931471805465144e-1);
+  p = TSPTO_FMAD(p, f, 9.999999999997624e-1);
+  double y = p * tspto_bitsd((int64_t)(ni + 1023) << 52);
+  // b an integer (+-inf counts: doubles of 2^53 and up are even integers), an odd one: from its bits
+  const uint64_t ub = (uint64_t)tspto_dbits(b) & 0x7fffffffffffffffull, mant = (ub & 0x000fffffffffffffull) | 0x0010000000000000ull;
+  const int64_t sh = 1075 - (int64_t)(ub >> 52);                     // |b| = mant 2^-sh
+  const uint64_t shc = (uint64_t)(sh < 0 ? 0 : sh > 63 ? 63 : sh);
+  const uint64_t hi = mant >> shc;                                   // the integer part of |b| (sh >= 0)
+  const uint64_t bint = (uint64_t)((hi << shc) == mant) | (uint64_t)(ub == 0);
+  const uint64_t bodd = bint & (uint64_t)(sh >= 0) & hi;
+  const uint64_t aneg = (uint64_t)tspto_dbits(a) >> 63;
+  y = tspto_bitsd(tspto_dbits(y) ^ (int64_t)((aneg & bodd & 1ull) << 63));
+  const double nan = __builtin_nan("");
+  y = tspto_seld((aneg & (bint ^ 1ull) & (uint64_t)(ad != 0.0) & (uint64_t)(ad != inf)) != 0, nan, y);
+  y = tspto_seld(((uint64_t)(a != a) | (uint64_t)(b != b)) != 0, nan, y);
+  y = tspto_seld(((uint64_t)(ad == 1.0) & (uint64_t)(ub == 0x7ff0000000000000ull)) != 0, nan, y);
+  return tspto_seld(b == 0.0, 1.0, y);
+}
+// a^n for a constant integer n >= 1 (pow's fast path): binary powering in double
+template <int N> static inline double tspto_powi(double x) {
+  if constexpr (N == 1) return x;
+  else if constexpr (N % 2 == 0) { const double h = tspto_powi<N / 2>(x); return h * h; }
+  else return x * tspto_powi<N - 1>(x);
 }
 
 // ------------------------------------------------------------------ streaming stores
@@ -249,27 +525,56 @@ static inline double tspto_frem(double a, double b) { const double r = std::fmod
 static inline int64_t tspto_shl(int64_t a, int64_t n) { return n >= 64 ? 0 : (int64_t)((uint64_t)a << (n < 0 ? 0 : n)); }
 static inline int64_t tspto_sar(int64_t a, int64_t n, int bits) { return a >> (n < 0 ? 0 : n >= bits ? bits - 1 : n); }
 static inline int64_t tspto_shr_u(int64_t a, int64_t n, int bits) { return n >= bits ? 0 : (int64_t)((uint64_t)a >> (n < 0 ? 0 : n)); }
-// Math.pow: NaN exponents and (+-1) ** +-Infinity are NaN (C pow gives 1)
-static inline double tspto_pow(double a, double b) { return (b != b || (std::isinf(b) && std::fabs(a) == 1.0)) ? std::numeric_limits<double>::quiet_NaN() : std::pow(a, b); }
 static inline int64_t tspto_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tspto_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ------------------------------------------------------------------ floats
 // Math.max / Math.min: NaN if either is NaN; max(-0, 0) = 0, min(-0, 0) = -0.
+// Equal operands differ at most in the sign of a zero, so the tie is settled on the bits:
+// min ORs them (-0 if either is -0), max ANDs them (+0 unless both are -0). The tie was
+// 'std::signbit(a) ? a : b', which g++ 12 at -O3 with AVX2/AVX-512 cannot compile once it knows
+// the sign (minimum(abs(v), v) over tiles in scratch: an internal compiler error in FRE,
+// eliminate_stmt, tree-ssa-sccvn.cc:6459 — test/codegen/minmax_ice.test.ts).
+template <typename F> struct TsptoBits { using U = uint32_t; };
+template <> struct TsptoBits<double> { using U = uint64_t; };
+template <typename F> static inline F tspto_fbits_or(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x |= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
+template <typename F> static inline F tspto_fbits_and(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x &= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
 template <typename F> static inline F tspto_fmax(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : (std::signbit(a) ? b : a);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : tspto_fbits_and(a, b);
 }
 template <typename F> static inline F tspto_fmin(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (std::signbit(a) ? a : b);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : tspto_fbits_or(a, b);
 }
 
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
 
+// ------------------------------------------------------------------ transpose
+// o[c][r] = x[r][c] of a rows x cols tile, in 16 x 16 blocks (both sides stay in L1). One
+// out-of-line copy per element type: a loop specialized for each tile shape is what GCC's
+// vectorizer turns into scatters, several times slower and most of a bTrans matmul's compile.
+template <typename T>
+__attribute__((noinline)) static void tspto_transpose(T* __restrict o, const T* __restrict x, int64_t rows, int64_t cols) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int64_t ie = i0 + 16 < rows ? i0 + 16 : rows;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t je = j0 + 16 < cols ? j0 + 16 : cols;
+      for (int64_t i = i0; i < ie; ++i)
+        for (int64_t j = j0; j < je; ++j) o[j * rows + i] = x[i * cols + j];
+    }
+  }
+}
+
 // A select of two values: both operands are evaluated (loaded) before the blend, so the
 // vectorizer sees unconditional loads and a blend, never masked loads. g++ 12 at -O3
 // -march=native miscompiles a vectorized 'm[i] != 0 ? a[i] : b[i]' over small tiles (the
-// masked loads of later vectors reuse the first vector's mask); every select the generated
-// code makes (sel, fillpad's pad) goes through this.
+// masked loads of later vectors reuse the first vector's mask); every select of the generated
+// element loops goes through this (sel, fillpad's pad, prelu, lrelu, integer division by a
+// float scalar): no value is read in one arm of a conditional only. Loops that must not read
+// outside a region (edge tiles, a load's valid rows) are split into separate loops instead.
 template <typename T> static inline T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ run-time checks
@@ -336,5 +641,9 @@ __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntim
 
 }  // namespace
 
+// One definition per library: in the orchestration's unit when it is built as several
+// translation units (CppUnit in generate.ts).
+#if !defined(TSPTO_UNITS) || defined(TSPTO_UNIT_0)
 extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
+#endif
 `;

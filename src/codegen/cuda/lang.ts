@@ -118,7 +118,7 @@ export const CUDA_LANG: SimtLang = {
     return true;
   },
   shuffleCombine: (acc, op, sh) => `for (int ${sh} = 16; ${sh} > 0; ${sh} >>= 1) ${acc} = ${op(acc, `__shfl_xor_sync(0xffffffffu, ${acc}, ${sh})`)};`,
-  tensorCoreMatmul(ctx, { at, m, k, n, ea, eb, ec, o }) {
+  tensorCoreMatmul(ctx, { at, m, k, k0, n, ea, eb, ec, o }) {
     if (!((at.dtype === "float16" || at.dtype === "bfloat16") && m % 16 === 0 && n % 16 === 0 && k % 16 === 0)) return false;
     // each warp owns 16x16 output tiles; per k-step it converts the 16x16 blocks of a and b
     // (fp32 in scratch, values already representable) into its staging area in shared memory
@@ -145,7 +145,7 @@ export const CUDA_LANG: SimtLang = {
     }
     ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ${kk} += 16) {`);
     ctx.line(`for (int ${e} = ${lane}; ${e} < 256; ${e} += 32) {`);
-    ctx.line(`  ${st}[${warp}][0][${e}] = ${conv}(${ea.at(`(${i0} + ${e} / 16) * ${k} + ${kk} + ${e} % 16`)});`);
+    ctx.line(`  ${st}[${warp}][0][${e}] = ${conv}(${ea.at(`(${i0} + ${e} / 16) * ${k0} + ${kk} + ${e} % 16`)});`);
     ctx.line(`  ${st}[${warp}][1][${e}] = ${conv}(${eb.at(`(${kk} + ${e} / 16) * ${n} + ${j0} + ${e} % 16`)});`);
     ctx.line("}");
     ctx.line("__syncwarp();");

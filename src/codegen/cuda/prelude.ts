@@ -6,6 +6,8 @@
 //
 // Compiled by nvcc with --expt-relaxed-constexpr (std::numeric_limits in device code).
 
+import { castModeHelpers } from "../cpp/cast_modes.js";
+
 /** Most argument slots one kernel takes (tensor pointers + scalars, incl. SPMD bounds). */
 export const CUDA_MAX_SLOTS = 48;
 /** Words of the per-launch failure record (device memory): flag, site, then offsets. */
@@ -53,6 +55,29 @@ TSPTO_D float tspto_u2f(uint32_t u) { return __uint_as_float(u); }
 TSPTO_D uint32_t tspto_f2u(float f) { return __float_as_uint(f); }
 TSPTO_D double tspto_bitsd(int64_t u) { return __longlong_as_double((long long)u); }
 
+// ------------------------------------------------------------------ the cpu formulas' math helpers
+// The elementwise formulas are the cpu generator's (src/codegen/cpp/emitters/): on the cpu these
+// names are the prelude's vectorized fp32 functions (within 1 ulp); on the GPU they are the
+// reference's definition itself, CUDA's double-precision functions rounded once to float.
+TSPTO_D float tspto_tanhf(float x) { return (float)tanh((double)x); }
+TSPTO_D float tspto_sigmoidf(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+TSPTO_D float tspto_erff(float x) { return (float)erf((double)x); }
+TSPTO_D float tspto_logf(float x) { return (float)log((double)x); }
+TSPTO_D float tspto_sinf(float x) { return (float)sin((double)x); }
+TSPTO_D float tspto_cosf(float x) { return (float)cos((double)x); }
+TSPTO_D double tspto_pow_d(double a, double b) { return pow(a, b); }
+template <int N> TSPTO_D double tspto_powi(double x) {
+  if constexpr (N == 1) return x;
+  else if constexpr (N % 2 == 0) { const double h = tspto_powi<N / 2>(x); return h * h; }
+  else return x * tspto_powi<N - 1>(x);
+}
+// selects as blends: both values computed, no branch (as on the cpu)
+TSPTO_D float tspto_self(bool c, float a, float b) { const uint32_t m = 0u - (uint32_t)c; return __uint_as_float((__float_as_uint(a) & m) | (__float_as_uint(b) & ~m)); }
+TSPTO_D double tspto_seld(bool c, double a, double b) {
+  const unsigned long long m = 0ull - (unsigned long long)c;
+  return __longlong_as_double((long long)(((unsigned long long)__double_as_longlong(a) & m) | ((unsigned long long)__double_as_longlong(b) & ~m)));
+}
+
 // ------------------------------------------------------------------ float16 / bfloat16 (bit-exact with the cpu prelude)
 TSPTO_D uint16_t tspto_f32_to_f16(float f) {
   uint32_t x = tspto_f2u(f);
@@ -95,6 +120,7 @@ TSPTO_D float tspto_d2f_odd(double d) {
 }
 TSPTO_D float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 TSPTO_D float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+${castModeHelpers("TSPTO_D")}
 
 // ------------------------------------------------------------------ exp (correctly rounded to within 1 ulp: the device expf)
 TSPTO_D float tspto_expf(float x) { return expf(x); }
@@ -146,7 +172,7 @@ template <typename F> TSPTO_D F tspto_fmin(F a, F b) {
   return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (signbit(a) ? a : b);
 }
 template <typename F> TSPTO_D F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
-// the select of sel and fillpad's pad (the cpu formulas call it: both operands evaluated, then blended)
+// a select of two values already evaluated (the cpu formulas call it: sel, fillpad's pad, prelu, lrelu)
 template <typename T> TSPTO_D T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ SPMD bands and failures

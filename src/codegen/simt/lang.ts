@@ -40,7 +40,8 @@ export interface ElemPlan {
 /** A tile matmul's parts as the lowering prepared them: a [m, k] x [k, n] (+ accumulator) into o. */
 export interface MatmulParts {
   readonly at: TileType;
-  readonly m: number; readonly k: number; readonly n: number;
+  /** k: the valid K summed over; k0: a's row stride (its tile's K). */
+  readonly m: number; readonly k: number; readonly k0: number; readonly n: number;
   readonly ea: ElemPlan; readonly eb: ElemPlan; readonly ec: ElemPlan | null;
   readonly o: ElemArray;
 }

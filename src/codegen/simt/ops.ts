@@ -204,7 +204,8 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
     emitInto(ctx, call, dest) {
       const L = ctx.lang;
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
+      const [m, w] = validRegion(L, x, call.span);  // only the valid region is reduced (src/ir/ops/reduce.ts)
       const d = x.dtype;
       const S = L.scratchType(d);
       const float = isFloat(d);
@@ -228,7 +229,7 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         if (L.warpShuffle && L.shuffleCombine) {
           ctx.open(`${L.groupStrideLoop(r, warp, String(m))} {`);
           ctx.line(L.syntax.mutDecl(A, acc, init));
-          ctx.line(L.loop1(L.laneLoop(j, lane, String(n)), step(r)));
+          ctx.line(L.loop1(L.laneLoop(j, lane, String(w)), step(r)));
           ctx.line(L.shuffleCombine(acc, op, sh));
           ctx.line(L.if1(`${lane} == 0`, o.set(r, fin(acc))));
           ctx.close();
@@ -237,7 +238,7 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
           ctx.open(`${L.seqLoop(rb, "0", String(m), String(L.threads / 32))} {`);
           ctx.line(L.syntax.constDecl(L.idx, r, `${rb} + ${warp}`));
           ctx.line(L.syntax.mutDecl(A, acc, init));
-          ctx.line(L.if1(`${r} < ${m}`, L.loop1(L.laneLoop(j, lane, String(n)), step(r))));
+          ctx.line(L.if1(`${r} < ${m}`, L.loop1(L.laneLoop(j, lane, String(w)), step(r))));
           L.groupCombine!(ctx, acc, A, lane, warp, op);
           ctx.line(L.if1(`${r} < ${m} && ${lane} == 0`, o.set(r, fin(acc))));
           ctx.close();
@@ -245,7 +246,7 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
       } else {
         // one thread per column, rows in order
         const c = ctx.fresh("c"), i = ctx.fresh("i"), acc = ctx.fresh("acc");
-        ctx.open(`${L.threadLoop(c, String(n))} {`);
+        ctx.open(`${L.threadLoop(c, String(w))} {`);
         ctx.line(L.syntax.mutDecl(A, acc, init));
         ctx.line(L.loop1(L.seqLoop(i, "0", String(m)), `${acc} = ${op(acc, L.cast(A, plan.at(`${i} * ${n} + ${c}`)))};`));
         ctx.line(o.set(c, fin(acc)));
@@ -322,11 +323,11 @@ def("tile.prelu", {
 });
 
 // ------------------------------------------------------------------ products and arg-reductions (src/ir/ops/reduce.ts)
-/** One thread per line of an [m, n] tile along `axis`, elements in order: line, element index of j, count. */
-function lineThreads(ctx: SimtCtx, m: number, n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
+/** One thread per valid line of a tile of row stride n (valid [vm, vn]) along `axis`, elements in order: line, element index of j, count (valid). */
+function lineThreads(ctx: SimtCtx, [vm, vn]: readonly number[], n: number, axis: "row" | "col", body: (line: string, at: (j: string) => string, count: number) => void): void {
   const l = ctx.fresh("l");
-  ctx.open(`${ctx.lang.threadLoop(l, String(axis === "row" ? m : n))} {`);
-  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? n : m);
+  ctx.open(`${ctx.lang.threadLoop(l, String(axis === "row" ? vm : vn))} {`);
+  body(l, axis === "row" ? (j) => `${l} * ${n} + ${j}` : (j) => `${j} * ${n} + ${l}`, axis === "row" ? vn : vm);
   ctx.close();
 }
 for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
@@ -335,12 +336,12 @@ for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
     emitInto(ctx, call, dest) {
       const L = ctx.lang;
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
       const d = x.dtype;
       const ex = ctx.elements(call.args[0]);
       const o = destPtr(ctx, dest);
       // in order, as on cpu (float: products in the widest float rounded once; integers saturate)
-      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+      lineThreads(ctx, validRegion(L, x, call.span), n, axis, (l, at, cnt) => {
         const acc = ctx.fresh("acc"), j = ctx.fresh("j");
         if (isFloat(d)) {
           ctx.line(L.syntax.mutDecl(L.wideFloat, acc, "1.0"));
@@ -361,11 +362,11 @@ for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
     emitInto(ctx, call, dest) {
       const L = ctx.lang;
       const x = tileOf(call.args[0]);
-      const [m, n] = x.shape as number[];
+      const n = x.shape[1] as number;
       const ex = ctx.elements(call.args[0]);
       const o = destPtr(ctx, dest);
       const S = L.scratchType(x.dtype), float = isFloat(x.dtype);
-      lineThreads(ctx, m, n, axis, (l, at, cnt) => {
+      lineThreads(ctx, validRegion(L, x, call.span), n, axis, (l, at, cnt) => {
         const best = ctx.fresh("best"), bi = ctx.fresh("bi"), j = ctx.fresh("j"), v = ctx.fresh("v");
         ctx.line(`${L.syntax.mutDecl(S, best, ex.at(at("0")))} ${L.syntax.mutDecl(L.i32, bi, "0")}`);
         // the first extreme wins; a NaN beats every number and the first NaN wins
@@ -412,17 +413,19 @@ function emitMatmul(ctx: SimtCtx, call: Call, dest: TileDest, accArg: Expr | nul
   const L = ctx.lang;
   const base = accArg ? 1 : 0;
   const at = tileOf(call.args[base]), bt = tileOf(call.args[base + 1]);
-  const [m, k] = at.shape as number[], n = bt.shape[1] as number;
+  const [m, k0] = at.shape as number[], n = bt.shape[1] as number;
+  // the sum runs over the valid K only: min(a's valid columns, b's valid rows) (src/ir/ops/matmul.ts)
+  const k = Math.min(validRegion(L, at, call.span)[1], validRegion(L, bt, call.span)[0]);
   const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
   const ec = accArg ? ctx.elements(accArg) : null;
   const o = destPtr(ctx, dest);
   // tensor cores where the language has them (CUDA: WMMA for fp16 / bf16 operands, multiples of 16)
-  if (L.tensorCoreMatmul?.(ctx, { at, m, k, n, ea, eb, ec, o })) return;
+  if (L.tensorCoreMatmul?.(ctx, { at, m, k, k0, n, ea, eb, ec, o })) return;
   // one thread per output element, fp32 FMA (integers: the widest integer)
   const float = isFloat(at.dtype);
   parallelShape(ctx, [m, n], (f, [i, j]) => {
     const acc = ctx.fresh("acc"), q = ctx.fresh("k");
-    const aq = ea.at(`${i} * ${k} + ${q}`), bq = eb.at(`${q} * ${n} + ${j}`);
+    const aq = ea.at(`${i} * ${k0} + ${q}`), bq = eb.at(`${q} * ${n} + ${j}`);
     if (float) {
       return `${L.syntax.mutDecl(L.f32, acc, ec ? ec.at(f) : L.f32Lit(0))} ${L.loop1(L.seqLoop(q, "0", String(k)), `${acc} = ${L.fma(aq, bq, acc)};`)} ${o.set(f, acc)}`;
     }

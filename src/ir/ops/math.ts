@@ -50,14 +50,14 @@ defineElementwise({
   },
 });
 
-const TRANS_ROW = { key: "trans", call: "sin cos tanh sigmoid erf (x)", does: "elementwise, float dtypes; computed in fp64 and rounded once (cpu: libm in double, within 1 ulp of `Math.*` at fp32)" };
+const TRANS_ROW = { key: "trans", call: "sin cos tanh sigmoid erf (x)", does: "elementwise, float dtypes; the reference computes in fp64 and rounds once; cpu: vectorized fp32 functions, within 1 ulp of the reference over all floats (sin/cos of huge arguments included), float16/bfloat16 rounded from fp32 (1 ulp); docs/semantics.md" };
 /**
  * erf(x): the Maclaurin series 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 4
  * (relative error below 1e-10 there, far below fp32's 6e-8), and +-1 beyond (erfc(4) = 1.5e-8
  * rounds away at fp32).
  */
-function erf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
+export function erf(x: number): number {
+  if (Number.isNaN(x) || x === 0) return x; // erf(-0) = -0
   if (Math.abs(x) >= 4) return x > 0 ? 1 : -1;
   const x2 = x * x;
   let term = x, sum = x;
@@ -77,7 +77,7 @@ defineElementwise({ name: "erf", operands: ["x"], family: "float", row: TRANS_RO
 
 defineElementwise({
   name: "pow", operands: ["a", "b"], family: "float",
-  row: { key: "pow", call: "pow(a, b)", does: "a<sup>b</sup> (`Math.pow`), float dtypes; `b` a tile or a number" },
+  row: { key: "pow", call: "pow(a, b)", does: "a<sup>b</sup> (`Math.pow`), float dtypes; `b` a tile or a number; cpu: within 1 ulp (a vectorized pow in double); a constant exponent 0, 1, -1, 2, 0.5 exact (one correct rounding), -0.5 and other integers up to 64 in magnitude by `sqrt` / repeated multiplication in double" },
   doc: "pow(a, b): a to the power b (float dtypes)", ref: ([a, b]) => Math.pow(a, b),
 });
 defineElementwise({

@@ -15,7 +15,7 @@
 import { registerOp, type InferCtx } from "../registry.js";
 import type { Attrs } from "../nodes.js";
 import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
-import { mkTile, roundToDType, toDType, type TileValue, type Value } from "../values.js";
+import { mkTile, castToDType, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D, expectDType, expectTile } from "./common.js";
 
@@ -87,17 +87,21 @@ export function fmaF32(a: number, b: number, c: number): number {
   return (e > 0) === (d > 0) ? other : r;
 }
 
-/** out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says. */
+/**
+ * out[i][j] = init(i, j) + sum_k a[i][k] * b[k][j], accumulated as the header says, over the
+ * valid K only: k < min(a's valid columns, b's valid rows) (the pad holds no value).
+ */
 function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: number) => number) | null, contract: FpContract = "off"): void {
-  const [m, kk] = a.shape, n = b.shape[1];
+  const [m, k0] = a.shape, n = b.shape[1];
+  const kk = Math.min(a.validShape ? a.validShape[1] : k0, b.validShape ? b.validShape[0] : k0);
   const float = isFloat(a.dtype);
   const f = Math.fround;
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
       let s = init ? init(i * n + j) : 0;
-      if (float && contract === "fast") for (let k = 0; k < kk; k++) s = fmaF32(a.data[i * kk + k], b.data[k * n + j], s);
-      else if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * kk + k] * b.data[k * n + j]));
-      else for (let k = 0; k < kk; k++) s += a.data[i * kk + k] * b.data[k * n + j];
+      if (float && contract === "fast") for (let k = 0; k < kk; k++) s = fmaF32(a.data[i * k0 + k], b.data[k * n + j], s);
+      else if (float) for (let k = 0; k < kk; k++) s = f(s + f(a.data[i * k0 + k] * b.data[k * n + j]));
+      else for (let k = 0; k < kk; k++) s += a.data[i * k0 + k] * b.data[k * n + j];
       out.data[i * n + j] = toDType(s, out.dtype);
     }
   }
@@ -110,7 +114,7 @@ registerOp({
     "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType; readonly fpContract?: 'fast' | 'off' }): Tile<any, any, Mem.Acc, any>",
     "<D extends DType = FP32>(a: Tensor, b: Tensor, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: D; readonly fpContract?: 'fast' | 'off' }): Tensor<any, D>",
   ],
-  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; `fpContract`: `'fast'` (the default) sums each k step with a fused multiply-add (one rounding), `'off'` rounds product and sum separately; tensors: auto-tiled, K accumulated tile by tile" },
+  row: { key: "matmul", call: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? })", does: "→ Acc tile `[M,N]`; fp32 accumulation in k order (int32 for integer inputs); fp16/bf16 inputs; `aTrans`/`bTrans`: the operand is stored transposed (`[K,M]` / `[N,K]`); `outDtype`: the result cast to it; `fpContract`: `'fast'` (the default) sums each k step with a fused multiply-add (one rounding), `'off'` rounds product and sum separately; tiles with a validShape: the sum runs over the valid K, `min(a's valid columns, b's valid rows)`; tensors: auto-tiled, K accumulated tile by tile" },
   params: [{ name: "a", kind: "value" }, { name: "b", kind: "value" }, { name: "opts", kind: "options", optional: true, options: { ...TRANS_OPTS, outDtype: "dtype", fpContract: "string" } }],
   infer(ctx) {
     checkContract(ctx);
@@ -124,7 +128,7 @@ registerOp({
     const accD = matmulAccDType(a.dtype);
     const out = mkTile(t.shape, accD, t.mem, t.validShape as number[] | null);
     matmulValues(a, b, out, null, contractOf(attrs));
-    if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = roundToDType(out.data[i], t.dtype, "round");
+    if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = castToDType(out.data[i], t.dtype, "round"); // outDtype: a cast (tile.cast after MatmulForms)
     return mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null, out.data);
   },
 });

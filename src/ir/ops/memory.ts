@@ -8,7 +8,7 @@ import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectS
 registerOp({
   name: "tile.load", pl: "load", level: "tile", pure: true,
   decl: ["<D extends DType = any>(tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[]; readonly mem?: Mem }): AnyTile<D>"],
-  row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read — constants or runtime integer scalars; the rest is pad, zero)" },
+  row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read — constants or runtime integer scalars; the rest is pad: not written, no op but `fillpad` reads it)" },
   doc: "load(tensor, offsets, shape, { validShape?, mem? }): copy a window of a tensor into a tile",
   params: [
     { name: "tensor", kind: "value" }, { name: "offsets", kind: "values" }, { name: "shape", kind: "ints" },

@@ -8,16 +8,19 @@
 //   a column the rows are added in order.
 // - integer sums accumulate in int64 and saturate to the dtype.
 // - max/min are exact (order-free); NaN propagates, max(-0, 0) = 0, min(-0, 0) = -0.
-// - The whole tile is reduced, pad included: a tile loaded with a validShape reads as pad
-//   (zero) outside it — use fillpad(x, "min") before rowMax, for example. The result's
-//   validShape keeps the input's valid rows (row reductions) or columns (column reductions).
+// - Only the valid region is reduced (the pad holds no value: docs/semantics.md, Partial tiles):
+//   a row reduction reduces the valid columns of each valid row, a column reduction the valid
+//   rows of each valid column; the result's validShape keeps the input's valid rows (row
+//   reductions) or columns (column reductions), and its pad is not computed. Nothing to reduce
+//   (a valid extent of 0) gives the identity: sum 0, product 1, max -inf (integers: the dtype's
+//   lowest), min +inf (the dtype's highest), an arg-reduction index 0.
 // Row reductions take a scratch tile of the input's shape and dtype (PyPTO's contract); the
 // cpu platform does not need it, but a missing one is an error.
 import { registerOp, type InferCtx, type OpRow } from "../registry.js";
 import { DTYPE_CONST, dimsEqual, isFloat, tileT, tupleT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, toDType, type TileValue } from "../values.js";
 import { BINARY } from "./elementwise.js";
-import { argName, expect2D } from "./common.js";
+import { argName, dtypeHighest, dtypeLowest, expect2D } from "./common.js";
 
 export const REDUCE_LANES = 8;
 export type ReduceKind = "sum" | "max" | "min";
@@ -28,9 +31,22 @@ function reduceOp(kind: ReduceKind, a: number, b: number, d: DType): number {
   return kind === "sum" ? a + b : kind === "max" ? maxFn(a, b, d) : minFn(a, b, d);
 }
 
+/** The value of a reduction of nothing. */
+function identity(kind: ReduceKind, d: DType): number {
+  if (kind === "sum") return 0;
+  if (kind === "max") return isFloat(d) ? -Infinity : dtypeLowest(d);
+  return isFloat(d) ? Infinity : dtypeHighest(d);
+}
+/** The valid extents [rows, cols] of a 2-D tile value (its shape where it has no validShape). */
+export function validRC(x: TileValue): [number, number] {
+  const v = x.validShape;
+  return v ? [v[0], v[1]] : [x.shape[0], x.shape[1]];
+}
+
 /** Reduce `n` values (get(j)) the way a row reduction does (lanes for sums). */
 function reduceRow(kind: ReduceKind, n: number, get: (j: number) => number, d: DType): number {
   if (kind !== "sum") {
+    if (n === 0) return identity(kind, d);
     let acc = get(0);
     for (let j = 1; j < n; j++) acc = reduceOp(kind, acc, get(j), d);
     return acc;
@@ -47,6 +63,7 @@ function reduceRow(kind: ReduceKind, n: number, get: (j: number) => number, d: D
 
 /** Reduce `n` values in order (column reductions). */
 function reduceCol(kind: ReduceKind, n: number, get: (i: number) => number, d: DType): number {
+  if (n === 0) return identity(kind, d);
   let acc = kind === "sum" ? 0 : get(0);
   for (let i = kind === "sum" ? 0 : 1; i < n; i++) acc = reduceOp(kind, acc, get(i), d);
   return acc;
@@ -80,8 +97,8 @@ function inferReduction(ctx: InferCtx, name: string, axis: "row" | "col"): TileT
 }
 
 const REDUCE_ROWS: Record<"row" | "col", OpRow> = {
-  row: { key: "rowReduce", call: "rowSum rowMax rowMin (x[M,N], tmp[M,N])", does: "→ `[M,1]`; `tmp` is a scratch tile of x's shape (PyPTO's contract; tensors take none); float sums accumulate in fp64" },
-  col: { key: "colReduce", call: "colSum colMax colMin (x[M,N], tmp?)", does: "→ `[1,N]`; float sums in fp64, rows in order" },
+  row: { key: "rowReduce", call: "rowSum rowMax rowMin (x[M,N], tmp[M,N])", does: "→ `[M,1]`; `tmp` is a scratch tile of x's shape (PyPTO's contract; tensors take none); float sums accumulate in fp64; a tile with a validShape: its valid columns of each valid row (nothing: the identity)" },
+  col: { key: "colReduce", call: "colSum colMax colMin (x[M,N], tmp?)", does: "→ `[1,N]`; float sums in fp64, rows in order; the valid rows of each valid column" },
 };
 const reduceDecl = (scratch: "required" | "optional"): string[] => [
   `<D extends DType>(x: AnyTile<D>, tmp${scratch === "optional" ? "?" : ""}: AnyTile): AnyTile<D>`,
@@ -101,12 +118,12 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
     evaluate([xv], _attrs, _env, call) {
       const x = xv as TileValue;
       const t = call.type as TileType;
-      const [m, n] = x.shape;
+      const n = x.shape[1], [vm, vn] = validRC(x);
       const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
       if (axis === "row") {
-        for (let r = 0; r < m; r++) out.data[r] = toDType(reduceRow(kind, n, (j) => x.data[r * n + j], x.dtype), t.dtype);
+        for (let r = 0; r < vm; r++) out.data[r] = toDType(reduceRow(kind, vn, (j) => x.data[r * n + j], x.dtype), t.dtype);
       } else {
-        for (let c = 0; c < n; c++) out.data[c] = toDType(reduceCol(kind, m, (i) => x.data[i * n + c], x.dtype), t.dtype);
+        for (let c = 0; c < vn; c++) out.data[c] = toDType(reduceCol(kind, vm, (i) => x.data[i * n + c], x.dtype), t.dtype);
       }
       return out;
     },
@@ -136,9 +153,9 @@ for (const [name, kind] of Object.entries(ROW_KEEP)) {
     evaluate([xv], _attrs, _env, call) {
       const x = xv as TileValue;
       const t = (call.type as { elems: readonly TileType[] }).elems[1];
-      const [m, n] = x.shape;
+      const n = x.shape[1], [vm, vn] = validRC(x);
       const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
-      for (let r = 0; r < m; r++) out.data[r] = toDType(reduceRow(kind, n, (j) => x.data[r * n + j], x.dtype), t.dtype);
+      for (let r = 0; r < vm; r++) out.data[r] = toDType(reduceRow(kind, vn, (j) => x.data[r * n + j], x.dtype), t.dtype);
       return [x, out];
     },
   });
@@ -182,11 +199,11 @@ function inferOptScratch(ctx: InferCtx, name: string, axis: "row" | "col", out: 
   return axis === "row" ? tileT([m, 1], d, x.mem, v ? [v[0], 1] : null) : tileT([1, n], d, x.mem, v ? [1, v[1]] : null);
 }
 
-/** Visit the lines (rows or columns) of an [m, n] tile: fn(line, get(j), count). */
+/** Visit the valid lines (rows or columns) of an [m, n] tile: fn(line, get(j), count of valid elements). */
 function lines(x: TileValue, axis: "row" | "col", fn: (line: number, get: (j: number) => number, count: number) => void): void {
-  const [m, n] = x.shape;
-  if (axis === "row") for (let r = 0; r < m; r++) fn(r, (j) => x.data[r * n + j], n);
-  else for (let c = 0; c < n; c++) fn(c, (i) => x.data[i * n + c], m);
+  const n = x.shape[1], [vm, vn] = validRC(x);
+  if (axis === "row") for (let r = 0; r < vm; r++) fn(r, (j) => x.data[r * n + j], vn);
+  else for (let c = 0; c < vn; c++) fn(c, (i) => x.data[i * n + c], vm);
 }
 
 const PROD_ROW: OpRow = { key: "prod", call: "rowProd colProd (x[M,N], tmp?)", does: "→ `[M,1]` / `[1,N]`: the product along the axis, in order (float: fp64, rounded once; integers saturate)" };
@@ -223,7 +240,7 @@ for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
       const x = xv as TileValue, t = call.type as TileType;
       const out = mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null);
       lines(x, axis, (l, get, cnt) => {
-        let bi = 0, best = get(0);
+        let bi = 0, best = cnt > 0 ? get(0) : 0;
         for (let j = 1; j < cnt; j++) if (argBetter(kind, get(j), best)) { best = get(j); bi = j; }
         out.data[l] = bi;
       });

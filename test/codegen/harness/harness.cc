@@ -10,6 +10,8 @@
 //   I <int64>  |  F <double>  |  B <0|1>             scalar
 // stdout: "TASK <name> <scope> <nargs> <param>:<nbytes>:<mode> ..." per submitted task,
 //         "FAIL <message>" per rt->fail, and finally "RC <tspto_entry result>".
+// With TSPTO_HARNESS_SCRATCH=<file> set, the scratch arena as each task left it is appended to
+// <file> (1 MiB per task): a test can see which bytes a kernel wrote (the rest stay 0xff).
 #include "tspto_abi.h"
 #include <dlfcn.h>
 #include <cstdint>
@@ -50,6 +52,10 @@ int submit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope, const i
   slots.push_back((int64_t)(intptr_t)c->api);
   std::memset(c->scratch, 0xff, kScratch);
   fn(slots.data());
+  if (const char* dump = std::getenv("TSPTO_HARNESS_SCRATCH")) {
+    FILE* f = std::fopen(dump, "ab");
+    if (f) { std::fwrite(c->scratch, 1, kScratch, f); std::fclose(f); }
+  }
   return c->failures ? 1 : 0;
 }
 int wait_all(void* ctx) { return ((Ctx*)ctx)->failures ? 1 : 0; }

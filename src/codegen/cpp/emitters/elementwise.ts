@@ -1,7 +1,8 @@
 // Elementwise emitters: the binary / unary families (from the registry's BINARY / UNARY
 // tables), one formula per registry spec (defineElementwiseCpp), and cast / move / full / create.
 import { BINARY, type Call, type DType, type Span, type TileType, TsptoCompileError, UNARY, isFloat } from "../../../ir/index.js";
-import { toDType } from "../../../ir/values.js";
+import { castNarrows, toDType } from "../../../ir/values.js";
+import { CAST_MODE_INDEX } from "../cast_modes.js";
 import { D2I, SAT, roundD, roundF, scratchCType, scratchLit } from "./ctypes.js";
 import { type ElemOperand, def } from "./table.js";
 
@@ -20,7 +21,8 @@ export const BINARY_CPP: Record<string, BinaryCpp> = {
   sub: { f: (a, b) => `(${a} - ${b})`, i: (a, b) => `(${a} - ${b})`, i64: (a, b) => `tspto_sub_sat(${a}, ${b})` },
   mul: { f: (a, b) => `(${a} * ${b})`, i: (a, b) => `(${a} * ${b})`, i64: (a, b) => `tspto_mul_sat(${a}, ${b})` },
   div: {
-    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `(${b} == 0.0 ? 0.0 : (${a} / ${b}))`,
+    // a float scalar into an integer result: x / 0 = 0 (both computed, then blended: no operand is read in one arm only)
+    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `tspto_blend<double>(${b} == 0.0, 0.0, ${a} / ${b})`,
     i: (a, b) => `tspto_idiv(${a}, ${b})`, i64: (a, b) => `tspto_idiv(${a}, ${b})`,
   },
   maximum: { f: (a, b, F) => `tspto_fmax<${F}>(${a}, ${b})`, i: (a, b) => `tspto_imax(${a}, ${b})`, i64: (a, b) => `tspto_imax(${a}, ${b})` },
@@ -61,7 +63,7 @@ interface UnaryCpp {
 }
 const UNARY_CPP: Record<string, UnaryCpp> = {
   exp: { f: (a, F) => (F === "float" ? `tspto_expf(${a})` : `std::exp(${a})`) },
-  log: { f: (a) => `std::log(${a})` },
+  log: { f: (a, F) => (F === "float" ? `tspto_logf(${a})` : `std::log(${a})`) },
   sqrt: { f: (a) => `std::sqrt(${a})` },
   // the reference rounds sqrt to fp32 before dividing
   rsqrt: { f: (a, F) => (F === "float" ? `(1.0f / std::sqrt(${a}))` : `(1.0 / (double)std::sqrt((float)${a}))`) },
@@ -112,7 +114,32 @@ const elemOf = (d: DType, x: ElemOperand): string => {
   return isFloat(x.dtype) || isFloat(d) || d === "bool" ? fromDouble(d, dbl(x)) : `${SAT[d]}((int64_t)${x.code})`;
 };
 const BIT_WIDTH: Partial<Record<DType, number>> = { int8: 8, int16: 16, int32: 32, int64: 64, uint8: 8 };
-const unaryD = (fn: (x: string) => string): ElementwiseFormula => ([x], d) => fromDouble(d, fn(dbl(x)));
+/** A float-only unary op by an fp32 prelude function (the operand is a float tile element). */
+const unaryF = (fn: string): ElementwiseFormula => ([x], d) => roundF(d, `${fn}(${x.code})`);
+
+/**
+ * pow(a, b): Math.pow. A constant exponent gets a fast path equal to the reference (0, 1, 2,
+ * +-0.5, -1: exact or one correct rounding, with Math.pow's signed zeros and infinities; other
+ * integers up to 64 in magnitude: binary powering in double, rounded once); anything else the
+ * prelude's vectorizable tspto_pow_d in double (a number operand keeps all its bits), rounded once.
+ */
+function powFormula([a, b]: readonly ElemOperand[], d: DType, call: Call): string {
+  const e = call.args[1];
+  const v = e.kind === "const" && typeof e.value === "number" && a.kind === "tile" ? e.value : null;
+  const x = a.code;
+  const inf = "__builtin_inff()";
+  if (v === 0) return roundF(d, "1.0f");                                     // NaN ** 0 = 1
+  if (v === 1) return x;
+  if (v === 2) return roundF(d, `(${x} * ${x})`);                            // exact in double: one rounding either way
+  if (v === 0.5) return roundF(d, `tspto_self(${x} == -${inf}, ${inf}, std::sqrt(${x}) + 0.0f)`);   // (-0) ** 0.5 = +0, (-inf) ** 0.5 = inf
+  if (v === -1) return roundF(d, `(1.0f / ${x})`);
+  if (v === -0.5) return roundD(d, `tspto_seld(${x} == -${inf}, 0.0, 1.0 / (std::sqrt((double)${x}) + 0.0))`);
+  if (v !== null && Number.isInteger(v) && Math.abs(v) <= 64) {
+    const p = `tspto_powi<${Math.abs(v)}>((double)${x})`;
+    return roundD(d, v > 0 ? p : `(1.0 / ${p})`);
+  }
+  return roundD(d, `tspto_pow_d(${dbl(a)}, ${dbl(b)})`);
+}
 
 const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   fmod: ([a, b], d) => (isFloat(d) ? fromDouble(d, `std::fmod(${dbl(a)}, ${dbl(b)})`) : `${SAT[d]}(tspto_imod(${i64(a)}, ${i64(b)}))`),
@@ -123,14 +150,15 @@ const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   bitNot: ([a], d) => wrapTo(d, `~${i64(a)}`),
   shl: ([a, n], d) => wrapTo(d, `tspto_shl(${i64(a)}, ${i64(n)})`),
   shr: ([a, n], d) => wrapTo(d, d === "uint8" ? `tspto_shr_u(${i64(a)}, ${i64(n)}, 8)` : `tspto_sar(${i64(a)}, ${i64(n)}, ${BIT_WIDTH[d] ?? 64})`),
-  // libm in double, rounded once: within 1 ulp of Math.* at fp32 (test/ops/math.test.ts)
-  sin: unaryD((x) => `std::sin(${x})`),
-  cos: unaryD((x) => `std::cos(${x})`),
-  tanh: unaryD((x) => `std::tanh(${x})`),
-  erf: unaryD((x) => `std::erf(${x})`),
-  sigmoid: unaryD((x) => `(1.0 / (1.0 + std::exp(-${x})))`),
-  pow: ([a, b], d) => fromDouble(d, `tspto_pow(${dbl(a)}, ${dbl(b)})`),
-  lrelu: ([x, s], d) => fromDouble(d, `(${dbl(x)} > 0.0 ? ${dbl(x)} : ${dbl(x)} * ${dbl(s)})`),
+  // the prelude's vectorizable fp32 functions, rounded once to float16 / bfloat16 (accuracy: the
+  // prelude's table, docs/semantics.md)
+  sin: unaryF("tspto_sinf"),
+  cos: unaryF("tspto_cosf"),
+  tanh: unaryF("tspto_tanhf"),
+  erf: unaryF("tspto_erff"),
+  sigmoid: unaryF("tspto_sigmoidf"),
+  pow: powFormula,
+  lrelu: ([x, s], d) => fromDouble(d, `tspto_blend<double>(${dbl(x)} > 0.0, ${dbl(x)}, ${dbl(x)} * ${dbl(s)})`),
   cmp: ([a, b], _d, call) => {
     const op = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" }[String(call.attrs.mode)];
     if (!op) throw new TsptoCompileError("E_CODEGEN", `internal: cmp mode ${JSON.stringify(call.attrs.mode)}`, call.span);
@@ -144,15 +172,29 @@ for (const [name, formula] of Object.entries(ELEMENTWISE_CPP)) defineElementwise
 
 // ------------------------------------------------------------------ elementwise: cast, move, full, create
 export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
-/** Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like roundToDType(x, to, mode). */
+/**
+ * Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like
+ * castToDType(x, to, mode): the mode rounds every narrowing, to a float format too
+ * (cast_modes.ts; `rint` is the plain nearest-even conversion).
+ */
 export function castElem(from: DType, to: DType, mode: RoundModeName, x: string): string {
+  const directed = mode !== "rint" && castNarrows(from, to);
+  const M = CAST_MODE_INDEX[mode];
   if (isFloat(from)) {
-    if (isFloat(to)) return roundF(to, x);
+    if (isFloat(to)) {
+      if (!directed) return roundF(to, x);
+      return to === "float16" ? `tspto_cast_f16<${M}>(${x})` : `tspto_cast_bf16<${M}>(${x})`;
+    }
     if (to === "bool") return `tspto_d2b((double)${x})`;
     return `${D2I[to]}(tspto_mode_${mode}((double)${x}))`;
   }
-  // integer or bool source: the value is an integer
-  if (isFloat(to)) return roundD(to, `(double)${x}`);
+  // integer or bool source: the value is an integer (exact as a double: int64 within ±2^53)
+  if (isFloat(to)) {
+    if (!directed) return roundD(to, `(double)${x}`);
+    if (to === "float32") return `tspto_d2f_mode<${M}>((double)${x})`;
+    // through float rounded to odd: the second rounding then equals one rounding of the double
+    return `tspto_cast_${to === "float16" ? "f16" : "bf16"}<${M}>(tspto_d2f_odd((double)${x}))`;
+  }
   if (from === to && to !== "bool") return x;
   return `${SAT[to]}((int64_t)${x})`;
 }

@@ -33,4 +33,5 @@ export {
   EMITTERS, emitterFor,
 } from "./table.js";
 export { type CDim, cmul, cstrides, cnumel, csub, cdim, isStatic } from "./dims.js";
+export { regionLoop } from "./tiles.js";
 export { type ElementwiseFormula, defineElementwiseCpp, dbl, i64, fromDouble, type RoundModeName, castElem } from "./elementwise.js";

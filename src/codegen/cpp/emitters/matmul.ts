@@ -6,10 +6,36 @@ import { offsetsOf, windowCheck } from "./memory.js";
 import { destPtr, tileOperand } from "./tiles.js";
 import { type CDim, cdim } from "./dims.js";
 
+/**
+ * The valid extents a matmul works in (docs/semantics.md, Partial tiles): it sums k below K =
+ * min(a's valid columns, b's valid rows) and stores the output's valid rows mv and columns nv
+ * only (its blocks start below them: at most a block's worth of pad is computed, none stored).
+ * Numbers where static; with no validShape anywhere, K = k, mv = m, nv = n and the code is the
+ * unbounded one.
+ */
+function validExtents(ctx: KernelCtx, call: Call, base: number, k: number): { K: string; mv: CDim; nv: CDim } {
+  const ka = ctx.validOf(call.args[base])[1], kb = ctx.validOf(call.args[base + 1])[0];
+  const K = typeof ka === "number" && typeof kb === "number" ? Math.min(ka, kb) : ka === k ? kb : kb === k ? ka : `std::min<int64_t>(${ka}, ${kb})`;
+  const [mv, nv] = ctx.validOf(call);
+  return { K: typeof K === "number" ? String(K) : `(${K})`, mv, nv };
+}
+/** `f()` under `if (cond)` (none when cond is null). */
+function guarded(ctx: KernelCtx, cond: string | null, f: () => void): void {
+  if (!cond) { f(); return; }
+  ctx.open(`if (${cond}) {`);
+  f();
+  ctx.close();
+}
+
 function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | null): void {
   const base = accArg ? 1 : 0;
   const at = tileOperand(call.args[base]), bt = tileOperand(call.args[base + 1]);
   const [m, k] = at.shape, n = bt.shape[1];
+  const { K, mv: mValid, nv: nValid } = validExtents(ctx, call, base, k);
+  /** Conditions on the valid rows / columns: null where the extent is the whole tile. */
+  const rowsBelow = (i: string): string | null => (mValid === m ? null : `${i} < ${cdim(mValid)}`);
+  const colsBelow = (j: string): string | null => (nValid === n ? null : `${j} < ${cdim(nValid)}`);
+  const and = (...cs: (string | null)[]): string => cs.filter(Boolean).map((c) => ` && ${c}`).join("");
   // fpContract "fast" (set by the FpContract pass): each step is one fused multiply-add
   const fused = contractOf(call.attrs) === "fast";
   if (isFloat(at.dtype)) {
@@ -63,14 +89,14 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       ctx.open("{");
       ctx.line(`float ${acc}[${rows}][${cols}];`);
       ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${ec ? ec(`(${i0} + ${r}) * ${n} + ${j0} + ${c}`) : "0.0f"};`);
-      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+      ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${K}; ++${kk}) {`);
       ctx.open(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) {`);
       ctx.line(`const float ${aik} = ${aE(`${i0} + ${r}`, kk)};`);
       const bkj = bE(kk, `${j0} + ${c}`);
       ctx.line(`for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${acc}[${r}][${c}] = ${fused ? `__builtin_fmaf(${aik}, ${bkj}, ${acc}[${r}][${c}])` : `${acc}[${r}][${c}] + ${aik} * ${bkj}`};`);
       ctx.close();
       ctx.close();
-      ctx.line(`for (int ${r} = 0; ${r} < ${rows}; ++${r}) for (int ${c} = 0; ${c} < ${cols}; ++${c}) ${o}[(${i0} + ${r}) * ${n} + ${j0} + ${c}] = ${acc}[${r}][${c}];`);
+      ctx.line(`for (int ${r} = 0; ${r} < ${rows}${and(rowsBelow(`${i0} + ${r}`))}; ++${r}) for (int ${c} = 0; ${c} < ${cols}${and(colsBelow(`${j0} + ${c}`))}; ++${c}) ${o}[(${i0} + ${r}) * ${n} + ${j0} + ${c}] = ${acc}[${r}][${c}];`);
       ctx.close();
     };
     const vec = A !== null && Bp !== null && (ec === null || C !== null);
@@ -78,17 +104,23 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       const NR = 32, nFull = n - (n % NR);
       const i0 = ctx.fresh("i"), j0 = ctx.fresh("j");
       if (mFull > 0 && nFull > 0) {
-        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
-        ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}; ${j0} += ${NR}) {`);
+        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}${and(rowsBelow(i0))}; ${i0} += ${MR}) {`);
+        ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${nFull}${and(colsBelow(j0))}; ${j0} += ${NR}) {`);
         block(MR, NR, i0, j0);
         ctx.close();
         ctx.close();
       }
-      if (n > nFull) for (const [rows, r0] of [[mFull, "0"], [m - mFull, String(mFull)]] as const) if (rows > 0) block(rows, n - nFull, r0, String(nFull));
+      if (n > nFull) {
+        for (const [rows, r0] of [[mFull, "0"], [m - mFull, String(mFull)]] as const) {
+          if (rows > 0) guarded(ctx, [rowsBelow(r0), colsBelow(String(nFull))].filter(Boolean).join(" && ") || null, () => block(rows, n - nFull, r0, String(nFull)));
+        }
+      }
       if (m > mFull && nFull > 0) {
-        ctx.open(`for (int64_t ${j0}r = 0; ${j0}r < ${nFull}; ${j0}r += ${NR}) {`);
-        block(m - mFull, NR, String(mFull), `${j0}r`);
-        ctx.close();
+        guarded(ctx, rowsBelow(String(mFull)), () => {
+          ctx.open(`for (int64_t ${j0}r = 0; ${j0}r < ${nFull}${and(colsBelow(`${j0}r`))}; ${j0}r += ${NR}) {`);
+          block(m - mFull, NR, String(mFull), `${j0}r`);
+          ctx.close();
+        });
       }
       return;
     }
@@ -102,12 +134,16 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       const name = (r: number, v: number) => `${acc}_${r}_${v}`;
       const at = (r: number, v: number) => `(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}`;
       ctx.open("{");
-      for (let r = 0; r < rows; r++) {
-        for (let v = 0; v < nv; v++) {
-          const first = C ? `tspto_ld16(&${C}[${at(r, v)}])` : "tspto_v16f{}";
-          const init = kc === "0" ? first : C === o ? `tspto_ld16(&${o}[${at(r, v)}])` : `${kc} == 0 ? ${first} : tspto_ld16(&${o}[${at(r, v)}])`;
-          ctx.line(`tspto_v16f ${name(r, v)} = ${init};`);
-        }
+      const cells = Array.from({ length: rows * nv }, (_, q) => [Math.floor(q / nv), q % nv] as const);
+      const first = (r: number, v: number) => (C ? `tspto_ld16(&${C}[${at(r, v)}])` : "tspto_v16f{}");
+      const again = (r: number, v: number) => `tspto_ld16(&${o}[${at(r, v)}])`;
+      if (kc === "0" || C === o) {
+        for (const [r, v] of cells) ctx.line(`tspto_v16f ${name(r, v)} = ${kc === "0" ? first(r, v) : again(r, v)};`);
+      } else {
+        // a statement-level branch on the k chunk (no conditional expression reads memory)
+        ctx.line(`tspto_v16f ${cells.map(([r, v]) => name(r, v)).join(", ")};`);
+        ctx.line(`if (${kc} == 0) { ${cells.map(([r, v]) => `${name(r, v)} = ${first(r, v)};`).join(" ")} }`);
+        ctx.line(`else { ${cells.map(([r, v]) => `${name(r, v)} = ${again(r, v)};`).join(" ")} }`);
       }
       ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) {`);
       const brow = packed ? kk : kc === "0" ? kk : `(${kc} + ${kk})`;
@@ -123,7 +159,15 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       }
       ctx.close();
       for (let r = 0; r < rows; r++) {
-        for (let v = 0; v < nv; v++) ctx.line(`tspto_st16(&${o}[${at(r, v)}], ${name(r, v)});`);
+        guarded(ctx, rowsBelow(`${i0} + ${r}`), () => {
+          for (let v = 0; v < nv; v++) {
+            const col = `${j0} + ${16 * v}`;
+            if (!colsBelow(col)) { ctx.line(`tspto_st16(&${o}[${at(r, v)}], ${name(r, v)});`); continue; }
+            // the last valid columns: only those of the 16 are stored
+            const t = ctx.fresh("t");
+            ctx.line(`if (${col} + 16 <= ${cdim(nValid)}) tspto_st16(&${o}[${at(r, v)}], ${name(r, v)}); else if (${col} < ${cdim(nValid)}) { float ${t}[16]; tspto_st16(${t}, ${name(r, v)}); std::memcpy(&${o}[${at(r, v)}], ${t}, (size_t)(${cdim(nValid)} - (${col})) * 4); }`);
+          }
+        });
       }
       ctx.close();
     };
@@ -131,11 +175,11 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     const rowsDo = (f: (rows: number, i0: string) => void) => {
       if (mFull > 0) {
         const i0 = ctx.fresh("i");
-        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}; ${i0} += ${MR}) {`);
+        ctx.open(`for (int64_t ${i0} = 0; ${i0} < ${mFull}${and(rowsBelow(i0))}; ${i0} += ${MR}) {`);
         f(MR, i0);
         ctx.close();
       }
-      if (m % MR) f(m % MR, String(mFull));
+      if (m % MR) guarded(ctx, rowsBelow(String(mFull)), () => f(m % MR, String(mFull)));
     };
     // Column panels of width W = 16 nv. A panel of b is packed into a contiguous buffer (its
     // rows W floats apart) in chunks of KC rows of k that fit in L1 (32 KiB), once per chunk
@@ -154,12 +198,12 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     if (pack && pbFloats > 0) ctx.line(`alignas(64) float ${PB}[${pbFloats}];`);
     const panel = (nv: number, j0: string): void => {
       const W = 16 * nv, KC = chunkOf(W);
-      if (!pack) { rowsDo((rows, i0) => vblock(rows, nv, i0, j0, Bp!, ldb, j0, "0", String(k), false)); return; }
+      if (!pack) { rowsDo((rows, i0) => vblock(rows, nv, i0, j0, Bp!, ldb, j0, "0", K, false)); return; }
       const chunked = k > KC;
-      const kc = chunked ? ctx.fresh("kc") : "0", kl = chunked ? ctx.fresh("kl") : String(k);
+      const kc = chunked ? ctx.fresh("kc") : "0", kl = chunked ? ctx.fresh("kl") : K;
       if (chunked) {
-        ctx.open(`for (int64_t ${kc} = 0; ${kc} < ${k}; ${kc} += ${KC}) {`);
-        ctx.line(`const int64_t ${kl} = ${k} - ${kc} < ${KC} ? ${k} - ${kc} : ${KC};`);
+        ctx.open(`for (int64_t ${kc} = 0; ${kc} < ${K}; ${kc} += ${KC}) {`);
+        ctx.line(`const int64_t ${kl} = ${K} - ${kc} < ${KC} ? ${K} - ${kc} : ${KC};`);
       }
       const kk = ctx.fresh("k");
       if (bT) ctx.line(`tspto_pack_bt(${PB}, ${W}, ${Bp}, ${ldb}, ${j0}, ${kc}, ${kl});`);
@@ -170,34 +214,36 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     let j1 = 0;
     if (n64 > 0) {
       const j0 = ctx.fresh("j");
-      ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n64}; ${j0} += 64) {`);
+      ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n64}${and(colsBelow(j0))}; ${j0} += 64) {`);
       panel(4, j0);
       ctx.close();
       j1 = n64;
     }
-    if (n - j1 >= 32) { panel(2, String(j1)); j1 += 32; }
+    if (n - j1 >= 32) { const jj = j1; guarded(ctx, colsBelow(String(jj)), () => panel(2, String(jj))); j1 += 32; }
     if (n - j1 >= 16) {
       const jj = j1;
-      if (bT) panel(1, String(jj)); else rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj), "0", String(k), false));
+      guarded(ctx, colsBelow(String(jj)), () => {
+        if (bT) panel(1, String(jj)); else rowsDo((rows, i0) => vblock(rows, 1, i0, String(jj), Bp!, ldb, String(jj), "0", K, false));
+      });
       j1 += 16;
     }
-    if (n > j1) { const jj = j1; rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj))); }
+    if (n > j1) { const jj = j1; guarded(ctx, colsBelow(String(jj)), () => rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj)))); }
     return;
   }
   const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
   const ec = accArg ? ctx.elements(accArg) : null;
   const o = destPtr(ctx, dest);
   const i = ctx.fresh("i"), kk = ctx.fresh("k"), j = ctx.fresh("j");
-  ctx.open(`for (int64_t ${i} = 0; ${i} < ${m}; ++${i}) {`);
+  ctx.open(`for (int64_t ${i} = 0; ${i} < ${cdim(mValid)}; ++${i}) {`);
   {
     // integers: int64 accumulators, 256 columns at a time, saturated to int32 at the end
     const B = 256;
     const j0 = ctx.fresh("j"), jn = ctx.fresh("jn"), acc = ctx.fresh("acc"), aik = ctx.fresh("aik");
-    ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${n}; ${j0} += ${B}) {`);
-    ctx.line(`const int64_t ${jn} = ${n} - ${j0} < ${B} ? ${n} - ${j0} : ${B};`);
+    ctx.open(`for (int64_t ${j0} = 0; ${j0} < ${cdim(nValid)}; ${j0} += ${B}) {`);
+    ctx.line(`const int64_t ${jn} = ${cdim(nValid)} - ${j0} < ${B} ? ${cdim(nValid)} - ${j0} : ${B};`);
     ctx.line(`int64_t ${acc}[${B}];`);
     ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] = ${ec ? `(int64_t)${ec(`${i} * ${n} + ${j0} + ${j}`)}` : "0"};`);
-    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${k}; ++${kk}) {`);
+    ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${K}; ++${kk}) {`);
     ctx.line(`const int64_t ${aik} = (int64_t)${ea(`${i} * ${k} + ${kk}`)};`);
     ctx.line("#pragma GCC ivdep");
     ctx.line(`for (int64_t ${j} = 0; ${j} < ${jn}; ++${j}) ${acc}[${j}] += ${aik} * (int64_t)${eb(`${kk} * ${n} + ${j0} + ${j}`)};`);

@@ -1,5 +1,5 @@
 // tile.load and tile.store: the window checks and the loops between a tensor and a tile.
-import { DTYPE_BYTES, type Expr, type Span, type TileType, TsptoCompileError, numel, shapeStr, tileElemBytes } from "../../../ir/index.js";
+import { DTYPE_BYTES, type Expr, type Span, type TileType, TsptoCompileError, shapeStr } from "../../../ir/index.js";
 import { cstr, intLit, loadConv, scratchCType, spanWhere, storageCType, storeConv } from "./ctypes.js";
 import { type KernelCtx, type TensorRef, def } from "./table.js";
 import { type CDim, cdim, cmul, cnumel, csub, cstrides } from "./dims.js";
@@ -122,9 +122,6 @@ const STREAM_CHUNK = 256;
  */
 export const STREAM_MIN_BYTES = 32 << 20;
 
-/** A region's element count when static, else null (a runtime valid extent). */
-const staticNumel = (region: readonly CDim[]): number | null => (region.every((d) => typeof d === "number") ? numel(region as number[]) : null);
-
 def("tile.load", {
   kind: "tile-stmt",
   emitInto(ctx, call, dest) {
@@ -136,8 +133,7 @@ def("tile.load", {
     const d = ctx.fresh("d"), s = ctx.fresh("s");
     ctx.line(`${S}* __restrict ${d} = (${S}*)(${dest.ptr});`);
     ctx.line(`const ${T}* __restrict ${s} = (const ${T}*)${t.ptr};`);
-    const n = staticNumel(region);
-    if (n === null || n < numel(type.shape)) ctx.line(`std::memset(${d}, 0, ${numel(type.shape) * tileElemBytes(type.dtype)});`);
+    // the valid region only: the pad is left as it is (no op but fillpad reads it; docs/semantics.md)
     regionLoops(ctx, region, offs, cstrides(t.dims), strides(type.shape), (ti, si) => `${d}[${si}] = ${loadConv(type.dtype, `${s}[${ti}]`)};`);
   },
 });

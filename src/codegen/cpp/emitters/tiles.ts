@@ -15,12 +15,37 @@ export function destPtr(ctx: KernelCtx, dest: TileDest): string {
   return o;
 }
 
-/** Nested loops over `shape` (row-major); body(indexVars) gives the innermost statement. */
-export function shapeLoops(ctx: KernelCtx, shape: readonly number[], body: (idx: string[]) => string): void {
+/**
+ * One statement per element of the valid region `region` (extents: numbers, or C++ int64
+ * expressions of run-time ones) of a tile of `shape`, row-major: `stmt(linearIndex)`. The
+ * trailing axes where the region is the whole tile are one flat, contiguous inner loop (the
+ * whole tile: a single loop over every element); the axes before them are loops of their own.
+ */
+export function regionLoop(ctx: KernelCtx, shape: readonly number[], region: readonly CDim[], stmt: (idx: string) => string, ivdep = true): void {
+  let p = shape.length - 1;                      // the last axis where the region is not the whole extent
+  while (p >= 0 && region[p] === shape[p]) p--;
+  const inner = shape.slice(p + 1).reduce((a, b) => a * b, 1);
+  const strides = shape.map((_, ax) => shape.slice(ax + 1).reduce((a, b) => a * b, 1));
+  const idx: string[] = [];
+  for (let ax = 0; ax < p; ax++) {
+    const v = ctx.fresh("r");
+    idx.push(`${v} * ${strides[ax]}`);
+    ctx.open(`for (int64_t ${v} = 0; ${v} < ${cdim(region[ax])}; ++${v}) {`);
+  }
+  const count = p < 0 ? inner : typeof region[p] === "number" ? (region[p] as number) * inner : inner === 1 ? `(${region[p]})` : `(${region[p]}) * ${inner}`;
+  const i = ctx.fresh("i");
+  const at = idx.length ? `${idx.join(" + ")} + ${i}` : i;
+  if (ivdep) ctx.line("#pragma GCC ivdep");
+  ctx.line(`for (int64_t ${i} = 0; ${i} < ${count}; ++${i}) ${stmt(at)}`);
+  for (let ax = 0; ax < p; ax++) ctx.close();
+}
+
+/** Nested loops over `shape` (row-major; an extent may be a C++ expression: a run-time valid extent); body(indexVars) gives the innermost statement. */
+export function shapeLoops(ctx: KernelCtx, shape: readonly CDim[], body: (idx: string[]) => string): void {
   const idx = shape.map(() => ctx.fresh("i"));
   shape.forEach((d, ax) => {
     if (ax === shape.length - 1) ctx.line("#pragma GCC ivdep");
-    ctx.open(`for (int64_t ${idx[ax]} = 0; ${idx[ax]} < ${d}; ++${idx[ax]}) {`);
+    ctx.open(`for (int64_t ${idx[ax]} = 0; ${idx[ax]} < ${cdim(d)}; ++${idx[ax]}) {`);
   });
   ctx.line(body(idx));
   shape.forEach(() => ctx.close());
