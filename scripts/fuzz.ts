@@ -1,6 +1,7 @@
 // `npm run fuzz`: long runs of both fuzzers, printing counts.
-//   npm run fuzz                      1M misuse calls (in child processes of 50k calls) + 300 differential batches
-//   npm run fuzz -- --calls 200000 --batches 50 --seed 7
+//   npm run fuzz                      1M misuse calls (in child processes of 50k calls) + 400 differential batches
+//                                     (every 5th also built at -O0 and compared bit for bit with -O3)
+//   npm run fuzz -- --calls 200000 --batches 50 --seed 7 --o0-every 2
 // Exit status 1 when either fuzzer found something (each finding is printed with its seed).
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -12,7 +13,8 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const CALLS = arg("calls", 1_000_000);
-const BATCHES = arg("batches", 300);
+const BATCHES = arg("batches", 400);
+const O0_EVERY = arg("o0-every", 5);
 const BATCH_SIZE = arg("batch-size", 14);
 const SEED = arg("seed", Date.now() % 100_000);
 const CHUNK = 50_000;
@@ -49,11 +51,15 @@ console.log(`\rmisuse: ${totals.calls} calls in ${totals.processes} processes: $
 console.log(`  errors by code: ${Object.entries(totals.errors).sort((a, b) => b[1] - a[1]).map(([c, v]) => `${c} ${v}`).join(", ")}`);
 
 // ---- differential
-let cases = 0, mismatches = 0;
+let cases = 0, mismatches = 0, o0Batches = 0;
+const opsSeen = new Set<string>();
 for (let b = 0; b < BATCHES; b++) {
   const seed = SEED * 1000 + b;
   try {
-    const r = await runBatch(seed, BATCH_SIZE);
+    const o0 = O0_EVERY > 0 && b % O0_EVERY === 0;
+    const r = await runBatch(seed, BATCH_SIZE, ["cpu", "interp"], { o0 });
+    if (o0) o0Batches++;
+    for (const o of r.ops) opsSeen.add(o);
     cases += r.cases;
     for (const m of r.mismatches) {
       mismatches++;
@@ -68,6 +74,6 @@ for (let b = 0; b < BATCHES; b++) {
 }
 closeFuzzWorkers();
 cleanupFuzz();
-console.log(`\rdifferential: ${BATCHES} batches, ${cases} random kernels on cpu and interp, ${mismatches} mismatches`);
+console.log(`\rdifferential: ${BATCHES} batches, ${cases} random kernels on cpu and interp (${o0Batches} batches also at -O0), ${opsSeen.size} registry ops, ${mismatches} mismatches`);
 console.log(`seed ${SEED}, ${((Date.now() - t0) / 1000).toFixed(0)} s: ${failed ? "FOUND PROBLEMS" : "nothing found"}`);
 process.exit(failed ? 1 : 0);

@@ -165,7 +165,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
       if (typeof a === "number" || typeof a === "boolean") {
         const dyn = p.kind === "scalar" && p.annotated?.kind === "scalar";
         if (dyn) checkScalar((p.annotated as { dtype: DType }).dtype, a, p.name, i, def.name); // 1.5 / NaN / true for an int
-        const type: Type = dyn ? p.annotated! : scalarT(typeof a === "boolean" ? "bool" : Number.isInteger(a) ? "int64" : "float32");
+        const type: Type = dyn ? p.annotated! : scalarT(typeof a === "boolean" ? "bool" : Number.isInteger(a) && !Object.is(a, -0) ? "int64" : "float32"); // -0 is no integer
         key += dyn ? `|${p.name}:s` : `|${p.name}=${typeof a === "boolean" ? a : Object.is(a, -0) ? "-0" : a}`;
         sig.push(dyn ? { t: "dynamic", name: p.name, dtype: (p.annotated as { dtype: DType }).dtype } : { t: "value", name: p.name, value: a });
         return dyn ? { name: p.name, type } : { name: p.name, type, value: a };

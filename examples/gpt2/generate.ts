@@ -2,6 +2,9 @@
 //
 //   npx tsx examples/gpt2/generate.ts --model DIR --tokens 464,3290,318 --max-new 16
 //        [--logits-out FILE] [--platform cpu|interp|...] [--prompt "text"] [--random-init SEED]
+//   mpirun -np 2 node --import tsx examples/gpt2/generate.ts --tp 2 --model DIR --tokens ...
+//   mpirun -np 2 node --import tsx examples/gpt2/generate.ts --dp --model DIR --tokens "464,3290;318,257,1"
+//        (as root add --allow-run-as-root; more ranks than cores: --oversubscribe; other hosts: -H a,b or --hostfile)
 //
 // --model: a Hugging Face GPT-2 directory (config.json + model.safetensors). --random-init SEED
 // builds a GPT-2 small-shaped model with seeded N(0, 0.02) weights instead. --prompt tokenizes
@@ -9,14 +12,24 @@
 // as one comma-separated line (and, with --prompt, the text on stderr); --logits-out writes
 // float32 little-endian logits, one row of vocab_size per generated token (the distribution it
 // was chosen from).
+//
+// --tp N: tensor parallelism over the N ranks of the mpirun job (one device each): every rank
+// loads the checkpoint and keeps its 1/N of each block's weights (heads and MLP units), of the
+// vocabulary (wte rows) and of the KV caches resident; the ranks all-reduce the residual stream
+// after the embedding and twice per layer and gather the logits; rank 0 prints and writes them,
+// and they match the single-process run within float32 rounding.
+// --dp: data parallelism: --tokens holds a batch of prompts separated by ';', the batch is split
+// over the ranks (a contiguous block each, the first ones one longer when the ranks do not
+// divide it), each rank generates its prompts on a whole model, and rank 0 prints one line per
+// prompt (and writes every prompt's logits, prompt after prompt) after a gather.
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { TsptoError } from "tspto";
+import { DistributedWorker, RunConfig, TsptoError } from "tspto";
 import { CheckpointError, GPT2_SMALL, loadCheckpoint, randomWeights, type GPT2Config, type GPT2Weights } from "./weights.js";
 import { SafetensorsError } from "./safetensors.js";
 import { GPT2Model } from "./model.js";
 
-const USAGE = "usage: generate.ts (--model DIR | --random-init SEED) (--tokens 464,3290,318 | --prompt TEXT) [--max-new N] [--logits-out FILE] [--platform P]";
+const USAGE = "usage: generate.ts (--model DIR | --random-init SEED) (--tokens 464,3290,318 | --prompt TEXT) [--max-new N] [--logits-out FILE] [--platform P] [--tp N | --dp] (--tp N > 1 and --dp under mpirun)";
 
 class UsageError extends Error {}
 
@@ -26,6 +39,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       model: { type: "string" }, "random-init": { type: "string" }, tokens: { type: "string" }, prompt: { type: "string" },
       "max-new": { type: "string", default: "16" }, "logits-out": { type: "string" }, platform: { type: "string", default: "cpu" },
+      tp: { type: "string", default: "1" }, dp: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -34,6 +48,10 @@ async function main(argv: string[]): Promise<void> {
   if ((values.tokens === undefined) === (values.prompt === undefined)) throw new UsageError("give one of --tokens and --prompt");
   const maxNew = Number(values["max-new"]);
   if (!Number.isInteger(maxNew) || maxNew < 1) throw new UsageError(`--max-new must be a positive integer, got '${values["max-new"]}'`);
+  const tp = Number(values.tp);
+  if (!Number.isInteger(tp) || tp < 1) throw new UsageError(`--tp must be a positive integer, got '${values.tp}'`);
+  if (tp > 1 && values.dp) throw new UsageError("give one of --tp N and --dp");
+  if (values.dp && values.prompt !== undefined) throw new UsageError("--dp takes a batch of --tokens prompts separated by ';'");
 
   let config: GPT2Config, weights: GPT2Weights;
   const t0 = performance.now();
@@ -44,40 +62,85 @@ async function main(argv: string[]): Promise<void> {
     config = GPT2_SMALL;
     weights = randomWeights(config, seed);
   }
-  let prompt: number[];
+  let prompts: number[][];
   let decode: ((ids: number[]) => string) | null = null;
   if (values.prompt !== undefined) {
     const tok = await import("gpt-tokenizer/encoding/r50k_base");
-    prompt = tok.encode(values.prompt);
+    prompts = [tok.encode(values.prompt)];
     decode = (ids) => tok.decode(ids);
   } else {
-    prompt = values.tokens!.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => {
+    const parts = values.tokens!.split(";");
+    if (parts.length > 1 && !values.dp) throw new UsageError("--tokens: ';' separates the prompts of a batch, which needs --dp");
+    prompts = parts.map((p) => p.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => {
       const n = Number(s);
       if (!Number.isInteger(n) || n < 0 || n >= config.vocabSize) throw new UsageError(`--tokens: '${s}' is not a token id in [0, ${config.vocabSize})`);
       return n;
-    });
+    }));
   }
-  if (prompt.length === 0) throw new UsageError("the prompt has no tokens");
-  if (prompt.length + maxNew > config.nPositions) throw new UsageError(`prompt (${prompt.length}) + --max-new (${maxNew}) exceeds n_positions = ${config.nPositions}`);
+  for (const prompt of prompts) {
+    if (prompt.length === 0) throw new UsageError(prompts.length > 1 ? "a prompt of the batch has no tokens" : "the prompt has no tokens");
+    if (prompt.length + maxNew > config.nPositions) throw new UsageError(`prompt (${prompt.length}) + --max-new (${maxNew}) exceeds n_positions = ${config.nPositions}`);
+  }
+  if (config.nHead % tp !== 0) throw new UsageError(`--tp ${tp}: n_head = ${config.nHead} is not divisible by ${tp} (each rank takes n_head / tp whole heads)`);
   const t1 = performance.now();
-  const model = new GPT2Model(config, weights, { platform: values.platform });
-  const t2 = performance.now();
+  const parallel = tp > 1 || values.dp;
+  // Under mpirun every rank runs this same command; tp / dp need the job's ranks.
+  const dist = parallel ? new DistributedWorker({ mpi: "required", devices: 1, config: new RunConfig({ platform: values.platform }) }) : undefined;
   try {
-    const rows: Float32Array[] = [];
-    const out = model.generate(prompt, maxNew, (_t, logits) => { if (values["logits-out"]) rows.push(logits.slice()); });
-    const t3 = performance.now();
-    if (values["logits-out"]) {
-      const all = new Float32Array(rows.length * config.vocabSize);
-      rows.forEach((r, i) => all.set(r, i * config.vocabSize));
-      writeFileSync(values["logits-out"], new Uint8Array(all.buffer));
+    if (dist && tp > 1 && dist.size !== tp) throw new UsageError(`--tp ${tp} needs ${tp} ranks, this mpirun job has ${dist.size} (mpirun -np ${tp} ...)`);
+    if (dist && values.dp && prompts.length < dist.size) throw new UsageError(`--dp: ${prompts.length} prompt${prompts.length === 1 ? "" : "s"} for ${dist.size} ranks (every rank needs at least one)`);
+    const rank0 = (dist?.rank ?? 0) === 0;
+    const say = (s: string) => { if (rank0) process.stderr.write(s); };
+    const model = new GPT2Model(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined });
+    const t2 = performance.now();
+    try {
+      // --dp: this rank's prompts (a contiguous block of the batch); the generated ids and logits go into shards of [B, maxNew] and [B, maxNew * V]
+      const B = prompts.length, V = config.vocabSize;
+      const ids = values.dp ? dist!.allocSharded([B, maxNew], "int32") : null;
+      const lg = values.dp && values["logits-out"] ? dist!.allocSharded([B, maxNew * V], "float32") : null;
+      const first = ids ? ids.shardShapes.slice(0, dist!.rank).reduce((a, s) => a + s[0], 0) : 0;
+      const mine = ids ? prompts.slice(first, first + ids.shardShapes[dist!.rank][0]) : prompts;
+      const outs: number[][] = [];
+      const rows: Float32Array[] = [];
+      for (const prompt of mine) {
+        model.reset();
+        outs.push(model.generate(prompt, maxNew, (_t, logits) => { if (values["logits-out"]) rows.push(logits.slice()); }));
+      }
+      const t3 = performance.now();
+      let all = outs, logits = rows;
+      if (ids) {
+        dist!.workers[0].copyTo(ids.shards[0], Int32Array.from(outs.flat()), ids.shards[0].nbytes);
+        all = chunk(Array.from(dist!.gather(ids).data as Int32Array), maxNew);
+        if (lg) {
+          const mineLogits = new Float32Array(rows.length * V);
+          rows.forEach((r, i) => mineLogits.set(r, i * V));
+          dist!.workers[0].copyTo(lg.shards[0], mineLogits, mineLogits.byteLength);
+          const whole = dist!.gather(lg).data as Float32Array;
+          logits = Array.from({ length: B * maxNew }, (_, i) => whole.subarray(i * V, (i + 1) * V));
+        }
+      }
+      if (rank0) {
+        if (values["logits-out"]) {
+          const buf = new Float32Array(logits.length * V);
+          logits.forEach((r, i) => buf.set(r, i * V));
+          writeFileSync(values["logits-out"], new Uint8Array(buf.buffer));
+        }
+        for (const out of all) process.stdout.write(`${out.join(",")}\n`);
+        if (decode) process.stderr.write(`${decode([...prompts[0], ...all[0]])}\n`);
+      }
+      const how = tp > 1 ? `, tensor parallel over ${tp} ranks on ${[...new Set(dist!.hosts)].join(", ")} (${model.comm.count} collectives, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks on ${[...new Set(dist.hosts)].join(", ")} (rank 0: ${mine.length} of ${B} prompts)` : "";
+      say(`gpt2 on ${values.platform}${how}: load ${(t1 - t0).toFixed(0)} ms, compile + upload ${(t2 - t1).toFixed(0)} ms, ` +
+        `${mine.map((p) => p.length).join("+")} prompt + ${maxNew * mine.length} new tokens in ${(t3 - t2).toFixed(0)} ms\n`);
+    } finally {
+      model.close();
     }
-    process.stdout.write(`${out.join(",")}\n`);
-    if (decode) process.stderr.write(`${decode([...prompt, ...out])}\n`);
-    process.stderr.write(`gpt2 on ${values.platform}: load ${(t1 - t0).toFixed(0)} ms, compile + upload ${(t2 - t1).toFixed(0)} ms, ` +
-      `${prompt.length} prompt + ${maxNew} new tokens in ${(t3 - t2).toFixed(0)} ms\n`);
   } finally {
-    model.close();
+    dist?.close();
   }
+}
+
+function chunk(xs: number[], n: number): number[][] {
+  return Array.from({ length: xs.length / n }, (_, i) => xs.slice(i * n, (i + 1) * n));
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {

@@ -6,41 +6,59 @@
 //
 // The programs are made per model shape (kernels(config)): the widths come from config.json, so
 // they reach the kernels through `opts.scope` and annotate the shapes as `typeof D`.
-import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type RegistrationHandle } from "tspto";
-import type { GPT2Config, GPT2Weights } from "./weights.js";
+//
+// Tensor parallelism (Megatron-style) is the same programs at one rank's shapes
+// (kernels(config, tp)) and the same model class given a DistributedWorker: each rank holds
+// n_head / tp heads and 4D / tp MLP units of every block (shardLayer cuts them from the
+// checkpoint) and vocab_size / tp rows of the tied wte; the residual stream is all-reduced after
+// the embedding, after attention and after the MLP, and the logits are gathered.
+import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
+import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 
-/** The three programs of a GPT-2 of this shape. */
-export function kernels(c: GPT2Config) {
-  const D = c.nEmbd, QKV = 3 * c.nEmbd, H = c.nHead, HD = c.nEmbd / c.nHead, FF = 4 * c.nEmbd, V = c.vocabSize, P = c.nPositions;
+/**
+ * The programs of a GPT-2 of this shape, for one rank of a `tp`-way tensor-parallel run (tp = 1:
+ * the whole model). A rank holds nHead / tp heads (width DL = D / tp of q, k and v) and the
+ * slice FF = 4D / tp of the MLP's hidden layer: the shapes below are that rank's. attn and mlp
+ * each end in a row-parallel matmul (attention's out-projection, the MLP's second layer) whose
+ * product is only this rank's part of the sum; the residual and the bias join it through
+ * `keep` (1 on rank 0, 0 on the others), so one allReduce(sum) of x after each of them gives
+ * every rank x + bias + the sum of all parts. The embedding and the tied head are
+ * vocabulary-parallel: a rank holds `vocab` consecutive rows of wte, embeds the tokens among
+ * them (`mine` = 1 for those rows, 0 for the others, whose lookup is clamped) plus keep * wpe,
+ * for one allReduce of x, and computes the logits of its rows. With tp = 1 and keep = 1 nothing
+ * is reduced.
+ */
+export function kernels(c: GPT2Config, tp = 1, vocab = c.vocabSize) {
+  if (!Number.isInteger(tp) || tp < 1 || c.nHead % tp !== 0) {
+    throw new Error(`tensor parallel: n_head = ${c.nHead} is not divisible by tp = ${tp} (each rank takes n_head / tp whole heads)`);
+  }
+  const D = c.nEmbd, H = c.nHead / tp, HD = c.nEmbd / c.nHead, DL = H * HD, QKV = 3 * DL, FF = (4 * c.nEmbd) / tp, V = vocab, P = c.nPositions;
   const EPS = c.eps, INV_D = 1 / D, SCALE = 1 / Math.sqrt(HD), GELU_C = Math.sqrt(2 / Math.PI);
-  const scope = { D, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
+  const scope = { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
 
-  /** x[S, D] = wte[ids] + wpe[pos .. pos + S] */
-  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>, wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>,
-    pos: pl.Scalar<pl.INT64>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
+  /** x[S, D] = mine * wte[ids] + keep * wpe[pos .. pos + S] (one process: mine = 1, keep = 1) */
+  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, mine: pl.Tensor<["S", 1], pl.FP32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>,
+    wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>, pos: pl.Scalar<pl.INT64>, keep: pl.Scalar<pl.FP32>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(pl.gather(wte, ids), pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0])));
+      pl.assign(x, pl.add(pl.rowExpandMul(pl.gather(wte, ids), mine), pl.mul(pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0]), keep)));
     });
     return x;
   }, { scope });
 
   /**
-   * One transformer block on the S new tokens, in place on the residual stream x. kc / vc are
-   * the first L rows of the layer's caches (L = the tokens so far, these S included); the new
-   * keys and values are written into their last S rows.
+   * The attention half of a transformer block on the S new tokens, in place on the residual
+   * stream x: x = att @ projW + keep * (x + projB), att over this rank's H heads. kc / vc are
+   * the first L rows of the layer's caches of these heads (L = the tokens so far, these S
+   * included); the new keys and values are written into their last S rows.
    */
-  const block = pl.jit(function block(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+  const attn = pl.jit(function attn(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
     ln1w: pl.Tensor<[1, typeof D], pl.FP32>, ln1b: pl.Tensor<[1, typeof D], pl.FP32>,
     attnW: pl.Tensor<[typeof D, typeof QKV], pl.FP32>, attnB: pl.Tensor<[1, typeof QKV], pl.FP32>,
-    projW: pl.Tensor<[typeof D, typeof D], pl.FP32>, projB: pl.Tensor<[1, typeof D], pl.FP32>,
-    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
-    fcW: pl.Tensor<[typeof D, typeof FF], pl.FP32>, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
-    fcProjW: pl.Tensor<[typeof FF, typeof D], pl.FP32>, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>,
-    kc: pl.InOut<pl.Tensor<["L", typeof D], pl.FP32>>, vc: pl.InOut<pl.Tensor<["L", typeof D], pl.FP32>>) {
+    projW: pl.Tensor<[typeof DL, typeof D], pl.FP32>, projB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>,
+    kc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>, vc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>) {
     const h = pl.createTensor(["S", D], pl.FP32);
     const qkv = pl.createTensor(["S", QKV], pl.FP32);
-    const att = pl.createTensor(["S", D], pl.FP32);
-    const f = pl.createTensor(["S", FF], pl.FP32);
+    const att = pl.createTensor(["S", DL], pl.FP32);
     const scores = pl.createTensor(["S", "L"], pl.FP32);
     pl.at(pl.Level.CORE_GROUP, () => {
       const mean = pl.mul(pl.rowSum(x), INV_D);
@@ -54,8 +72,8 @@ export function kernels(c: GPT2Config) {
     pl.at(pl.Level.CORE_GROUP, () => {
       // the new keys and values: the cache's last S rows
       const past = pl.dim(kc, 0) - pl.dim(x, 0);
-      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), D], [0, D]), [past, 0]);
-      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), D], [0, 2 * D]), [past, 0]);
+      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, DL]), [past, 0]);
+      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, 2 * DL]), [past, 0]);
     });
     pl.at(pl.Level.CORE_GROUP, () => {
       const past = pl.dim(kc, 0) - pl.dim(x, 0);
@@ -72,8 +90,18 @@ export function kernels(c: GPT2Config) {
       }
     });
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(x, pl.add(pl.matmul(att, projW), projB)));
+      pl.assign(x, pl.add(pl.matmul(att, projW), pl.mul(pl.add(x, projB), keep)));
     });
+    return x;
+  }, { scope });
+
+  /** The MLP half, in place on x: x = gelu(LN2(x) @ fcW + fcB) @ fcProjW + keep * (x + fcProjB), over this rank's FF hidden units. */
+  const mlp = pl.jit(function mlp(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
+    fcW: pl.Tensor<[typeof D, typeof FF], pl.FP32>, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
+    fcProjW: pl.Tensor<[typeof FF, typeof D], pl.FP32>, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>) {
+    const h = pl.createTensor(["S", D], pl.FP32);
+    const f = pl.createTensor(["S", FF], pl.FP32);
     pl.at(pl.Level.CORE_GROUP, () => {
       const mean = pl.mul(pl.rowSum(x), INV_D);
       const xc = pl.rowExpandSub(x, mean);
@@ -86,12 +114,12 @@ export function kernels(c: GPT2Config) {
       pl.assign(f, pl.mul(pl.mul(u, 0.5), pl.add(pl.tanh(pl.mul(pl.add(u, pl.mul(pl.mul(pl.mul(u, u), u), 0.044715)), GELU_C)), 1)));
     });
     pl.at(pl.Level.CORE_GROUP, () => {
-      pl.assign(x, pl.add(x, pl.add(pl.matmul(f, fcProjW), fcProjB)));
+      pl.assign(x, pl.add(pl.matmul(f, fcProjW), pl.mul(pl.add(x, fcProjB), keep)));
     });
     return x;
   }, { scope });
 
-  /** The last token's logits (the final LayerNorm, then x @ wteᵀ) and its argmax. */
+  /** The last token's logits (the final LayerNorm, then x @ wteᵀ: this rank's rows of wte) and their argmax. */
   const head = pl.jit(function head(x: pl.Tensor<["S", typeof D], pl.FP32>, lnfW: pl.Tensor<[1, typeof D], pl.FP32>, lnfB: pl.Tensor<[1, typeof D], pl.FP32>,
     wte: pl.Tensor<[typeof V, typeof D], pl.FP32>, logits: pl.Out<pl.Tensor<[1, typeof V], pl.FP32>>, next: pl.Out<pl.Tensor<[1, 1], pl.INT32>>) {
     const hl = pl.createTensor([1, D], pl.FP32);
@@ -111,49 +139,110 @@ export function kernels(c: GPT2Config) {
     return logits;
   }, { scope });
 
-  return { embed, block, head };
+  return { embed, attn, mlp, head };
 }
 
-export interface ModelOptions { platform?: string; config?: RunConfig }
+export interface ModelOptions {
+  platform?: string; config?: RunConfig;
+  /**
+   * Tensor parallelism over the ranks of this DistributedWorker (one device per rank): this
+   * process holds its 1/size of every block's weights, of wte's rows and of the KV caches on
+   * dist.workers[0] (wpe, the LayerNorms and the row-parallel biases whole), reduces x after
+   * the embedding and after each row-parallel layer, and gathers the logits. Every rank constructs the model with the same
+   * weights and calls step() with the same tokens. The worker stays open (its owner closes it).
+   */
+  dist?: DistributedWorker;
+}
+
+/** This rank's part of a layer's weights under `tp`-way tensor parallelism (column-parallel qkv and fc, row-parallel proj and fcProj; LayerNorms and the row-parallel biases whole). */
+export function shardLayer(c: GPT2Config, l: LayerWeights, rank: number, tp: number): LayerWeights {
+  if (tp === 1) return l;
+  const D = c.nEmbd, DL = D / tp, FF = (4 * D) / tp;
+  const attnW = new Float32Array(D * 3 * DL), attnB = new Float32Array(3 * DL), fcW = new Float32Array(D * FF);
+  for (let i = 0; i < D; i++) {
+    // q, k and v of this rank's heads: columns [p D + rank DL, p D + (rank + 1) DL) of each part p
+    for (let p = 0; p < 3; p++) attnW.set(l.attnW.subarray(i * 3 * D + p * D + rank * DL, i * 3 * D + p * D + (rank + 1) * DL), i * 3 * DL + p * DL);
+    fcW.set(l.fcW.subarray(i * 4 * D + rank * FF, i * 4 * D + (rank + 1) * FF), i * FF);
+  }
+  for (let p = 0; p < 3; p++) attnB.set(l.attnB.subarray(p * D + rank * DL, p * D + (rank + 1) * DL), p * DL);
+  return {
+    ln1w: l.ln1w, ln1b: l.ln1b, attnW, attnB,
+    projW: l.projW.slice(rank * DL * D, (rank + 1) * DL * D), projB: l.projB,
+    ln2w: l.ln2w, ln2b: l.ln2b, fcW, fcB: l.fcB.slice(rank * FF, (rank + 1) * FF),
+    fcProjW: l.fcProjW.slice(rank * FF * D, (rank + 1) * FF * D), fcProjB: l.fcProjB,
+  };
+}
+
+type Programs = { embed: CompiledProgram; attn: CompiledProgram; mlp: CompiledProgram; head: CompiledProgram };
 
 /**
- * A GPT-2 on one worker: weights resident, one KV cache per layer resident and written in place,
- * the residual stream resident; each step is embed, n_layer blocks and the head.
+ * A GPT-2 on one worker (or one rank's part of it, with `dist`): weights resident, one KV cache
+ * per layer resident and written in place, the residual stream resident; each step is embed,
+ * per layer attn and mlp, and the head (under tensor parallelism an allReduce of x after
+ * embed, attn and mlp, and a gather of the logits).
  */
 export class GPT2Model {
   readonly worker: ChipWorker;
-  readonly programs: { embed: CompiledProgram; block: CompiledProgram; head: CompiledProgram };
+  readonly programs: Programs;
+  /** Ways of tensor parallelism (1 without `dist`) and this process's rank among them. */
+  readonly tp: number;
+  readonly rank: number;
   /** Tokens in the cache. */
   position = 0;
-  private readonly handles: { embed: RegistrationHandle; block: RegistrationHandle; head: RegistrationHandle };
-  private readonly dev: { wte: DeviceTensor; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: DeviceTensor[][]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
+  /** This rank's rows of the vocabulary (wte and the logits): [vocabStart, vocabStart + vocabRows). */
+  readonly vocabStart: number;
+  readonly vocabRows: number;
+  /** Time spent in collectives (ms: the allReduces of x, the gather of the logits) and how many, since construction (tensor parallelism only). */
+  readonly comm = { ms: 0, count: 0 };
+  private readonly logitShards: ShardedTensor | undefined;
+  private readonly dist: DistributedWorker | undefined;
+  private readonly keep: number;
+  private readonly handles: { embed: RegistrationHandle; attn: RegistrationHandle; mlp: RegistrationHandle; head: RegistrationHandle };
+  private readonly dev: { wte: DeviceTensor; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: { attn: DeviceTensor[]; mlp: DeviceTensor[] }[]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
   private readonly logits: Float32Array;
   private readonly next = new Int32Array(1);
 
   constructor(readonly config: GPT2Config, weights: GPT2Weights, opts: ModelOptions = {}) {
-    const cfg = opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" });
+    const dist = opts.dist;
+    if (dist && dist.devices !== 1) throw new Error(`tensor parallel: one device per rank (the DistributedWorker has ${dist.devices}); start one rank per device`);
+    this.dist = dist;
+    this.tp = dist?.size ?? 1;
+    this.rank = dist?.rank ?? 0;
+    this.keep = this.rank === 0 ? 1 : 0;
+    const cfg = dist ? dist.workers[0].config : (opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" }));
     const { nEmbd: D, vocabSize: V, nPositions: P } = config;
-    this.programs = compilePrograms(config, cfg);
-    this.worker = new ChipWorker(cfg);
+    const DL = D / this.tp, FF = (4 * D) / this.tp;
+    // The logits as one ShardedTensor over the ranks: its shards say which rows of wte each rank
+    // holds (the first V % tp ranks one more), and gather() assembles them.
+    this.logitShards = dist && this.tp > 1 ? dist.allocSharded([1, V], "float32", { axis: 1 }) : undefined;
+    const rows = this.logitShards?.shardShapes.map((sh) => sh[1]) ?? [V];
+    this.vocabRows = rows[this.rank];
+    this.vocabStart = rows.slice(0, this.rank).reduce((a, b) => a + b, 0);
+    this.programs = compilePrograms(config, cfg, this.tp, this.vocabRows);
+    this.worker = dist ? dist.workers[0] : new ChipWorker(cfg);
     const w = this.worker;
     const put = (shape: number[], data: Float32Array) => w.allocTensor(shape, "float32", { init: { data, shape } });
     this.dev = {
-      wte: put([V, D], weights.wte), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
-      layers: weights.layers.map((l) => [
-        put([1, D], l.ln1w), put([1, D], l.ln1b), put([D, 3 * D], l.attnW), put([1, 3 * D], l.attnB), put([D, D], l.projW), put([1, D], l.projB),
-        put([1, D], l.ln2w), put([1, D], l.ln2b), put([D, 4 * D], l.fcW), put([1, 4 * D], l.fcB), put([4 * D, D], l.fcProjW), put([1, D], l.fcProjB),
-      ]),
-      kc: weights.layers.map(() => w.allocTensor([P, D], "float32")),
-      vc: weights.layers.map(() => w.allocTensor([P, D], "float32")),
+      wte: put([this.vocabRows, D], weights.wte.subarray(this.vocabStart * D, (this.vocabStart + this.vocabRows) * D)), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
+      layers: weights.layers.map((full) => {
+        const l = shardLayer(config, full, this.rank, this.tp);
+        return {
+          attn: [put([1, D], l.ln1w), put([1, D], l.ln1b), put([D, 3 * DL], l.attnW), put([1, 3 * DL], l.attnB), put([DL, D], l.projW), put([1, D], l.projB)],
+          mlp: [put([1, D], l.ln2w), put([1, D], l.ln2b), put([D, FF], l.fcW), put([1, FF], l.fcB), put([FF, D], l.fcProjW), put([1, D], l.fcProjB)],
+        };
+      }),
+      kc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
+      vc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
       x: w.allocTensor([P, D], "float32"),
     };
-    this.handles = { embed: w.register(this.programs.embed), block: w.register(this.programs.block), head: w.register(this.programs.head) };
+    this.handles = { embed: w.register(this.programs.embed), attn: w.register(this.programs.attn), mlp: w.register(this.programs.mlp), head: w.register(this.programs.head) };
     this.logits = new Float32Array(V);
   }
 
   /**
    * Runs `tokens` (a prompt, or the one token just generated) after the cached ones; returns the
-   * logits of the last of them (a view, overwritten by the next step) and its argmax.
+   * logits of the last of them (a view, overwritten by the next step) and its argmax. Under
+   * tensor parallelism every rank passes the same tokens and gets the same logits.
    */
   step(tokens: readonly number[]): { logits: Float32Array; next: number } {
     const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
@@ -161,22 +250,63 @@ export class GPT2Model {
     if (L > this.config.nPositions) throw new Error(`step: ${L} tokens exceed n_positions = ${this.config.nPositions}`);
     for (const t of tokens) if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`step: token ${t} is outside the vocabulary [0, ${V})`);
     const x = this.dev.x.narrow(0, 0, S);
-    this.handles.embed({ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x);
+    const [ids, mine] = this.localIds(tokens);
+    this.handles.embed({ data: ids, shape: [S] }, { data: mine, shape: [S, 1] }, this.dev.wte, this.dev.wpe, this.position, this.keep, x);
+    this.reduce(x);
     for (let i = 0; i < this.config.nLayer; i++) {
-      this.handles.block(x, ...this.dev.layers[i], this.dev.kc[i].narrow(0, 0, L), this.dev.vc[i].narrow(0, 0, L));
+      const l = this.dev.layers[i];
+      this.handles.attn(x, ...l.attn, this.keep, this.dev.kc[i].narrow(0, 0, L), this.dev.vc[i].narrow(0, 0, L));
+      this.reduce(x);
+      this.handles.mlp(x, ...l.mlp, this.keep);
+      this.reduce(x);
     }
-    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
     this.position = L;
-    return { logits: this.logits, next: this.next[0] };
+    if (!this.logitShards) {
+      this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
+      return { logits: this.logits, next: this.next[0] };
+    }
+    // this rank's logits into its shard, then every rank gathers all of them and takes the argmax
+    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, this.logitShards.shards[0], { data: this.next, shape: [1, 1] });
+    const t0 = performance.now();
+    this.logits.set(this.dist!.gather(this.logitShards).data as Float32Array);
+    this.comm.ms += performance.now() - t0;
+    this.comm.count++;
+    let best = 0;
+    for (let v = 1; v < V; v++) if (this.logits[v] > this.logits[best]) best = v;
+    return { logits: this.logits, next: best };
+  }
+
+  /** The tokens as rows of this rank's part of wte (0 for the others, which `mine` zeroes). */
+  private localIds(tokens: readonly number[]): [Int32Array, Float32Array] {
+    const ids = new Int32Array(tokens.length), mine = new Float32Array(tokens.length);
+    tokens.forEach((t, i) => {
+      const r = t - this.vocabStart;
+      const ok = r >= 0 && r < this.vocabRows;
+      ids[i] = ok ? r : 0;
+      mine[i] = ok ? 1 : 0;
+    });
+    return [ids, mine];
+  }
+
+  /** Sums every rank's x (the row-parallel layer's parts, rank 0's also carrying the residual and bias; after embed, each token's row from the rank that holds it). */
+  private reduce(x: DeviceTensor): void {
+    if (!this.dist) return;
+    const t0 = performance.now();
+    this.dist.allReduce(x, "sum");
+    this.comm.ms += performance.now() - t0;
+    this.comm.count++;
   }
 
   /** The launches one step of `tokens` makes (program, arguments, how many times), for benchmarks; runs nothing. */
   stepLaunches(tokens: readonly number[]): { compiled: CompiledProgram; args: unknown[]; count: number }[] {
-    const S = tokens.length, L = this.position + S, V = this.config.vocabSize;
+    const S = tokens.length, L = this.position + S, V = this.vocabRows;
     const x = this.dev.x.narrow(0, 0, S);
+    const l = this.dev.layers[0];
+    const [ids, mine] = this.localIds(tokens);
     return [
-      { compiled: this.programs.embed, args: [{ data: Int32Array.from(tokens), shape: [S] }, this.dev.wte, this.dev.wpe, this.position, x], count: 1 },
-      { compiled: this.programs.block, args: [x, ...this.dev.layers[0], this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
+      { compiled: this.programs.embed, args: [{ data: ids, shape: [S] }, { data: mine, shape: [S, 1] }, this.dev.wte, this.dev.wpe, this.position, this.keep, x], count: 1 },
+      { compiled: this.programs.attn, args: [x, ...l.attn, this.keep, this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
+      { compiled: this.programs.mlp, args: [x, ...l.mlp, this.keep], count: this.config.nLayer },
       { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
     ];
   }
@@ -196,18 +326,27 @@ export class GPT2Model {
   /** Forget the cached tokens (the caches are overwritten from position 0). */
   reset(): void { this.position = 0; }
 
-  close(): void { this.worker.close(); }
+  /** Closes the worker (without `dist`), or frees this model's tensors on the DistributedWorker's (which its owner closes). */
+  close(): void {
+    if (!this.dist) { this.worker.close(); return; }
+    if (this.dist.closed) return;
+    const d = this.dev;
+    for (const t of [d.wte, d.wpe, d.lnfW, d.lnfB, d.x, ...d.kc, ...d.vc, ...d.layers.flatMap((l) => [...l.attn, ...l.mlp])]) this.worker.freeTensor(t);
+    if (this.logitShards) this.dist.free(this.logitShards);
+  }
 }
 
-/** Compiles the three programs for this model shape from sample arguments (shapes only). */
-export function compilePrograms(c: GPT2Config, cfg: RunConfig): { embed: CompiledProgram; block: CompiledProgram; head: CompiledProgram } {
-  const k = kernels(c);
-  const { nEmbd: D, vocabSize: V, nPositions: P } = c;
+/** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
+export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize): Programs {
+  const k = kernels(c, tp, vocab);
+  const { nEmbd: D, nPositions: P } = c;
+  const V = vocab;
+  const DL = D / tp, FF = (4 * D) / tp;
   const f = (shape: number[]) => zeros(shape);
   const opts = { platform: cfg.platform, fpContract: cfg.fpContract };
-  const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([V, D]), f([P, D]), 0, f([1, D])), opts);
-  const block = ir.compile(k.block.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * D]), f([1, 3 * D]), f([D, D]), f([1, D]),
-    f([1, D]), f([1, D]), f([D, 4 * D]), f([1, 4 * D]), f([4 * D, D]), f([1, D]), f([2, D]), f([2, D])), opts);
+  const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([1, 1]), f([V, D]), f([P, D]), 0, 1, f([1, D])), opts);
+  const attn = ir.compile(k.attn.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * DL]), f([1, 3 * DL]), f([DL, D]), f([1, D]), 1, f([2, DL]), f([2, DL])), opts);
+  const mlp = ir.compile(k.mlp.lower(f([1, D]), f([1, D]), f([1, D]), f([D, FF]), f([1, FF]), f([FF, D]), f([1, D]), 1), opts);
   const head = ir.compile(k.head.lower(f([1, D]), f([1, D]), f([1, D]), f([V, D]), f([1, V]), zeros([1, 1], "int32")), opts);
-  return { embed, block, head };
+  return { embed, attn, mlp, head };
 }

@@ -69,8 +69,10 @@ typedef struct TsptoRuntimeApi {
                 int32_t naccesses);
   // Block until every submitted task has finished. Returns 0, or non-zero if a task failed.
   int (*wait_all)(void* ctx);
-  // Orchestration-level device buffers (createTensor). Zero-filled. Freed at launch end
-  // if not freed before. Returns 0 (and records a failure) when out of memory.
+  // Orchestration-level device buffers (createTensor). Zero-filled. Valid until the launch
+  // ends or `free`; the runtime may keep the memory for the program's next launch (the cpu
+  // device reuses a program's buffers, zero-filled again, instead of allocating each time).
+  // Returns 0 (and records a failure) when out of memory.
   int64_t (*alloc)(void* ctx, int64_t nbytes);
   void (*free)(void* ctx, int64_t addr);
   // Record a runtime error (e.g. a dynamic window out of bounds). The launch then throws

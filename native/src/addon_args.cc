@@ -125,6 +125,54 @@ uint32_t ModuleIdArg(Napi::Env env, Napi::Value v, const char* method) {
   return static_cast<uint32_t>(id);
 }
 
+namespace {
+// Data and element count of `v` when it is a typed array of `type` (one N-API call).
+bool TypedArrayOf(napi_env env, napi_value v, napi_typedarray_type type, void** data, size_t* length) {
+  napi_typedarray_type t;
+  // no arraybuffer / offset out-parameters: asking for the buffer materializes it in V8
+  if (napi_get_typedarray_info(env, v, &t, length, data, nullptr, nullptr) != napi_ok) {
+    const napi_extended_error_info* ignored;
+    napi_get_last_error_info(env, &ignored);  // not a typed array: clear the pending status
+    return false;
+  }
+  return t == type;
+}
+
+// A numeric slot of kind 3..6 into `value`; false when the slot defers to the args element
+// (an int slot holding NaN: a bigint beyond 2^53). The same rules (and messages) as the
+// element conversion below.
+bool ParseSlot(Napi::Env env, const char* method, uint32_t i, uint8_t kind, double d, int64_t* value) {
+  auto bad = [&](const char* expected) {
+    std::string got = (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 1e18)
+                          ? std::to_string(static_cast<int64_t>(d)) : std::to_string(d);
+    return BadArg(env, std::string(method) + ": argument " + std::to_string(i) + " (" +
+                           ArgKindName(kind) + ") must be " + expected + ", got " + got,
+                  false, i);
+  };
+  switch (kind) {
+    case kArgDevice:
+      if (!(d >= 0 && d <= kMaxSafeInteger && d == std::trunc(d))) throw bad("a device address (bigint)");
+      *value = static_cast<int64_t>(d);
+      return true;
+    case kArgInt:
+      if (std::isnan(d)) return false;
+      if (!(d == std::trunc(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+        throw bad("an integer in the int64 range");
+      }
+      *value = static_cast<int64_t>(d);
+      return true;
+    case kArgFloat:
+      std::memcpy(value, &d, sizeof d);
+      return true;
+    case kArgBool:
+      *value = d != 0 ? 1 : 0;
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 // Converts launch(moduleId, args, kinds) arguments. Host views are referenced by pointer
 // with their LIVE byte length (a detached buffer has 0); when `keep` is given (async
 // launch) each host view gets a persistent reference (keep[i], empty for other kinds) so
@@ -137,23 +185,40 @@ void ParseLaunch(const Napi::CallbackInfo& info, const char* method, uint32_t* m
     throw BadArg(env, std::string(method) + ": args must be an array, got " + Describe(info[1]));
   }
   Napi::Array arr = info[1].As<Napi::Array>();
-  if (!info[2].IsTypedArray() ||
-      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  const uint32_t n = arr.Length();
+  // kinds (Uint8Array) and the optional slots (Float64Array, one per argument: device
+  // addresses and scalars as numbers, read here in one block instead of one element lookup
+  // and conversion per argument): one napi_get_typedarray_info each (the Napi wrappers' type
+  // and length accessors would each ask again).
+  const uint8_t* kind_data = nullptr;
+  size_t kinds_len = 0;
+  if (!TypedArrayOf(env, info[2], napi_uint8_array, reinterpret_cast<void**>(const_cast<uint8_t**>(&kind_data)), &kinds_len)) {
     throw BadArg(env, std::string(method) + ": kinds must be a Uint8Array, got " + Describe(info[2]));
   }
-  Napi::Uint8Array kinds = info[2].As<Napi::Uint8Array>();
-  const uint32_t n = arr.Length();
-  if (kinds.ElementLength() != n) {
-    throw BadArg(env, std::string(method) + ": kinds has " + std::to_string(kinds.ElementLength()) +
+  if (kinds_len != n) {
+    throw BadArg(env, std::string(method) + ": kinds has " + std::to_string(kinds_len) +
                           " entries but args has " + std::to_string(n));
   }
-  const uint8_t* kind_data = kinds.Data();
+  const double* slots = nullptr;
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    size_t slots_len = 0;
+    void* data = nullptr;
+    if (!TypedArrayOf(env, info[3], napi_float64_array, &data, &slots_len) || slots_len != n) {
+      throw BadArg(env, std::string(method) + ": slots must be a Float64Array of " + std::to_string(n) +
+                            " entries (one per argument), got " + Describe(info[3]));
+    }
+    slots = static_cast<const double*>(data);
+  }
   out->resize(n);
   if (keep != nullptr) keep->resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     LaunchArg& a = (*out)[i];
     a = LaunchArg{};
     a.kind = kind_data[i];
+    if (slots != nullptr && a.kind >= kArgDevice && a.kind <= kArgBool &&
+        ParseSlot(env, method, i, a.kind, slots[i], &a.value)) {
+      continue;
+    }
     Napi::Value v = arr.Get(i);
     auto bad = [&](const char* expected) {
       return BadArg(env, std::string(method) + ": argument " + std::to_string(i) + " (" +

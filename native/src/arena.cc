@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "errors.h"
 
@@ -129,6 +130,12 @@ void Arena::ZeroBlock(uint64_t offset, uint64_t n) {
   std::memset(base_ + offset, 0, lo - offset);
   if (madvise(base_ + lo, hi - lo, MADV_DONTNEED) != 0) std::memset(base_ + lo, 0, hi - lo);
   std::memset(base_ + hi, 0, offset + n - hi);
+}
+
+void Arena::Zero(uint64_t addr, uint64_t nbytes) {
+  std::shared_lock<std::shared_mutex> region(region_mu_);
+  if (base_ == nullptr || nbytes == 0) return;
+  ZeroBlock(addr - reinterpret_cast<uint64_t>(base_), nbytes);
 }
 
 uint64_t Arena::TryAllocate(uint64_t nbytes, bool zero, std::string* error) {
@@ -292,6 +299,10 @@ uint64_t Arena::Pin(uint64_t addr, std::string* why) {
 
 uint64_t Arena::PinRange(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
   std::lock_guard<std::mutex> lock(mu_);
+  return PinRangeLocked(addr, nbytes, base, why);
+}
+
+uint64_t Arena::PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why) {
   auto it = live_.upper_bound(addr);
   if (it != live_.begin()) {
     --it;
@@ -335,6 +346,49 @@ void Arena::Unpin(uint64_t addr, uint64_t generation) {
     deferred_.erase(d);
   }
   ReleaseBlock(offset, reserved);
+}
+
+size_t Arena::PinAll(PinItem* items, size_t n, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t generation = PinRangeLocked(items[i].addr, items[i].nbytes, items[i].base, why);
+    if (generation == 0) {
+      for (size_t j = 0; j < i; ++j) {  // still live: pinned under this lock
+        auto p = live_.find(*items[j].base);
+        if (p != live_.end() && p->second.pins > 0) --p->second.pins;
+        *items[j].generation = 0;
+      }
+      return i;
+    }
+    *items[i].generation = generation;
+  }
+  return n;
+}
+
+void Arena::UnpinAll(const PinItem* items, size_t n) {
+  std::shared_lock<std::shared_mutex> region(region_mu_);
+  // Deferred frees whose last pin goes now: released after the lock (rare: no allocation
+  // unless there is one).
+  std::vector<std::pair<uint64_t, uint64_t>> release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (base_ == nullptr) return;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t addr = *items[i].base, generation = *items[i].generation;
+      auto it = live_.find(addr);
+      if (it != live_.end() && it->second.generation == generation) {
+        if (it->second.pins > 0) --it->second.pins;
+        continue;
+      }
+      auto d = deferred_.find(addr);
+      if (d == deferred_.end() || d->second.generation != generation) continue;
+      if (--d->second.pins > 0) continue;
+      release.emplace_back(addr - reinterpret_cast<uint64_t>(base_), d->second.reserved);
+      in_use_ -= d->second.reserved;
+      deferred_.erase(d);
+    }
+  }
+  for (const auto& r : release) ReleaseBlock(r.first, r.second);
 }
 
 bool Arena::IsLive(uint64_t addr) const {

@@ -81,10 +81,27 @@ class Arena {
   // Drops one hold of (addr, generation); releases a deferred free when it was the last.
   // A no-op after Release().
   void Unpin(uint64_t addr, uint64_t generation);
+  // One range of PinAll / UnpinAll: [addr, addr + nbytes) and where its allocation's start
+  // and generation go (PinRange's *base and result).
+  struct PinItem {
+    uint64_t addr;
+    uint64_t nbytes;
+    uint64_t* base;
+    uint64_t* generation;
+  };
+  // PinRange / Unpin of many ranges under one lock (a launch's device arguments): pins the
+  // items in order; on the first that no live allocation holds, unpins the ones pinned so
+  // far (their generations back to 0), sets `why` and returns its index; returns n when all
+  // were pinned. UnpinAll drops the holds of (*base, *generation).
+  size_t PinAll(PinItem* items, size_t n, std::string* why);
+  void UnpinAll(const PinItem* items, size_t n);
   // Free() that ignores addresses which are not live and a released arena (cleanup paths).
   void FreeQuiet(uint64_t addr);
   // True when `addr` is the start of a live allocation.
   bool IsLive(uint64_t addr) const;
+  // Zero-fills [addr, addr + nbytes) of an allocation the caller owns (memset, or for a
+  // large block madvise); a no-op on a released arena.
+  void Zero(uint64_t addr, uint64_t nbytes);
   // Checks that [addr, addr + nbytes) lies inside one live allocation; throws DeviceError
   // "<op>: ..." naming the address and the problem otherwise.
   void CheckRange(const char* op, uint64_t addr, uint64_t nbytes) const;
@@ -103,6 +120,7 @@ class Arena {
  private:
   std::string OutOfMemoryMessage(uint64_t nbytes) const;  // mu_ held
   std::string DescribeNonLiveLocked(uint64_t addr) const;  // mu_ held
+  uint64_t PinRangeLocked(uint64_t addr, uint64_t nbytes, uint64_t* base, std::string* why);  // mu_ held
   void InsertFree(uint64_t offset, uint64_t size);         // mu_ held
   void EraseFree(uint64_t offset, uint64_t size);          // mu_ held
   // Returns a block (whose record is already gone) to the free list; gives large blocks'

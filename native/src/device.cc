@@ -29,7 +29,7 @@ std::string WithTaskContext(const std::string& message) {
 }  // namespace
 
 DeviceCore::DeviceCore(const DeviceOptions& options) : options_(options) {
-  arena_ = std::make_unique<Arena>(options.memory_bytes);
+  arena_ = std::make_shared<Arena>(options.memory_bytes);
 
   api_.ctx = this;
   api_.scratch_bytes = static_cast<int64_t>(options.scratch_bytes);
@@ -114,6 +114,9 @@ void DeviceCore::D2H(void* dst, uint64_t addr, uint64_t nbytes, bool counted) {
 // Modules
 
 Module::~Module() {
+  if (arena) {
+    for (const LaunchBuffer& b : buffers) arena->FreeQuiet(b.addr);
+  }
   if (handle != nullptr) dlclose(handle);
 }
 
@@ -145,6 +148,7 @@ uint32_t DeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes) {
   module->entry = entry;
   module->path = path;
   module->arg_bytes = std::move(arg_bytes);
+  module->arena = arena_;
   return modules_.Add(std::move(module));
 }
 
@@ -220,20 +224,26 @@ void CheckResultViews(const std::vector<LaunchArg>& args,
   }
 }
 
+namespace {
+// The ranges of a plan's pinned device arguments, for Arena::PinAll / UnpinAll (one lock for
+// all of them). Per thread, reused: no allocation per launch.
+thread_local std::vector<Arena::PinItem> tl_pins;
+}  // namespace
+
 void LaunchPlan::Release() {
   if (!held || device == nullptr) return;
   held = false;
   Arena& arena = device->arena();
+  tl_pins.clear();
   for (LaunchArg& a : args) {
     if (a.staged != 0) {
       arena.FreeQuiet(a.staged);
       a.staged = 0;
     }
-    if (a.generation != 0) {
-      arena.Unpin(a.pin_base, a.generation);
-      a.generation = 0;
-    }
+    if (a.generation != 0) tl_pins.push_back({static_cast<uint64_t>(a.value), 0, &a.pin_base, &a.generation});
   }
+  if (!tl_pins.empty()) arena.UnpinAll(tl_pins.data(), tl_pins.size());
+  for (auto& p : tl_pins) *p.generation = 0;
 }
 
 void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
@@ -245,6 +255,7 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
   CheckArgCount(plan->args, expect, method);
   plan->held = true;  // from here on, a throw releases what was pinned/staged so far
   try {
+    tl_pins.clear();
     for (size_t i = 0; i < n; ++i) {
       LaunchArg& a = plan->args[i];
       switch (a.kind) {
@@ -255,20 +266,24 @@ void DeviceCore::Prepare(LaunchPlan* plan, const char* method, bool stage_now) {
           break;
         case kArgDevice: {
           // the allocation holding the bytes the program uses from this address (a view's
-          // address may lie inside it): pinned by its start and generation
-          std::string why;
+          // address may lie inside it): pinned by its start and generation, below
           const int64_t need = expect.Need(i, plan->args, method);
-          a.generation = arena_->PinRange(static_cast<uint64_t>(a.value), need > 0 ? static_cast<uint64_t>(need) : 0,
-                                          &a.pin_base, &why);
-          if (a.generation == 0) {
-            throw DeviceError(std::string(method) + ": argument " + std::to_string(i) +
-                                  " (device tensor): " + why,
-                              kCodeBadAddress, static_cast<int64_t>(i));
-          }
+          tl_pins.push_back({static_cast<uint64_t>(a.value), need > 0 ? static_cast<uint64_t>(need) : 0, &a.pin_base, &a.generation});
           break;
         }
         default:
           break;
+      }
+    }
+    if (!tl_pins.empty()) {
+      // every device argument pinned under one lock; the first that is not live is the error
+      std::string why;
+      const size_t bad = arena_->PinAll(tl_pins.data(), tl_pins.size(), &why);
+      if (bad < tl_pins.size()) {
+        size_t i = 0;
+        while (&plan->args[i].generation != tl_pins[bad].generation) ++i;
+        throw DeviceError(std::string(method) + ": argument " + std::to_string(i) + " (device tensor): " + why,
+                          kCodeBadAddress, static_cast<int64_t>(i));
       }
     }
     if (stage_now) {
@@ -328,8 +343,14 @@ uint64_t DeviceCore::LaunchLocked(LaunchPlan* plan) {
       std::lock_guard<std::mutex> lock(device->orch_mu_);
       for (uint64_t addr : device->orch_buffers_) device->arena_->FreeQuiet(addr);
       device->orch_buffers_.clear();
+      device->orch_kept_.clear();  // the module keeps them
+      device->orch_module_ = nullptr;
+      device->orch_next_ = 0;
     }
   } buffers{this};
+  // No task of this launch runs yet (submissions synchronize through the scheduler's lock).
+  orch_module_ = plan->module.get();
+  orch_next_ = 0;
 
   const size_t n = args.size();
   slots_.assign(n, 0);
@@ -478,16 +499,43 @@ int64_t DeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
     d->RecordFailure(WithTaskContext("rt->alloc: negative size " + std::to_string(nbytes)));
     return 0;
   }
-  std::string error;
-  const uint64_t addr = d->arena_->TryAllocate(static_cast<uint64_t>(nbytes), true, &error);
-  if (addr == 0) {
-    d->RecordFailure(WithTaskContext(error));
-    return 0;
-  }
+  const uint64_t n = static_cast<uint64_t>(nbytes);
   std::lock_guard<std::mutex> lock(d->orch_mu_);
-  d->orch_buffers_.push_back(addr);
+  Module* m = d->orch_module_;
+  const size_t k = d->orch_next_++;
+  uint64_t addr = 0;
+  if (m != nullptr && n < Module::kMaxCachedBufferBytes) {
+    // The module's k-th buffer, kept from an earlier launch: zero-filled again.
+    if (k < m->buffers.size() && m->buffers[k].bytes >= n) {
+      addr = m->buffers[k].addr;
+      d->arena_->Zero(addr, n);
+    } else {
+      std::string error;
+      addr = d->arena_->TryAllocate(n, true, &error);
+      if (addr == 0) {
+        d->RecordFailure(WithTaskContext(error));
+        return 0;
+      }
+      if (k < m->buffers.size()) {
+        d->arena_->FreeQuiet(m->buffers[k].addr);  // too small for this launch: replaced
+        m->buffers[k] = Module::LaunchBuffer{addr, n};
+      } else {
+        m->buffers.resize(k + 1);
+        m->buffers[k] = Module::LaunchBuffer{addr, n};
+      }
+    }
+    d->orch_kept_.push_back(addr);
+  } else {
+    std::string error;
+    addr = d->arena_->TryAllocate(n, true, &error);
+    if (addr == 0) {
+      d->RecordFailure(WithTaskContext(error));
+      return 0;
+    }
+    d->orch_buffers_.push_back(addr);
+  }
   if (d->recording_.load(std::memory_order_relaxed)) {
-    d->trace_.orch_buffers.emplace_back(addr, static_cast<uint64_t>(nbytes));
+    d->trace_.orch_buffers.emplace_back(addr, n);
   }
   return static_cast<int64_t>(addr);
 }
@@ -496,11 +544,16 @@ void DeviceCore::ApiFree(void* ctx, int64_t addr) {
   auto* d = static_cast<DeviceCore*>(ctx);
   {
     std::lock_guard<std::mutex> lock(d->orch_mu_);
-    auto it = std::find(d->orch_buffers_.begin(), d->orch_buffers_.end(),
-                        static_cast<uint64_t>(addr));
+    const uint64_t a = static_cast<uint64_t>(addr);
+    auto it = std::find(d->orch_buffers_.begin(), d->orch_buffers_.end(), a);
     if (it != d->orch_buffers_.end()) {
       d->orch_buffers_.erase(it);
-      d->arena_->Free(static_cast<uint64_t>(addr), "rt->free");
+      d->arena_->Free(a, "rt->free");
+      return;
+    }
+    auto kept = std::find(d->orch_kept_.begin(), d->orch_kept_.end(), a);
+    if (kept != d->orch_kept_.end()) {
+      d->orch_kept_.erase(kept);  // back to the module for its next launch
       return;
     }
   }

@@ -93,6 +93,19 @@ struct Module {
   std::string path;
   // Bytes of each launch slot's tensor (ArgLayout), given at load.
   ArgLayout arg_bytes;
+  // Launch buffers (rt->alloc: pl.createTensor) kept between the module's launches: the
+  // k-th buffer a launch asks for reuses entry k when it is large enough, zero-filled again
+  // (DeviceCore::ApiAlloc), so a launch allocates nothing once the module has run. Only the
+  // launch that runs the module touches them (launches of a device run one at a time);
+  // they are released with the module (unloadModule / close, after the last launch holding
+  // it). Buffers of kMaxCachedBufferBytes or more are not kept.
+  static constexpr uint64_t kMaxCachedBufferBytes = 64ull << 20;
+  struct LaunchBuffer {
+    uint64_t addr = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<LaunchBuffer> buffers;
+  std::shared_ptr<Arena> arena;  // where `buffers` live (a released arena ignores the frees)
   ~Module();
 };
 
@@ -227,7 +240,7 @@ class DeviceCore {
   static int ApiFailed(void* ctx);
 
   const DeviceOptions options_;
-  std::unique_ptr<Arena> arena_;
+  std::shared_ptr<Arena> arena_;  // shared with the modules' launch buffers
   TsptoRuntimeApi api_{};
   std::unique_ptr<Scheduler> scheduler_;
 
@@ -242,9 +255,13 @@ class DeviceCore {
   std::mutex fail_mu_;
   std::string fail_message_;
 
-  // Orchestration buffers (rt->alloc) of the running launch; freed at launch end.
+  // Orchestration buffers (rt->alloc) of the running launch: those not kept by its module
+  // (freed at launch end) and the module's kept ones it uses (released to the module).
   std::mutex orch_mu_;
   std::vector<uint64_t> orch_buffers_;
+  std::vector<uint64_t> orch_kept_;  // orch_mu_: module buffers in use by this launch
+  Module* orch_module_ = nullptr;    // orch_mu_: the running launch's module
+  size_t orch_next_ = 0;             // orch_mu_: rt->alloc calls so far in this launch
 
   uint32_t record_mask_ = 0;   // launch_mu_
   uint64_t dump_bytes_ = 0;    // launch_mu_

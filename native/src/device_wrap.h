@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "addon_args.h"
@@ -319,7 +320,17 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
   }
 
   // takeTrace(): the trace of the last launch that recorded, or null (none since the last
-  // takeTrace). Times are steady_clock ns (as Numbers); addresses are BigInts.
+  // takeTrace). Packed, a few objects whatever the task count (src/targets/native.ts
+  // unpackTrace reads it): times are steady_clock ns, addresses BigInts.
+  //   names:   kernel names, tasks refer to them by index
+  //   tasks:   Float64Array, TRACE_TASK_FIELDS per task: id, name index, scope, core,
+  //            submit, start, end, cycles, instructions, access count
+  //   acc:     Float64Array, TRACE_ACC_FIELDS per access (tasks' accesses in order): nbytes,
+  //            mode, rank, elem bytes, dims[4], offsets[4], extents[4]
+  //   addrs:   BigUint64Array, 2 per access: base, tensor
+  //   dump:    (argument snapshots) Uint8Array of every access's before and after bytes, and
+  //   dumpIdx: Float64Array, 4 per access: before offset, length, after offset, length
+  //   edges:   Int32Array, 4 per edge: from, to, from access, to access
   Napi::Value TakeTrace(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     CoreT& core = Core(env);
@@ -327,6 +338,7 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     core.TakeTrace([&](const typename CoreT::LaunchTrace* tr, const std::deque<TraceTask>& tasks,
                        const std::vector<TraceEdge>& edges, const std::string& pmu_error) {
       if (tr == nullptr) return;
+      constexpr size_t kTaskFields = 10, kAccFields = 4 + 3 * TSPTO_MAX_RANK;
       auto num = [&](double v) { return Napi::Number::New(env, v); };
       Napi::Object o = Napi::Object::New(env);
       o.Set("launchStartNs", num(static_cast<double>(tr->start_ns)));
@@ -345,63 +357,81 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
         orch.Set(i, b);
       }
       o.Set("orchBuffers", orch);
-      Napi::Array ts = Napi::Array::New(env, tasks.size());
-      uint32_t k = 0;
+      size_t n_acc = 0, dump_bytes = 0;
       for (const TraceTask& t : tasks) {
-        Napi::Object x = Napi::Object::New(env);
-        x.Set("id", num(t.id));
-        x.Set("kernel", Napi::String::New(env, t.name ? t.name : "?"));
-        x.Set("scope", num(t.scope));
-        x.Set("core", num(t.core));
-        x.Set("submitNs", num(static_cast<double>(t.dispatch_ns)));
-        x.Set("startNs", num(static_cast<double>(t.start_ns)));
-        x.Set("endNs", num(static_cast<double>(t.end_ns)));
-        x.Set("cycles", num(static_cast<double>(t.cycles)));
-        x.Set("instructions", num(static_cast<double>(t.instructions)));
-        Napi::Array acc = Napi::Array::New(env, t.accesses.size());
-        for (size_t i = 0; i < t.accesses.size(); ++i) {
-          const TraceAccess& a = t.accesses[i];
-          Napi::Object y = Napi::Object::New(env);
-          y.Set("base", Napi::BigInt::New(env, static_cast<uint64_t>(a.access.base)));
-          y.Set("nbytes", num(static_cast<double>(a.access.nbytes)));
-          y.Set("mode", num(a.access.mode));
-          if (a.access.rank > 0) {
-            // the tensor window (clamped by the scheduler); base/nbytes are its byte hull
-            Napi::Object w = Napi::Object::New(env);
-            w.Set("tensor", Napi::BigInt::New(env, static_cast<uint64_t>(a.access.tensor)));
-            w.Set("elemBytes", num(static_cast<double>(a.access.elem_bytes)));
-            Napi::Array dims = Napi::Array::New(env, a.access.rank), offs = Napi::Array::New(env, a.access.rank),
-                        ext = Napi::Array::New(env, a.access.rank);
-            for (int32_t d = 0; d < a.access.rank; ++d) {
-              dims.Set(d, num(static_cast<double>(a.access.dims[d])));
-              offs.Set(d, num(static_cast<double>(a.access.offsets[d])));
-              ext.Set(d, num(static_cast<double>(a.access.extents[d])));
-            }
-            w.Set("dims", dims);
-            w.Set("offsets", offs);
-            w.Set("extents", ext);
-            y.Set("window", w);
-          }
-          if ((tr->mask & kTraceDump) != 0) {
-            y.Set("before", Napi::Buffer<uint8_t>::Copy(env, a.before.data(), a.before.size()));
-            y.Set("after", Napi::Buffer<uint8_t>::Copy(env, a.after.data(), a.after.size()));
-          }
-          acc.Set(i, y);
-        }
-        x.Set("accesses", acc);
-        ts.Set(k++, x);
+        n_acc += t.accesses.size();
+        for (const TraceAccess& a : t.accesses) dump_bytes += a.before.size() + a.after.size();
       }
-      o.Set("tasks", ts);
-      Napi::Array es = Napi::Array::New(env, edges.size());
-      for (size_t i = 0; i < edges.size(); ++i) {
-        Napi::Object e = Napi::Object::New(env);
-        e.Set("from", num(edges[i].from));
-        e.Set("to", num(edges[i].to));
-        e.Set("fromAccess", num(edges[i].from_access));
-        e.Set("toAccess", num(edges[i].to_access));
-        es.Set(i, e);
+      const bool dump = (tr->mask & kTraceDump) != 0;
+      Napi::Float64Array ta = Napi::Float64Array::New(env, tasks.size() * kTaskFields);
+      Napi::Float64Array aa = Napi::Float64Array::New(env, n_acc * kAccFields);
+      Napi::BigUint64Array ad = Napi::BigUint64Array::New(env, n_acc * 2);
+      Napi::Float64Array di = Napi::Float64Array::New(env, dump ? n_acc * 4 : 0);
+      Napi::Uint8Array db = Napi::Uint8Array::New(env, dump ? dump_bytes : 0);
+      std::vector<std::string> names;
+      std::unordered_map<const char*, uint32_t> name_ids;  // by pointer: kernel names are static strings
+      double* tp = ta.Data();
+      double* ap = aa.Data();
+      uint64_t* pp = ad.Data();
+      double* ip = dump ? di.Data() : nullptr;
+      uint8_t* bp = dump ? db.Data() : nullptr;
+      size_t boff = 0;
+      for (const TraceTask& t : tasks) {
+        const char* nm = t.name ? t.name : "?";
+        auto it = name_ids.find(nm);
+        if (it == name_ids.end()) { it = name_ids.emplace(nm, static_cast<uint32_t>(names.size())).first; names.emplace_back(nm); }
+        const uint32_t id = it->second;
+        const double tf[kTaskFields] = {static_cast<double>(t.id), static_cast<double>(id), static_cast<double>(t.scope),
+                                        static_cast<double>(t.core), static_cast<double>(t.dispatch_ns), static_cast<double>(t.start_ns),
+                                        static_cast<double>(t.end_ns), static_cast<double>(t.cycles), static_cast<double>(t.instructions),
+                                        static_cast<double>(t.accesses.size())};
+        std::memcpy(tp, tf, sizeof tf);
+        tp += kTaskFields;
+        for (const TraceAccess& x : t.accesses) {
+          const TsptoAccess& a = x.access;
+          ap[0] = static_cast<double>(a.nbytes);
+          ap[1] = a.mode;
+          ap[2] = a.rank;
+          ap[3] = static_cast<double>(a.elem_bytes);
+          for (int32_t d = 0; d < TSPTO_MAX_RANK; ++d) {
+            const bool in = d < a.rank;
+            ap[4 + d] = in ? static_cast<double>(a.dims[d]) : 0;
+            ap[4 + TSPTO_MAX_RANK + d] = in ? static_cast<double>(a.offsets[d]) : 0;
+            ap[4 + 2 * TSPTO_MAX_RANK + d] = in ? static_cast<double>(a.extents[d]) : 0;
+          }
+          ap += kAccFields;
+          *pp++ = static_cast<uint64_t>(a.base);
+          *pp++ = static_cast<uint64_t>(a.tensor);
+          if (dump) {
+            ip[0] = static_cast<double>(boff);
+            ip[1] = static_cast<double>(x.before.size());
+            if (!x.before.empty()) std::memcpy(bp + boff, x.before.data(), x.before.size());
+            boff += x.before.size();
+            ip[2] = static_cast<double>(boff);
+            ip[3] = static_cast<double>(x.after.size());
+            if (!x.after.empty()) std::memcpy(bp + boff, x.after.data(), x.after.size());
+            boff += x.after.size();
+            ip += 4;
+          }
+        }
+      }
+      Napi::Array na = Napi::Array::New(env, names.size());
+      for (size_t i = 0; i < names.size(); ++i) na.Set(i, Napi::String::New(env, names[i]));
+      o.Set("names", na);
+      o.Set("tasks", ta);
+      o.Set("acc", aa);
+      o.Set("addrs", ad);
+      if (dump) { o.Set("dump", db); o.Set("dumpIdx", di); }
+      Napi::Int32Array es = Napi::Int32Array::New(env, edges.size() * 4);
+      int32_t* ep = es.Data();
+      for (const TraceEdge& e : edges) {
+        *ep++ = static_cast<int32_t>(e.from);
+        *ep++ = static_cast<int32_t>(e.to);
+        *ep++ = e.from_access;
+        *ep++ = e.to_access;
       }
       o.Set("edges", es);
+      o.Set("rankFields", num(TSPTO_MAX_RANK));
       result = o;
     });
     return result;

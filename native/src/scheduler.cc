@@ -69,6 +69,7 @@ bool SameTensor(const TsptoAccess& a, const TsptoAccess& b) {
 }
 
 bool Overlaps(const TsptoAccess& a, const TsptoAccess& b) {
+  if (a.nbytes <= 0 || b.nbytes <= 0) return false;  // an empty access touches no element
   if (!(a.base < b.base + b.nbytes && b.base < a.base + a.nbytes)) return false;
   if (!SameTensor(a, b)) return true;  // byte hulls overlap
   // Two windows of one tensor: boxes overlap on every axis.
@@ -288,10 +289,15 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
       FindPredecessors(accesses, naccesses);
       if (empty || deps_used_ + preds_.size() <= config_.dep_pool) break;
     }
-    // Does not fit yet: wait for a task to finish. Spin a little without the lock, then
-    // park until Complete() signals (it notifies done_cv_ while waiters exist).
+    // Does not fit yet: wait for a task to finish, running ready tasks here meanwhile (this
+    // thread waits anyway). Spin a little without the lock, then park until Complete()
+    // signals (it notifies done_cv_ while waiters exist).
     const uint64_t seen = completed_.load(std::memory_order_acquire);
     lock.unlock();
+    if (HelpOne()) {
+      LockSpin(lock);
+      continue;
+    }
     const bool progressed =
         SpinFor([&] { return completed_.load(std::memory_order_acquire) != seen; });
     LockSpin(lock);
@@ -346,7 +352,9 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   deps_used_ += preds_.size();
   if (t.trace != nullptr) t.trace->dispatch_ns = NowNs();
   heap_used_ += heap_bytes;
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  // in_flight_ and completed_ change only under mu_: plain stores (no locked
+  // read-modify-write on the submit and complete paths); lock-free readers see them atomically.
+  in_flight_.store(in_flight_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // Append to the in-flight list.
   t.prev = newest_;
   t.next = kNone;
@@ -360,6 +368,7 @@ std::string Scheduler::Submit(TsptoKernelFn fn, const char* name, int32_t scope_
   } else {
     t.state = State::kWaiting;
   }
+  WakeCores(1);  // this thread takes one runnable task when it waits
   return "";
 }
 
@@ -367,7 +376,20 @@ void Scheduler::PushReady(uint32_t slot) {
   ring_[slot].state = State::kReady;
   ready_.push_back(slot);
   ready_count_.fetch_add(1, std::memory_order_release);
-  if (sleeping_cores_ > 0) work_cv_.notify_one();
+}
+
+void Scheduler::WakeCores(uint32_t helpers) {
+  if (sleeping_cores_ <= waking_) return;
+  // Runnable tasks: the ready ones and the one held back for the orchestration. Threads that
+  // will take one without being woken: the caller's (`helpers`), the core threads polling
+  // for work, and those already woken.
+  const uint32_t runnable = ready_count_.load(std::memory_order_acquire) + (held_ != kNone ? 1u : 0u);
+  uint32_t awake = spinning_.load(std::memory_order_acquire) + helpers + waking_;
+  while (runnable > awake && sleeping_cores_ > waking_) {
+    ++waking_;
+    ++awake;
+    work_cv_.notify_one();
+  }
 }
 
 bool Scheduler::TryClaim() {
@@ -378,44 +400,93 @@ bool Scheduler::TryClaim() {
   return false;
 }
 
-bool Scheduler::RunHeld() {
-  if (held_ == kNone) return false;
-  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+bool Scheduler::ReserveSlot() {
+  uint32_t r = running_.load(std::memory_order_relaxed);
+  do {
+    if (r >= config_.core_threads) return false;
+  } while (!running_.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel));
+  return true;
+}
+
+bool Scheduler::Acquire() {
+  if (ready_count_.load(std::memory_order_acquire) == 0) return false;
+  // A running slot first (never more than core_threads tasks at once), then a ready task.
+  if (!ReserveSlot()) return false;
+  if (TryClaim()) return true;
+  running_.fetch_sub(1, std::memory_order_release);
+  return false;
+}
+
+void Scheduler::RunClaimed(uint32_t core, std::unique_lock<std::mutex>& lock) {
+  // This thread owns one entry of ready_ and a running slot (Acquire).
   LockSpin(lock);
-  const uint32_t slot = held_;
-  held_ = kNone;
-  if (in_flight_.load(std::memory_order_relaxed) > config_.core_threads) {
-    // More tasks in flight than core threads: the cores take it, so that no more than
-    // core_threads tasks ever run at once.
-    PushReady(slot);
-    return false;
-  }
-  // At most core_threads tasks in flight, this one included: run it here while the core
-  // threads run the others (the orchestration is waiting anyway), so a launch of n <=
-  // core_threads tasks wakes n - 1 core threads, not n (two row bands: one hand-off). Even if
-  // every other task runs at once, no more than core_threads run. A kernel running here may
-  // not submit or wait.
+  const uint32_t slot = ready_.front();
+  ready_.pop_front();
   Task& task = ring_[slot];
   task.state = State::kRunning;
   lock.unlock();
-  tl_on_core = true;
-  Execute(task, config_.core_threads);
-  tl_on_core = false;
+  Execute(task, core);
+  running_.fetch_sub(1, std::memory_order_release);
   LockSpin(lock);
   Complete(slot);
+  lock.unlock();
+}
+
+bool Scheduler::HelpOne() {
+  // The orchestration thread, while it waits: runs a ready task with its own scratch arena
+  // (index core_threads). A chain of dependent tasks then runs on this thread from start to
+  // end without waking a core thread; independent tasks beyond the one it takes wake cores
+  // (WakeCores). A kernel running here may not submit or wait.
+  if (!Acquire()) return false;
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  tl_on_core = true;
+  RunClaimed(config_.core_threads, lock);
+  tl_on_core = false;
   return true;
 }
 
 bool Scheduler::WaitAll() {
   if (tl_on_core) return false;
-  RunHeld();
-  if (SpinFor([&] { return in_flight_.load(std::memory_order_acquire) == 0; })) return true;
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  LockSpin(lock);
-  ++done_waiters_;
-  done_cv_.wait(lock, [&] { return stop_ || in_flight_.load(std::memory_order_relaxed) == 0; });
-  --done_waiters_;
-  return true;
+  if (held_ != kNone) {
+    // The held task: run here when a running slot is free (no hand-off at all for a launch
+    // of one task), else it joins the ready ones.
+    LockSpin(lock);
+    const uint32_t slot = held_;
+    held_ = kNone;
+    if (ReserveSlot()) {
+      Task& task = ring_[slot];
+      task.state = State::kRunning;
+      lock.unlock();
+      tl_on_core = true;
+      Execute(task, config_.core_threads);
+      tl_on_core = false;
+      running_.fetch_sub(1, std::memory_order_release);
+      LockSpin(lock);
+      Complete(slot);
+    } else {
+      PushReady(slot);
+      WakeCores(1);
+    }
+    lock.unlock();
+  }
+  const auto done = [&] { return in_flight_.load(std::memory_order_acquire) == 0; };
+  const auto helpable = [&] {
+    return ready_count_.load(std::memory_order_acquire) != 0 &&
+           running_.load(std::memory_order_acquire) < config_.core_threads;
+  };
+  for (;;) {
+    if (done()) return true;
+    if (HelpOne()) continue;
+    if (SpinFor([&] { return done() || helpable(); })) continue;
+    LockSpin(lock);
+    ++done_waiters_;
+    done_cv_.wait(lock, [&] { return stop_ || done() || helpable(); });
+    --done_waiters_;
+    const bool stopped = stop_;
+    lock.unlock();
+    if (stopped) return true;
+  }
 }
 
 void Scheduler::CoreLoop(uint32_t core) {
@@ -427,36 +498,29 @@ void Scheduler::CoreLoop(uint32_t core) {
     pthread_setname_np(pthread_self(), name);
   }
   // ready_count_ counts ready tasks not yet claimed. A core claims one by decrementing it
-  // (CAS) before taking the lock, so waking cores do not all rush for the same task.
-  auto try_claim = [this] { return TryClaim(); };
+  // (CAS, after reserving a running slot: Acquire) before taking the lock, so waking cores
+  // do not all rush for the same task.
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   for (;;) {
-    if (!try_claim()) {
-      // Idle: poll for new work without the lock for a short while, then park.
+    if (!Acquire()) {
+      // Idle: poll for new work without the lock for a short while (kSpinNs), then park.
       bool claimed = false;
+      spinning_.fetch_add(1, std::memory_order_acq_rel);
       SpinFor([&] {
-        return (claimed = try_claim()) || stop_flag_.load(std::memory_order_acquire);
+        return (claimed = Acquire()) || stop_flag_.load(std::memory_order_acquire);
       });
+      spinning_.fetch_sub(1, std::memory_order_acq_rel);
       if (!claimed) {
         LockSpin(lock);
         ++sleeping_cores_;
-        work_cv_.wait(lock, [&] { return stop_ || (claimed = try_claim()); });
+        work_cv_.wait(lock, [&] { return stop_ || (claimed = Acquire()); });
         --sleeping_cores_;
+        if (waking_ > 0) --waking_;
         if (!claimed) return;  // stop_ and nothing left to run
         lock.unlock();
       }
     }
-    // This core owns one entry of ready_ now.
-    LockSpin(lock);
-    const uint32_t slot = ready_.front();
-    ready_.pop_front();
-    Task& task = ring_[slot];
-    task.state = State::kRunning;
-    lock.unlock();
-    Execute(task, core);
-    LockSpin(lock);
-    Complete(slot);
-    lock.unlock();
+    RunClaimed(core, lock);
   }
 }
 
@@ -545,8 +609,9 @@ void Scheduler::Complete(uint32_t slot) {
   if (t.next != kNone) ring_[t.next].prev = t.prev; else newest_ = t.prev;
   t.prev = t.next = kNone;
   last_end_ns_ = NowNs();
-  completed_.fetch_add(1, std::memory_order_release);
-  in_flight_.fetch_sub(1, std::memory_order_release);
+  completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  in_flight_.store(in_flight_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+  WakeCores(1);  // the caller takes one of the tasks made ready
   if (done_waiters_ > 0) done_cv_.notify_all();
 }
 

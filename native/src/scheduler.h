@@ -15,13 +15,17 @@
 //   disjoint rows/columns of a tensor run in parallel. Tasks without conflicts run in parallel.
 // * Core threads take ready tasks in submission order. Each owns a 64-byte-aligned scratch
 //   arena; the runtime appends [scratch address, runtime-api address] to the task's slots.
-// * Idle threads spin briefly, then park on a condition variable: no CPU when idle.
-// * The last task submitted is held back until the next Submit. When the orchestration
-//   then waits (WaitAll) and no more than core_threads tasks are in flight (this one
-//   included), the orchestration thread runs it itself (with a scratch arena of its own)
-//   while the core threads run the others: a launch of one small task costs no hand-off
-//   between threads, one of two row bands one hand-off. Never more than core_threads tasks
-//   run at once.
+// * Idle core threads poll for work for a short window (kSpinNs), then park on a condition
+//   variable: no CPU when idle. A parked thread is woken only for work the threads awake
+//   will not take (WakeCores): the orchestration thread counts as one of them, since it runs
+//   ready tasks itself while it waits (WaitAll, a full ring) with a scratch arena of its own.
+//   A launch whose tasks form a chain (a transformer layer's scopes) therefore runs on the
+//   orchestration thread without one hand-off between threads; independent tasks beyond the
+//   one it takes wake core threads. Never more than core_threads tasks run at once
+//   (running_ counts them, the orchestration's included).
+// * The last task submitted is held back until the next Submit, so that it cannot be taken
+//   by a core thread before the orchestration waits: a launch of one small task costs no
+//   hand-off, one of two row bands one.
 //
 // Submit/WaitAll are called by the launch's orchestration thread (one launch at a time per
 // device); they are rejected on core threads (a kernel cannot submit or wait).
@@ -141,12 +145,24 @@ class Scheduler {
   void CoreLoop(uint32_t core);
   // Claims one ready task (decrements ready_count_); false when none is ready.
   bool TryClaim();
-  // On the orchestration thread (WaitAll): runs the held task itself when it is the only
-  // task in flight (scratch arena core_threads), else hands it to the cores.
-  bool RunHeld();
+  // Reserves a running slot (running_ < core_threads); false when core_threads tasks run.
+  bool ReserveSlot();
+  // Reserves a running slot (at most core_threads) and claims a ready task; false (nothing
+  // reserved) when there is no ready task or core_threads tasks run already.
+  bool Acquire();
+  // Runs the task this thread acquired (front of ready_) and completes it. `lock` (on mu_)
+  // is not held on entry or exit.
+  void RunClaimed(uint32_t core, std::unique_lock<std::mutex>& lock);
+  // On the orchestration thread while it waits (WaitAll, a full ring): acquires and runs one
+  // ready task with scratch arena core_threads; false when it could not.
+  bool HelpOne();
   void Execute(Task& task, uint32_t core);
   void Complete(uint32_t slot);  // mu_ held
-  void PushReady(uint32_t slot);  // mu_ held
+  void PushReady(uint32_t slot);  // mu_ held; wakes nobody (WakeCores does)
+  // Wakes parked core threads for the runnable tasks (ready + held) that the threads awake
+  // already will not take: `helpers` (the caller's, which takes one), the polling cores and
+  // those woken before. mu_ held.
+  void WakeCores(uint32_t helpers);
   // Slots of unfinished tasks that conflict with the given accesses, into preds_. mu_ held.
   void FindPredecessors(const TsptoAccess* accesses, int32_t naccesses);
 
@@ -157,7 +173,10 @@ class Scheduler {
   std::condition_variable work_cv_;  // core threads park here
   std::condition_variable done_cv_;  // submitters (ring full) and WaitAll park here
   uint32_t sleeping_cores_ = 0;      // mu_
+  uint32_t waking_ = 0;              // mu_: parked cores notified that have not woken yet
   uint32_t done_waiters_ = 0;        // mu_
+  std::atomic<uint32_t> spinning_{0};  // core threads polling for work (awake, idle)
+  std::atomic<uint32_t> running_{0};   // tasks executing now (core threads and the orchestration)
   bool stop_ = false;                // mu_
   std::atomic<bool> stop_flag_{false};
 

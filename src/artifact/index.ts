@@ -3,7 +3,7 @@
 // does not trust, and atomic writes. Codegen and the targets write through it; the runtime,
 // the disk cache and the tools read through it.
 export * from "./layout.js";
-export { validateMeta, dimSlotNames, TsptoArtifactError, META_SCHEMA, META_SCHEMA_VERSION, type CompiledMeta, type CompiledParam, type CompiledKernel } from "./meta.js";
+export { validateMeta, metaText, dimSlotNames, TsptoArtifactError, META_SCHEMA, META_SCHEMA_VERSION, type CompiledMeta, type CompiledParam, type CompiledKernel } from "./meta.js";
 export {
   writeArtifact, writeAtomic, writeDumps, checkReplaceable, canonicalJSON, sha256, safeName, reuseArtifact, startArtifact, sealArtifact,
   installArtifact, publishPartialArtifact, removeArtifact, type ArtifactDump, type ArtifactFill, type WriteArtifactOptions,

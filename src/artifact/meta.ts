@@ -1,7 +1,7 @@
 // compiled_meta.json: what the runtime knows about a built program (it never reads IR). The
 // schema is the same for every target: the platform names the target that built it, and a
 // target that builds a loadable binary records it in `library` with its sha256.
-import { DTYPES, TsptoError, dimSymbolsOf } from "../ir/index.js";
+import { DTYPES, TsptoError, dimSymbolsOf, nonFiniteReplacer, numberFromJSON } from "../ir/index.js";
 import type { DType } from "../ir/index.js";
 import { META_FILE } from "./layout.js";
 
@@ -87,6 +87,11 @@ const show = (v: unknown): string => {
   const s = JSON.stringify(v);
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 };
+
+/** compiled_meta.json's text: a specialized scalar's NaN, ±Infinity or -0 survives (as {"$num": ...}). */
+export function metaText(meta: CompiledMeta): string {
+  return `${JSON.stringify(meta, nonFiniteReplacer, 2)}\n`;
+}
 
 /**
  * Parse and check compiled_meta.json (text or an already parsed value). Throws an Error
@@ -181,8 +186,10 @@ export function validateMeta(json: unknown, file: string): CompiledMeta {
       if ("shape" in p) fail(`${f}.shape`, "must be absent for a scalar parameter", p.shape);
       if ("dimNames" in p) fail(`${f}.dimNames`, "must be absent for a scalar parameter", p.dimNames);
       if ("value" in p) {
-        if (typeof p.value !== "number" && typeof p.value !== "boolean") fail(`${f}.value`, "must be a number or a boolean", p.value);
-        out.value = p.value as number | boolean;
+        // NaN, ±Infinity and -0 are written as { "$num": "NaN" } etc. (metaText)
+        const value = typeof p.value === "boolean" ? p.value : numberFromJSON(p.value);
+        if (value === undefined) fail(`${f}.value`, "must be a number (NaN, Infinity, -Infinity and -0 as {\"$num\": \"NaN\"} etc.) or a boolean", p.value);
+        out.value = value;
       }
     }
     if (kind === "tensor" && "value" in p) fail(`${f}.value`, "must be absent for a tensor parameter", p.value);

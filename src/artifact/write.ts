@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { FILE_LIMITS, checkDirInside, hashOpened, openInside, readTextInside } from "./files.js";
 import { KEY_FILE, META_FILE, PASSES_DUMP_DIR } from "./layout.js";
 import { formatMarker, listTree, markerKey, readMarker, recordFiles, removeWritten, wroteFile, type Marker } from "./marker.js";
-import { TsptoArtifactError, validateMeta, type CompiledMeta } from "./meta.js";
+import { TsptoArtifactError, metaText, validateMeta, type CompiledMeta } from "./meta.js";
 import { defaultArtifactRoot } from "./private_dir.js";
 
 export interface ArtifactDump {
@@ -272,7 +272,7 @@ export function writeArtifact(opts: WriteArtifactOptions, fill: (f: ArtifactFill
     });
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(outputDir, META_FILE)); // what we write must read back
-    writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    writeFileSync(join(tmp, META_FILE), metaText(meta));
     sealArtifact(tmp, opts.key);
     // install: another process may have finished the same artifact first -> use theirs
     try {

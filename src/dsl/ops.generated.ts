@@ -85,7 +85,7 @@ export function relu<T extends TileOrTensor>(x: T): T;
 export function relu(...args: any[]): any {
   return notRunnable("relu");
 }
-/** cast(x, dtype, mode = "round"): convert (modes round, rint, floor, ceil, trunc) */
+/** cast(x, dtype, mode = "round"): convert; the mode (round, rint, floor, ceil, trunc) rounds every narrowing, to an integer and to float32/float16/bfloat16 */
 export function cast<D extends DType>(x: AnyTile, dtype: D, mode?: RoundMode): AnyTile<D>;
 export function cast<D extends DType>(x: Tensor, dtype: D, mode?: RoundMode): Tensor<any, D>;
 export function cast(...args: any[]): any {

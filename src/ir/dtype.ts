@@ -231,6 +231,70 @@ export function roundToDType(value: number, dtype: DType, mode: RoundMode = "rou
   }
 }
 
+/**
+ * `x` rounded to a binary float format (`mBits` fraction bits, `eBits` exponent bits: float32
+ * 8/23, float16 5/10, bfloat16 8/7) in a cast rounding mode: `rint` nearest (ties to even,
+ * IEEE's default), `round` nearest (ties away from zero), `floor` toward -Infinity, `ceil`
+ * toward +Infinity, `trunc` toward zero (drops the low fraction bits). Subnormals are rounded
+ * in the same units; a result past the largest finite value is Infinity, except where the
+ * mode rounds toward zero for that sign (`trunc`; `floor` of a positive, `ceil` of a
+ * negative), which gives the largest finite value. NaN, ±Infinity and ±0 are kept.
+ */
+export function roundToFormat(x: number, eBits: number, mBits: number, mode: RoundMode): number {
+  if (!Number.isFinite(x) || x === 0) return x;
+  const bias = (1 << (eBits - 1)) - 1;
+  const neg = x < 0, a = Math.abs(x);
+  const q = Math.pow(2, Math.max(ilog2(a), 1 - bias) - mBits); // the format's unit at a's exponent
+  const m = a / q;                                                 // exact: a power-of-two scaling
+  const f = Math.floor(m);
+  let r: number;
+  switch (mode) {
+    case "rint": r = rneInt(m); break;
+    case "round": r = m - f >= 0.5 ? f + 1 : f; break;
+    case "floor": r = neg ? Math.ceil(m) : f; break;
+    case "ceil": r = neg ? f : Math.ceil(m); break;
+    case "trunc": r = f; break;
+    default: throw new TypeError(`unknown rounding mode ${JSON.stringify(mode)}; expected one of ${ROUND_MODES.join(", ")}`);
+  }
+  let v = r * q;
+  const max = (2 - Math.pow(2, -mBits)) * Math.pow(2, bias);
+  if (v > max) v = mode === "trunc" || (mode === "floor" && !neg) || (mode === "ceil" && neg) ? max : Infinity;
+  return neg ? -v : v;
+}
+
+/** Bits of an integer dtype's magnitude (a value of the dtype is exact in a float of at least that many significand bits). */
+const INT_MAGNITUDE_BITS: Partial<Record<DType, number>> = { bool: 1, uint8: 8, int8: 7, int16: 15, int32: 31, int64: 63 };
+/** Significand bits (with the implicit one) of the float dtypes. */
+const SIGNIFICAND_BITS: Partial<Record<DType, number>> = { float32: 24, float16: 11, bfloat16: 8 };
+
+/**
+ * Does converting every value of dtype `from` to dtype `to` round (or saturate)? Widening
+ * conversions (float16/bfloat16 → float32, int8 → float16, ...) are exact; every other one is
+ * a narrowing, where `cast`'s mode applies.
+ */
+export function castNarrows(from: DType, to: DType): boolean {
+  if (from === to) return false;
+  const fromF = SIGNIFICAND_BITS[from], toF = SIGNIFICAND_BITS[to];
+  if (toF === undefined) return true;                                          // -> an integer or bool
+  if (fromF === undefined) return INT_MAGNITUDE_BITS[from]! > toF;             // integer -> float
+  return !(to === "float32");                                                  // float -> float16/bfloat16 (f16 <-> bf16 both ways)
+}
+
+/**
+ * `cast(x, dtype, mode)`'s value (SEMANTICS.md): the rounding mode applies to every narrowing
+ * conversion, to an integer (then saturated; NaN -> 0) and to a float format alike (float32,
+ * float16, bfloat16: roundToFormat). Storing an arithmetic result into a float16/bfloat16 tile
+ * is not a cast: it rounds to nearest even (roundToDType).
+ */
+export function castToDType(value: number, dtype: DType, mode: RoundMode = "round"): number {
+  switch (dtype) {
+    case "float32": return mode === "rint" ? Math.fround(value) : roundToFormat(value, 8, 23, mode);
+    case "float16": return Number.isNaN(value) ? NaN : roundToFormat(value, 5, 10, mode);
+    case "bfloat16": return Number.isNaN(value) ? NaN : roundToFormat(value, 8, 7, mode);
+    default: return roundToDType(value, dtype, mode);
+  }
+}
+
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;
 

@@ -6,7 +6,7 @@ export * from "./registry.js";
 export * from "./errors.js";
 export { Program } from "./program.js";
 export { printProgram, typeText } from "./printer.js";
-export { programToJSON, programFromJSON, IR_FORMAT, IR_VERSION, type ProgramJSON } from "./json.js";
+export { programToJSON, programFromJSON, numberToJSON, numberFromJSON, nonFiniteReplacer, IR_FORMAT, IR_VERSION, type ProgramJSON } from "./json.js";
 export { programsEqual } from "./equal.js";
 export { verifyProgram, VerifyError, type VerifyOptions } from "./verify.js";
 export * from "./visit.js";

@@ -10,6 +10,44 @@ export const IR_VERSION = 1;
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 export interface ProgramJSON { format: string; version: number; name: string; entry: string; functions: J[]; span?: Span }
 
+/**
+ * JSON has no NaN, Infinity, -Infinity or -0 (JSON.stringify writes null, null, null, 0), but
+ * a program's constants and attributes may hold them (SEMANTICS.md: non-finite constants are
+ * values like any other). Such a number is written as `{ "$num": "NaN" | "Infinity" |
+ * "-Infinity" | "-0" }`; every other value as is. A string can never be read as one.
+ */
+export function numberToJSON(v: number): number | { $num: string } {
+  return Number.isFinite(v) && !Object.is(v, -0) ? v : { $num: Object.is(v, -0) ? "-0" : String(v) };
+}
+const NUM_TAGS: Readonly<Record<string, number>> = { NaN, Infinity, "-Infinity": -Infinity, "-0": -0 };
+/** The number `j` stands for when it is a tagged number (numberToJSON), else undefined. */
+export function numberFromJSON(j: unknown): number | undefined {
+  if (typeof j === "number") return j;
+  if (j === null || typeof j !== "object" || Array.isArray(j)) return undefined;
+  const keys = Object.keys(j);
+  const tag = (j as { $num?: unknown }).$num;
+  return keys.length === 1 && typeof tag === "string" && Object.hasOwn(NUM_TAGS, tag) ? NUM_TAGS[tag] : undefined;
+}
+/** A JSON.stringify replacer that writes numbers JSON cannot hold as tagged numbers. */
+export function nonFiniteReplacer(_key: string, v: unknown): unknown {
+  return typeof v === "number" ? numberToJSON(v) : v;
+}
+/** Deep copy with every tagged number (numberToJSON) turned back into the number. */
+function reviveNumbers(v: J): J {
+  if (v === null || typeof v !== "object") return v;
+  const n = numberFromJSON(v);
+  if (n !== undefined) return n;
+  if (Array.isArray(v)) return v.map(reviveNumbers);
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, reviveNumbers(x)]));
+}
+/** Deep copy with every number JSON cannot hold tagged. */
+function tagNumbers(v: J): J {
+  if (typeof v === "number") return numberToJSON(v);
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(tagNumbers);
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, tagNumbers(x)]));
+}
+
 const spanJ = (s: Span): J => (s.line ? [s.file, s.line, s.col] : undefined);
 const spanOf = (j: J): Span => (Array.isArray(j) ? { file: j[0], line: j[1], col: j[2] } : NO_SPAN);
 
@@ -19,9 +57,9 @@ export function programToJSON(p: { name: string; entry: string; functions: reado
   const ex = (e: Expr): J => {
     switch (e.kind) {
       case "var": return ref(e);
-      case "const": return { const: e.value, dtype: e.dtype, span: spanJ(e.span) };
+      case "const": return { const: typeof e.value === "number" ? numberToJSON(e.value) : e.value, dtype: e.dtype, span: spanJ(e.span) };
       case "list": return { list: e.items.map(ex), span: spanJ(e.span) };
-      case "call": return { op: e.op, args: e.args.map(ex), attrs: e.attrs, type: e.type, span: spanJ(e.span) };
+      case "call": return { op: e.op, args: e.args.map(ex), attrs: tagNumbers(e.attrs), type: e.type, span: spanJ(e.span) };
     }
   };
   const st = (s: Stmt): J => {
@@ -40,7 +78,7 @@ export function programToJSON(p: { name: string; entry: string; functions: reado
     format: IR_FORMAT, version: IR_VERSION, name: p.name, entry: p.entry,
     functions: p.functions.map((f) => ({
       name: f.name, fnKind: f.fnKind, params: f.params.map((q) => ({ ...varJ(q.var), dir: q.dir })),
-      returnTypes: f.returnTypes, attrs: f.attrs, body: f.body.map(st), span: spanJ(f.span),
+      returnTypes: f.returnTypes, attrs: tagNumbers(f.attrs), body: f.body.map(st), span: spanJ(f.span),
     })),
   };
 }
@@ -61,9 +99,13 @@ export function programFromJSON<P>(j: ProgramJSON, make: (name: string, entry: s
         if (!v) throw new Error(`program.json: variable #${e.ref} used before its definition`);
         return v;
       }
-      if ("const" in e) return mkConst(e.const, e.dtype, spanOf(e.span));
+      if ("const" in e) {
+        const v = typeof e.const === "boolean" ? e.const : numberFromJSON(e.const);
+        if (v === undefined) throw new Error(`program.json: constant ${JSON.stringify(e.const)} is not a number or a boolean`);
+        return mkConst(v, e.dtype, spanOf(e.span));
+      }
       if ("list" in e) return mkList(e.list.map(ex), spanOf(e.span));
-      return mkCall(e.op, e.args.map(ex), e.attrs as Attrs, e.type as Type, spanOf(e.span));
+      return mkCall(e.op, e.args.map(ex), reviveNumbers(e.attrs) as Attrs, e.type as Type, spanOf(e.span));
     };
     const st = (s: J): Stmt => {
       const span = spanOf(s.span);
@@ -90,7 +132,7 @@ export function programFromJSON<P>(j: ProgramJSON, make: (name: string, entry: s
       }
     };
     const params: Param[] = fj.params.map((pj: J) => ({ var: def(pj), dir: pj.dir }));
-    return mkFunc({ name: fj.name, fnKind: fj.fnKind, params, returnTypes: fj.returnTypes, attrs: fj.attrs, body: fj.body.map(st), span: spanOf(fj.span) });
+    return mkFunc({ name: fj.name, fnKind: fj.fnKind, params, returnTypes: fj.returnTypes, attrs: reviveNumbers(fj.attrs), body: fj.body.map(st), span: spanOf(fj.span) });
   });
   return make(j.name, j.entry, fns, j.span ?? NO_SPAN);
 }

@@ -3,6 +3,8 @@
 import type { DType, Type } from "./types.js";
 import { INDEX, scalarT } from "./types.js";
 
+const FLOAT_DTYPES: ReadonlySet<DType> = new Set(["float32", "float16", "bfloat16"]);
+
 export interface Span {
   readonly file: string;
   readonly line: number;
@@ -41,8 +43,10 @@ export function freshVar(v: Var, type: Type = v.type, span: Span = v.span): Var 
   return mkVar(v.name, type, span);
 }
 export function mkConst(value: number | boolean, dtype?: DType, span: Span = NO_SPAN): Const {
-  const dt: DType = dtype ?? (typeof value === "boolean" ? "bool" : Number.isInteger(value) ? "int64" : "float32");
-  return Object.freeze({ kind: "const", value, dtype: dt, span });
+  // -0 is a float (no integer dtype has it): untyped it is float32, typed as an integer it is 0
+  const dt: DType = dtype ?? (typeof value === "boolean" ? "bool" : Number.isInteger(value) && !Object.is(value, -0) ? "int64" : "float32");
+  const v = Object.is(value, -0) && !FLOAT_DTYPES.has(dt) ? 0 : value;
+  return Object.freeze({ kind: "const", value: v, dtype: dt, span });
 }
 export function mkCall(op: string, args: readonly Expr[], attrs: Attrs, type: Type, span: Span = NO_SPAN): Call {
   return Object.freeze({ kind: "call", op, args: Object.freeze([...args]), attrs: Object.freeze({ ...attrs }), type, span });

@@ -3,7 +3,7 @@
 // patterns); tiles hold numbers (already rounded to the tile's dtype).
 import type { DType, Mem } from "./types.js";
 import type { Span } from "./nodes.js";
-import { f16BitsToF32, bf16BitsToF32, f32ToF16Bits, f32ToBf16Bits, roundToDType } from "./dtype.js";
+import { f16BitsToF32, bf16BitsToF32, f32ToF16Bits, f32ToBf16Bits, roundToDType, castToDType, castNarrows } from "./dtype.js";
 
 export type Storage = Float32Array | Uint16Array | Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array;
 
@@ -72,4 +72,4 @@ export function toDType(v: number, dtype: DType): number {
     default: return roundToDType(v, dtype, "trunc");
   }
 }
-export { roundToDType };
+export { roundToDType, castToDType, castNarrows };

@@ -34,10 +34,15 @@ export interface ParamSig {
 export interface Packed {
   readonly args: unknown[];
   readonly kinds: Uint8Array;
+  /** The numeric value of each non-host argument (a device address as a number, a scalar; NaN: an int64 beyond 2^53, read from `args`), for devices that read them in one block (Device.launch). */
+  readonly slots: Float64Array;
   config: RunConfig | undefined;
   /** The caller's arguments (what a program that returns a parameter returns). */
   source: readonly unknown[];
 }
+
+/** A scalar as messages show it (String(-0) is "0"). */
+const scalarText = (v: unknown): string => (Object.is(v, -0) ? "-0" : String(v));
 
 export const rtErr = (code: string, msg: string, hint?: string, where?: ErrorWhere) => new TsptoRuntimeError(code, msg, callerSpan(), hint, where);
 const shapeStr = (s: readonly number[], names?: readonly (string | null)[] | null) => `[${s.map((d, k) => (d === -1 && names?.[k] ? names[k] : d)).join(", ")}]`;
@@ -56,6 +61,14 @@ function signatureOf(meta: CompiledMeta): ParamSig[] {
       scalarKind: p.dtype === "bool" ? ArgKind.Bool : p.dtype === "float32" || p.dtype === "float16" || p.dtype === "bfloat16" ? ArgKind.Float : ArgKind.Int,
     };
   });
+}
+
+/** A scalar's launch slot value: numbers as they are, booleans 0/1, a bigint when exact as a number (else NaN: read from args). */
+function slotOf(a: unknown): number {
+  if (typeof a === "number") return a;
+  if (typeof a === "boolean") return a ? 1 : 0;
+  const n = Number(a as bigint);
+  return Number.isSafeInteger(n) ? n : NaN;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
@@ -98,6 +111,9 @@ export class Binder {
   readonly #symAxis: readonly Int32Array[];
   readonly #owner: DeviceTensorOwner;
   readonly #platform: string;
+  /** Per parameter: the DeviceTensor last packed there, and its address as a number. */
+  readonly #addrOf: (DeviceTensor | undefined)[];
+  readonly #addr: Float64Array;
 
   constructor(meta: CompiledMeta, owner: DeviceTensorOwner) {
     this.name = meta.name;
@@ -106,9 +122,11 @@ export class Binder {
     this.#extent = new Array(this.symbols.length).fill(0);
     this.#symAxis = this.sig.map((p) => Int32Array.from(p.shape, (_d, k) => (p.dimNames?.[k] ? this.symbols.indexOf(p.dimNames[k]!) : -1)));
     const n = this.sig.length + this.symbols.length;
-    this.packed = { args: new Array(n), kinds: new Uint8Array(n).fill(ArgKind.Int), config: undefined, source: [] };
+    this.packed = { args: new Array(n), kinds: new Uint8Array(n).fill(ArgKind.Int), slots: new Float64Array(n), config: undefined, source: [] };
     this.#owner = owner;
     this.#platform = meta.platform;
+    this.#addrOf = new Array(this.sig.length).fill(undefined);
+    this.#addr = new Float64Array(this.sig.length);
   }
 
   /**
@@ -120,7 +138,7 @@ export class Binder {
     const sig = this.sig;
     if (n !== sig.length) return false;
     const out = this.packed;
-    this.#extent.fill(0);
+    if (this.symbols.length > 0) this.#extent.fill(0);
     for (let i = 0; i < n; i++) {
       const p = sig[i], a = args[i];
       if (p.tensor) {
@@ -132,6 +150,7 @@ export class Binder {
         if (p.value !== undefined ? !Object.is(a, p.value) : !this.#scalarOk(p, a)) return false;
         out.args[i] = a;
         out.kinds[i] = p.scalarKind;
+        out.slots[i] = slotOf(a);
       }
     }
     this.#packDims();
@@ -160,7 +179,7 @@ export class Binder {
 
   #packDims(): void {
     const base = this.sig.length;
-    for (let k = 0; k < this.symbols.length; k++) this.packed.args[base + k] = this.#extent[k];
+    for (let k = 0; k < this.symbols.length; k++) this.packed.args[base + k] = this.packed.slots[base + k] = this.#extent[k];
   }
 
   /** The error for parameter i's axis k disagreeing with the extent an earlier argument gave its dimension. */
@@ -199,41 +218,37 @@ export class Binder {
       throw rtErr("E_ARITY", `'${this.name}' takes ${sig.length} arguments (${sig.map((p) => p.name).join(", ")}), got ${n}`, "pass one argument per kernel parameter (optionally followed by a RunConfig)");
     }
     const out = this.packed;
-    this.#extent.fill(0);
+    if (this.symbols.length > 0) this.#extent.fill(0);
+    // The hot loop builds no strings and no objects: each check that fails hands over to
+    // #checkScalar / #mismatch / checkTensor, which build the message naming the argument.
     for (let i = 0; i < n; i++) {
       const p = sig[i];
       const a = args[i];
-      const what = `argument '${p.name}' (#${i + 1}) of '${this.name}'`;
-      const where = { argument: p.name, position: i + 1 };
       if (!p.tensor) {
-        if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
-          throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`, undefined, where);
-        }
-        if (p.value !== undefined) {
-          if (a !== p.value && !(typeof a === "bigint" && BigInt(p.value as number) === a)) {
-            throw rtErr("E_SPECIALIZED", `${what} is ${String(a)}, but the program was compiled for ${p.name}=${String(p.value)}`,
-              `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`, where);
-          }
-        } else if (!this.#scalarOk(p, a)) {
-          checkScalar(p.dtype, a, p.name, i, this.name); // throws E_SCALAR naming the rule (1.5, NaN, true, 2**31 for an int32)
-        }
+        if (p.value !== undefined ? !Object.is(a, p.value) : !this.#scalarOk(p, a)) this.#checkScalar(p, i, a);
         out.args[i] = a;
         out.kinds[i] = p.scalarKind;
+        out.slots[i] = slotOf(a);
         continue;
       }
       if (a instanceof DeviceTensor) {
-        this.checkTensor(a, `argument '${p.name}' (#${i + 1})`);
+        if (a.owner !== this.#owner || !a.live) this.checkTensor(a, `argument '${p.name}' (#${i + 1})`);
         if (a.dtype !== p.dtype || !sameShape(a.shape, p.shape)) throw this.#mismatch(p, i, a.shape, a.dtype);
         if (p.dimNames) { const k = this.#dims(i, a.shape); if (k !== null) throw this.#dimMismatch(i, k, a.shape[k]); }
         out.args[i] = a.dataPtr;
         out.kinds[i] = ArgKind.Device;
+        // the address as a number (exact: device addresses are below 2^53), converted once per
+        // tensor: resident weights are the same objects call after call
+        if (this.#addrOf[i] !== a) { this.#addrOf[i] = a; this.#addr[i] = Number(a.dataPtr); }
+        out.slots[i] = this.#addr[i];
         continue;
       }
       const h = a instanceof HostTensor ? a : asTensorLike(a);
-      if (!h) throw rtErr("E_ARG", `${what} must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`, undefined, where);
+      if (!h) throw rtErr("E_ARG", `argument '${p.name}' (#${i + 1}) of '${this.name}' must be a tensor (HostTensor, DeviceTensor or {data, shape}), got ${describe(a)}`, undefined, { argument: p.name, position: i + 1 });
       if (h.dtype !== p.dtype || !sameShape(h.shape, p.shape)) throw this.#mismatch(p, i, h.shape, h.dtype);
       if (p.dimNames) { const k = this.#dims(i, h.shape); if (k !== null) throw this.#dimMismatch(i, k, h.shape[k]); }
-      checkHostView(h.data, p.dimNames ? this.#bytes(p, h.shape) : p.nbytes, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
+      const need = p.dimNames ? this.#bytes(p, h.shape) : p.nbytes;
+      if (h.data.byteLength < need) checkHostView(h.data, need, p.name, i, this.name); // E_HOST_VIEW: detached, transferred or shrunk since the tensor was made
       out.args[i] = h.data;
       out.kinds[i] = p.hostKind;
     }
@@ -241,6 +256,22 @@ export class Binder {
     out.config = cfg;
     out.source = args;
     return out;
+  }
+
+  /** The full check of scalar argument i, once the fast one failed: throws the error that names it, or returns when `a` is accepted after all (a bigint of the specialized value, a bigint for a narrower integer dtype). */
+  #checkScalar(p: ParamSig, i: number, a: unknown): void {
+    const what = `argument '${p.name}' (#${i + 1}) of '${this.name}'`;
+    const where = { argument: p.name, position: i + 1 };
+    if (typeof a !== "number" && typeof a !== "boolean" && typeof a !== "bigint") {
+      throw rtErr("E_ARG", `${what} must be a ${p.dtype} scalar, got ${describe(a)}`, undefined, where);
+    }
+    if (p.value !== undefined) {
+      // the value itself (Object.is): NaN matches a NaN specialization, -0 is not 0 (the jit keys them apart)
+      if (Object.is(a, p.value) || (typeof a === "bigint" && Number.isInteger(p.value) && BigInt(p.value as number) === a)) return;
+      throw rtErr("E_SPECIALIZED", `${what} is ${scalarText(a)}, but the program was compiled for ${p.name}=${scalarText(p.value)}`,
+        `scalar parameters annotated number/boolean are specialized on their value: compile again for this value (jit calls do it automatically), or annotate the parameter pl.Scalar<pl.INT64> to keep it dynamic`, where);
+    }
+    checkScalar(p.dtype, a, p.name, i, this.name); // throws E_SCALAR naming the rule (1.5, NaN, true, 2**31 for an int32)
   }
 
   /** A DeviceTensor argument must be a live allocation of this worker. */

@@ -4,7 +4,7 @@
 // <CompiledProgram.outputDir>/dfx_outputs/ in the formats of docs/dfx-formats.md. Each file
 // describes the latest launch that recorded it and is written atomically (temp + rename).
 // The interp platform records nothing (see ChipWorker: it says so once).
-import { mkdirSync, writeFileSync, renameSync, readFileSync, existsSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync, renameSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { RunConfig } from "./config.js";
 import { DFX_DIR, checkDirInside, readMarker, recordFiles, removeWritten, type CompiledMeta } from "../artifact/index.js";
@@ -33,6 +33,42 @@ function writeFile(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data);
   renameSync(tmp, path);
+}
+
+/**
+ * A file written in pieces, then renamed into place (atomic like writeFile): a launch of
+ * 200k tasks makes a swimlane of ~100 MB, which is never one string or one object tree.
+ */
+class StreamFile {
+  readonly #tmp: string;
+  readonly #fd: number;
+  #parts: string[] = [];
+  #len = 0;
+  constructor(readonly path: string) {
+    this.#tmp = `${path}.tmp-${process.pid}`;
+    this.#fd = openSync(this.#tmp, "w");
+  }
+  write(s: string): void {
+    this.#parts.push(s);
+    this.#len += s.length;
+    if (this.#len >= 1 << 20) this.#flush();
+  }
+  #flush(): void {
+    if (this.#parts.length) writeSync(this.#fd, this.#parts.join(""));
+    this.#parts = [];
+    this.#len = 0;
+  }
+  close(): void {
+    this.#flush();
+    closeSync(this.#fd);
+    renameSync(this.#tmp, this.path);
+  }
+}
+/** `[` items `]` as JSON, one item per line. */
+function jsonArray(f: StreamFile, n: number, item: (i: number) => string): void {
+  f.write("[");
+  for (let i = 0; i < n; i++) f.write(`${i ? ",\n" : "\n"}${item(i)}`);
+  f.write("\n]");
 }
 
 interface Region { name: string; base: bigint; nbytes: number; dtype: DType | null }
@@ -71,48 +107,68 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   // every file written is recorded in the artifact's marker: tspto deletes only what it wrote
   const written: string[] = [];
   const writeAtomic = (path: string, data: string | Uint8Array) => { writeFile(path, data); written.push(`${rel}/${path.slice(dir.length + 1)}`); };
+  const stream = (path: string) => { written.push(`${rel}/${path.slice(dir.length + 1)}`); return new StreamFile(path); };
   const t0 = trace.launchStartNs;
   const us = (ns: number) => (ns - t0) / 1000;
   const regions = regionsOf(meta, trace);
   const tasks = trace.tasks;
 
+  // the dependency graph (swimlane's idle reasons and deps.json), derived once
+  let edges: ReturnType<typeof derivedEdges> | null = null;
+  const graph = () => (edges ??= derivedEdges(tasks));
+
   if (cfg.enableChipSwimlane > 0) {
     const level = cfg.enableChipSwimlane;
-    const ev: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
+    const head: object[] = [{ ph: "M", name: "process_name", pid: deviceId, args: { name: `${meta.runtimeName} device ${deviceId}` } }];
     const usedCores = new Set(tasks.map((t) => t.core));
-    const why = idleReason(tasks, coreCount);
+    const why = idleReason(tasks, coreCount, graph);
     for (let c = 0; c < coreCount; c++) {
-      ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
+      head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: c, args: usedCores.has(c) ? { name: `core ${c}` } : { name: `core ${c}`, idle: why } });
     }
     // Tasks the orchestration thread ran itself (a launch's last task, when no more tasks than cores were in flight) have core == coreCount.
-    if (usedCores.has(coreCount)) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
+    if (usedCores.has(coreCount)) head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: coreCount, args: { name: `core ${coreCount} (orchestration thread)` } });
     const orchTid = coreCount + 1;
-    if (level >= 3) ev.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
-    for (const t of tasks) {
-      ev.push({ ph: "X", name: t.kernel, cat: "task", pid: deviceId, tid: t.core, ts: us(t.startNs), dur: (t.endNs - t.startNs) / 1000,
-        args: { task: t.id, core: t.core, scope: t.scope } });
-      if (level >= 2) {
-        ev.push({ ph: "i", name: `submit ${t.kernel}`, cat: "dispatch", s: "t", pid: deviceId, tid: orchTid, ts: us(t.submitNs), args: { task: t.id } });
-        ev.push({ ph: "i", name: `finish ${t.kernel}`, cat: "finish", s: "t", pid: deviceId, tid: t.core, ts: us(t.endNs), args: { task: t.id } });
-      }
-    }
+    if (level >= 3) head.push({ ph: "M", name: "thread_name", pid: deviceId, tid: orchTid, args: { name: "orchestration" } });
+    const tail: object[] = [];
     if (level >= 3) {
-      ev.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
-      ev.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
+      tail.push({ ph: "X", name: "orchestration", cat: "orchestration", pid: deviceId, tid: orchTid, ts: 0, dur: (trace.entryEndNs - t0) / 1000, args: { tasks: tasks.length } });
+      tail.push({ ph: "X", name: "drain", cat: "orchestration", pid: deviceId, tid: orchTid, ts: us(trace.entryEndNs), dur: Math.max(0, trace.launchEndNs - trace.entryEndNs) / 1000, args: {} });
     }
     // The launch's start on the wall clock (µs since the epoch), so that traces of several
     // processes (ranks) can be put on one timeline: the trace clock is CLOCK_MONOTONIC, as
     // process.hrtime is, so the offset between the two clocks is measured now.
     const startUnixUs = Math.round((performance.timeOrigin + performance.now()) * 1000 - Number(process.hrtime.bigint() - BigInt(t0)) / 1000);
-    writeAtomic(join(dir, "swimlane.json"), JSON.stringify({ traceEvents: ev, displayTimeUnit: "ns", launchUs: (trace.launchEndNs - t0) / 1000, startUnixUs }));
+    // streamed: one line per event, the task events written as text (kernel names quoted once)
+    const quoted = new Map<string, string>();
+    const q = (k: string) => { let v = quoted.get(k); if (v === undefined) { v = JSON.stringify(k); quoted.set(k, v); } return v; };
+    const qs = new Map<string, string>();
+    const qk = (prefix: string, k: string) => { const key = `${prefix}${k}`; let v = qs.get(key); if (v === undefined) { v = JSON.stringify(key); qs.set(key, v); } return v; };
+    const f = stream(join(dir, "swimlane.json"));
+    f.write('{"traceEvents":[');
+    let first = true;
+    const put = (line: string) => { f.write(first ? `\n${line}` : `,\n${line}`); first = false; };
+    for (const e of head) put(JSON.stringify(e));
+    for (const t of tasks) {
+      put(`{"ph":"X","name":${q(t.kernel)},"cat":"task","pid":${deviceId},"tid":${t.core},"ts":${us(t.startNs)},"dur":${(t.endNs - t.startNs) / 1000},"args":{"task":${t.id},"core":${t.core},"scope":${t.scope}}}`);
+      if (level >= 2) {
+        put(`{"ph":"i","name":${qk("submit ", t.kernel)},"cat":"dispatch","s":"t","pid":${deviceId},"tid":${orchTid},"ts":${us(t.submitNs)},"args":{"task":${t.id}}}`);
+        put(`{"ph":"i","name":${qk("finish ", t.kernel)},"cat":"finish","s":"t","pid":${deviceId},"tid":${t.core},"ts":${us(t.endNs)},"args":{"task":${t.id}}}`);
+      }
+    }
+    for (const e of tail) put(JSON.stringify(e));
+    f.write(`\n],"displayTimeUnit":"ns","launchUs":${(trace.launchEndNs - t0) / 1000},"startUnixUs":${startUnixUs}}`);
+    f.close();
   }
 
   if (cfg.enableDepGen) {
-    const deps = {
-      tasks: tasks.map((t) => ({ id: t.id, kernel: t.kernel, scope: t.scope, core: t.core })),
-      edges: derivedEdges(tasks).map((e) => ({ from: e.from, to: e.to, tensor: locate(regions, e.access).name })),
-    };
-    writeAtomic(join(dir, "deps.json"), JSON.stringify(deps, null, 1));
+    const es = graph();
+    const f = stream(join(dir, "deps.json"));
+    f.write('{"tasks":');
+    jsonArray(f, tasks.length, (i) => { const t = tasks[i]; return `{"id":${t.id},"kernel":${JSON.stringify(t.kernel)},"scope":${t.scope},"core":${t.core}}`; });
+    f.write(',"edges":');
+    jsonArray(f, es.length, (i) => { const e = es[i]; return `{"from":${e.from},"to":${e.to},"tensor":${JSON.stringify(locate(regions, e.access).name)}}`; });
+    f.write("}\n");
+    f.close();
   }
 
   if (cfg.enablePmu > 0) {
@@ -132,28 +188,34 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
     const marker = readMarker(outputDir);
     if (marker && marker !== "invalid") removeWritten(outputDir, marker, `${rel}/args_dump`);
     mkdirSync(adir, { recursive: true });
-    const index = tasks.map((t) => ({
-      task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
-      args: t.accesses.map((a, k) => {
-        const loc = locate(regions, a);
-        const dtype: DType = loc.dtype ?? "float32";
-        const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
-        // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
-        if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
-        for (const when of ["before", "after"] as const) {
-          const bytes = a[when] ?? new Uint8Array(0);
-          if (full) {
-            const file = `task${t.id}_arg${k}_${when}.bin`;
-            writeFileSync(join(adir, file), bytes);
-            written.push(`${rel}/args_dump/${file}`);
-            entry[`${when}File`] = file;
+    const f = stream(join(adir, "index.json"));
+    f.write(`{"level":${cfg.enableDumpArgs},"tasks":`);
+    jsonArray(f, tasks.length, (ti) => {
+      const t = tasks[ti];
+      return JSON.stringify({
+        task: t.id, kernel: t.kernel, scope: t.scope, core: t.core,
+        args: t.accesses.map((a, k) => {
+          const loc = locate(regions, a);
+          const dtype: DType = loc.dtype ?? "float32";
+          const entry: Record<string, unknown> = { tensor: loc.name, offset: loc.offset, nbytes: a.nbytes, mode: MODE[a.mode] ?? a.mode, dtype, dtypeKnown: loc.dtype !== null };
+          // a tensor window: the snapshot is its byte hull (whole rows between the first and last)
+          if (a.window) entry.window = { offsets: a.window.offsets, extents: a.window.extents };
+          for (const when of ["before", "after"] as const) {
+            const bytes = a[when] ?? new Uint8Array(0);
+            if (full) {
+              const file = `task${t.id}_arg${k}_${when}.bin`;
+              writeFileSync(join(adir, file), bytes);
+              written.push(`${rel}/args_dump/${file}`);
+              entry[`${when}File`] = file;
+            }
+            entry[when] = firstValues(bytes, dtype, 16);
           }
-          entry[when] = firstValues(bytes, dtype, 16);
-        }
-        return entry;
-      }),
-    }));
-    writeAtomic(join(adir, "index.json"), JSON.stringify({ level: cfg.enableDumpArgs, tasks: index }, null, 1));
+          return entry;
+        }),
+      });
+    });
+    f.write("}\n");
+    f.close();
   }
 
   if (cfg.enableScopeStats) {
@@ -222,7 +284,7 @@ export function readArgsDump(dir: string): { level: number; tasks: ArgsDumpTask[
  * the dependency graph is 1); or independent tasks existed but the other cores (and the
  * orchestration thread) took each one before this core woke up.
  */
-export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number): string {
+export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number, edges: () => ReturnType<typeof derivedEdges> = () => derivedEdges(tasks)): string {
   if (tasks.length === 0) return "the launch submitted no task";
   if (tasks.length === 1) return "the launch had a single task";
   if (tasks.length < coreCount) return `only ${tasks.length} tasks for ${coreCount} cores`;
@@ -231,7 +293,7 @@ export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number)
   }
   const layer = new Map<number, number>();
   for (const t of tasks) layer.set(t.id, 0);
-  for (const e of derivedEdges(tasks).sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
+  for (const e of [...edges()].sort((a, b) => a.to - b.to)) layer.set(e.to, Math.max(layer.get(e.to)!, layer.get(e.from)! + 1));
   const width = new Map<number, number>();
   for (const l of layer.values()) width.set(l, (width.get(l) ?? 0) + 1);
   const widest = Math.max(...width.values());
@@ -246,22 +308,88 @@ export function idleReason(tasks: readonly NativeTraceTask[], coreCount: number)
  * submitted): task j depends on an earlier task i when an access of each overlaps and one
  * writes. Scanning back from j, a write that covers j's access is the newest producer of that
  * region; older tasks are ordered before it already, so the scan stops there.
+ *
+ * The scan is not done task by task (that was quadratic: 16k independent tasks took 16–30 s,
+ * each access scanned every earlier task). Accesses are grouped by the region they touch
+ * (byte hull and window: what overlap and coverage depend on), the regions sorted by address
+ * with a max-end tree over them, so each access visits only the regions its hull overlaps;
+ * in a region, the accesses of one kind are in task order, so the ones between the stop (the
+ * newest covering write) and j are a suffix found by binary search. The edges, their order
+ * and the access each names are those of the task-by-task scan.
  */
 export function derivedEdges(tasks: readonly NativeTraceTask[]): { from: number; to: number; access: NativeTraceAccess }[] {
-  const out: { from: number; to: number; access: NativeTraceAccess }[] = [];
-  const seen = new Set<string>();
   const W = 2;
+  // ---- regions: one per distinct (hull, window); each holds its accesses' task indices in order
+  interface Region { rep: NativeTraceAccess; lo: number; hi: number; all: number[]; writes: number[]; near?: Region[] }
+  const byKey = new Map<string, Region>();
+  const regionOf: (Region | undefined)[][] = tasks.map((t, j) => t.accesses.map((a) => {
+    if (!(a.nbytes > 0)) return undefined; // touches nothing: overlaps no access
+    const w = a.window;
+    const key = `${a.base}:${a.nbytes}${w ? `:${w.tensor}:${w.elemBytes}:${w.dims.join(",")}:${w.offsets.join(",")}:${w.extents.join(",")}` : ""}`;
+    let r = byKey.get(key);
+    if (!r) { r = { rep: a, lo: Number(a.base), hi: Number(a.base) + a.nbytes, all: [], writes: [] }; byKey.set(key, r); }
+    if (r.all[r.all.length - 1] !== j) r.all.push(j);
+    if (a.mode & W && r.writes[r.writes.length - 1] !== j) r.writes.push(j);
+    return r;
+  }));
+  const sorted = [...byKey.values()].sort((x, y) => x.lo - y.lo);
+  const n = sorted.length;
+  // maxHi[node] over sorted[node's range], an implicit segment tree (node 1 = whole array)
+  const size = 1 << Math.ceil(Math.log2(Math.max(1, n)));
+  const maxHi = new Float64Array(2 * size).fill(-Infinity);
+  sorted.forEach((r, k) => { maxHi[size + k] = r.hi; });
+  for (let k = size - 1; k >= 1; k--) maxHi[k] = Math.max(maxHi[2 * k], maxHi[2 * k + 1]);
+  /** The regions that touch a common element with `r` (an overlap independent of mode and time). */
+  const near = (r: Region): Region[] => {
+    if (r.near) return r.near;
+    const out: Region[] = [];
+    // the regions that start before r ends: a prefix of `sorted`
+    let a = 0, b = n;
+    while (a < b) { const m = (a + b) >> 1; if (sorted[m].lo < r.hi) a = m + 1; else b = m; }
+    const limit = a;
+    const walk = (node: number, from: number, to: number): void => {
+      if (from >= limit || maxHi[node] <= r.lo) return;
+      if (to - from === 1) { const q = sorted[from]; if (accessesOverlap(q.rep, r.rep)) out.push(q); return; }
+      const mid = (from + to) >> 1;
+      walk(2 * node, from, mid);
+      walk(2 * node + 1, mid, to);
+    };
+    walk(1, 0, size);
+    return (r.near = out);
+  };
+  /** Index of the first entry of `xs` (ascending) that is >= v. */
+  const lowerBound = (xs: number[], v: number): number => {
+    let a = 0, b = xs.length;
+    while (a < b) { const m = (a + b) >> 1; if (xs[m] < v) a = m + 1; else b = m; }
+    return a;
+  };
+
+  const out: { from: number; to: number; access: NativeTraceAccess }[] = [];
   for (let j = 0; j < tasks.length; j++) {
-    for (const aj of tasks[j].accesses) {
-      scan: for (let i = j - 1; i >= 0; i--) {
-        for (const ai of tasks[i].accesses) {
-          if (!((ai.mode | aj.mode) & W) || !accessesOverlap(ai, aj)) continue;
-          const key = `${tasks[i].id}>${tasks[j].id}`;
-          if (!seen.has(key)) { seen.add(key); out.push({ from: tasks[i].id, to: tasks[j].id, access: aj }); }
-          if (ai.mode & W && covers(ai, aj)) break scan;
-        }
+    const linked = new Set<number>();
+    tasks[j].accesses.forEach((aj, k) => {
+      const r = regionOf[j][k];
+      if (!r) return;
+      const cand = near(r);
+      // the stop: the newest earlier task with a write covering aj
+      let stop = -1;
+      for (const q of cand) {
+        if (!covers(q.rep, aj)) continue;
+        const at = lowerBound(q.writes, j) - 1;
+        if (at >= 0) stop = Math.max(stop, q.writes[at]);
       }
-    }
+      // tasks in [stop, j) with a conflicting access in an overlapping region, newest first
+      const found = new Set<number>();
+      for (const q of cand) {
+        const xs = aj.mode & W ? q.all : q.writes;
+        for (let at = lowerBound(xs, j) - 1; at >= 0 && xs[at] >= stop; at--) found.add(xs[at]);
+      }
+      for (const i of [...found].sort((x, y) => y - x)) {
+        if (linked.has(i)) continue;
+        linked.add(i);
+        out.push({ from: tasks[i].id, to: tasks[j].id, access: aj });
+      }
+    });
   }
   return out;
 }
@@ -272,8 +400,9 @@ function sameTensor(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
   return !!x && !!y && x.tensor === y.tensor && x.elemBytes === y.elemBytes && x.dims.length === y.dims.length && x.dims.every((d, k) => d === y.dims[k]);
 }
 
-/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? */
+/** Do two accesses touch a common element (the scheduler's rule, native/src/scheduler.cc)? An empty one touches none. */
 export function accessesOverlap(a: NativeTraceAccess, b: NativeTraceAccess): boolean {
+  if (!(a.nbytes > 0 && b.nbytes > 0)) return false;
   if (!(a.base < b.base + BigInt(b.nbytes) && b.base < a.base + BigInt(a.nbytes))) return false;
   if (!sameTensor(a, b)) return true;
   const x = a.window!, y = b.window!;

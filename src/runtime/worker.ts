@@ -350,16 +350,16 @@ export class ChipWorker implements Disposable {
     const recording = rec.mask !== 0 && dev.records;
     if (recording || this.#devMask !== 0) this.#setRecording(recording ? rec.mask : 0, recording ? rec.dumpBytes : 0);
     if (!async) {
-      this.lastDeviceNs = dev.launch(reg.module, packed.args, packed.kinds);
+      this.lastDeviceNs = dev.launch(reg.module, packed.args, packed.kinds, packed.slots);
       if (recording) this.#writeTrace(reg, cfg);
       return this.#result(reg, packed.source);
     }
     // Launches of one device run in order: the recording mask set now applies to this launch.
-    const args = [...packed.args], kinds = packed.kinds.slice(), source = packed.source;
+    const args = [...packed.args], kinds = packed.kinds.slice(), slots = packed.slots.slice(), source = packed.source;
     const held = this.#hold(reg, source);
     reg.inflight++;
     let p: Promise<number>;
-    try { p = dev.launchAsync(reg.module, args, kinds); } catch (e) { this.#settled(reg, held); throw e; }
+    try { p = dev.launchAsync(reg.module, args, kinds, slots); } catch (e) { this.#settled(reg, held); throw e; }
     this.#tail = p.then(() => undefined, () => undefined);
     return p.then((ns) => {
       this.#settled(reg, held);

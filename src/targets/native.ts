@@ -47,19 +47,81 @@ export interface NativeDevice {
    *  view is a TSPTO_HOST_VIEW error naming the argument) and stages exactly that many bytes. */
   loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
   unloadModule(id: number): void;
-  /** Runs one launch; returns device time in ns (orchestration start → last task end). */
-  launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
+  /** Runs one launch; returns device time in ns (orchestration start → last task end).
+   *  `slots` (optional, one per argument): the numeric value of each device-address and scalar
+   *  argument, read in one block instead of converting `args[i]` (an int slot holding NaN is
+   *  read from `args[i]`: an int64 beyond 2^53 given as a bigint); host views always come from `args`. */
+  launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
   /** The same launch off the JS thread; launches on one device are serialized. */
-  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
+  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
   stats(): NativeStats;
   /** DFX: what the following launches record (mask: 1 tasks+edges, 2 argument snapshots of
    *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */
   setRecording(mask: number, dumpBytes: number): void;
-  /** The trace of the last launch that recorded, once; null otherwise. */
-  takeTrace(): DeviceTrace | null;
+  /** The trace of the last launch that recorded, once, packed (unpackTrace reads it); null otherwise. */
+  takeTrace(): PackedTrace | null;
   /** Idempotent: joins threads, unloads modules, frees all memory. */
   close(): void;
   readonly closed: boolean;
+}
+
+/** The native trace as the addon returns it: typed arrays, not an object per task (device_wrap.h TakeTrace). */
+export interface PackedTrace {
+  launchStartNs: number; entryEndNs: number; launchEndNs: number; mask: number; pmuError: string;
+  argSlots: bigint[]; orchBuffers: { base: bigint; nbytes: number }[];
+  names: string[];
+  /** 10 per task: id, name index, scope, core, submit, start, end, cycles, instructions, access count. */
+  tasks: Float64Array;
+  /** 4 + 3 * rankFields per access: nbytes, mode, rank, elem bytes, dims, offsets, extents. */
+  acc: Float64Array;
+  /** 2 per access: base, tensor. */
+  addrs: BigUint64Array;
+  /** With argument snapshots: their bytes, and 4 per access (before offset, length, after offset, length). */
+  dump?: Uint8Array; dumpIdx?: Float64Array;
+  /** 4 per edge: from, to, from access, to access. */
+  edges: Int32Array;
+  rankFields: number;
+}
+
+/**
+ * The DeviceTrace of a packed native trace: one object per task and per access, made in JS
+ * (the addon making them through Node-API took ~50 µs per task); snapshots are views into
+ * one buffer.
+ */
+export function unpackTrace(p: PackedTrace): DeviceTrace {
+  const R = p.rankFields, AF = 4 + 3 * R;
+  const tasks: DeviceTrace["tasks"] = new Array(p.tasks.length / 10);
+  let k = 0;
+  for (let t = 0; t < tasks.length; t++) {
+    const f = p.tasks, o = t * 10;
+    const n = f[o + 9];
+    const accesses: DeviceTrace["tasks"][number]["accesses"] = new Array(n);
+    for (let j = 0; j < n; j++, k++) {
+      const a = p.acc, q = k * AF, rank = a[q + 2];
+      const acc: DeviceTrace["tasks"][number]["accesses"][number] = { base: p.addrs[2 * k], nbytes: a[q], mode: a[q + 1] };
+      if (rank > 0) {
+        const dims = new Array<number>(rank), offsets = new Array<number>(rank), extents = new Array<number>(rank);
+        for (let d = 0; d < rank; d++) { dims[d] = a[q + 4 + d]; offsets[d] = a[q + 4 + R + d]; extents[d] = a[q + 4 + 2 * R + d]; }
+        acc.window = { tensor: p.addrs[2 * k + 1], elemBytes: a[q + 3], dims, offsets, extents };
+      }
+      if (p.dump && p.dumpIdx) {
+        const d = p.dumpIdx, w = 4 * k;
+        acc.before = p.dump.subarray(d[w], d[w] + d[w + 1]);
+        acc.after = p.dump.subarray(d[w + 2], d[w + 2] + d[w + 3]);
+      }
+      accesses[j] = acc;
+    }
+    tasks[t] = {
+      id: f[o], kernel: p.names[f[o + 1]], scope: f[o + 2], core: f[o + 3], submitNs: f[o + 4], startNs: f[o + 5], endNs: f[o + 6],
+      cycles: f[o + 7], instructions: f[o + 8], accesses,
+    };
+  }
+  const edges: DeviceTrace["edges"] = new Array(p.edges.length / 4);
+  for (let i = 0; i < edges.length; i++) edges[i] = { from: p.edges[4 * i], to: p.edges[4 * i + 1], fromAccess: p.edges[4 * i + 2], toAccess: p.edges[4 * i + 3] };
+  return {
+    launchStartNs: p.launchStartNs, entryEndNs: p.entryEndNs, launchEndNs: p.launchEndNs, mask: p.mask, pmuError: p.pmuError,
+    argSlots: p.argSlots, orchBuffers: p.orchBuffers, tasks, edges,
+  };
 }
 
 export interface NativeAddon {

@@ -129,12 +129,15 @@ export interface Device {
   unload(module: number): void;
   /**
    * One launch; returns the device time in ns. `args[i]` is a host view, a device address or a
-   * scalar as `kinds[i]` says. An asynchronous device (webgpu) enqueues it and returns 0, and
-   * throws E_ASYNC for a launch that would have to wait (host outputs).
+   * scalar as `kinds[i]` says; `slots[i]`, when given, the same non-host argument as a number
+   * (a device address, a scalar; booleans 0/1; NaN for an int64 only `args[i]` holds exactly),
+   * which a device may read in one block instead of `args[i]` (the native devices do). An
+   * asynchronous device (webgpu) enqueues it and returns 0, and throws E_ASYNC for a launch that
+   * would have to wait (host outputs).
    */
-  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number;
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number;
   /** The same launch off the JS thread; launches on one device run in order. */
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number>;
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
   stats(): DeviceStats;
   /** DFX recording: false when this device records nothing (the worker says so once). */
   readonly records: boolean;

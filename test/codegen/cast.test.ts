@@ -31,20 +31,53 @@ function applyMode(x: number, m: Mode): number {
     }
   }
 }
+/**
+ * x rounded to a binary float (`mant` fraction bits, minimum normal exponent `emin`, largest
+ * finite `max`) in a cast rounding mode: the two neighbours of x in the format, picked by the
+ * mode; past `max` Infinity, or `max` where the mode rounds toward zero for x's sign.
+ */
+function roundFloatMode(x: number, mant: number, emin: number, max: number, mode: Mode): number {
+  if (!Number.isFinite(x) || x === 0) return x;
+  const a = Math.abs(x), s = Math.sign(x);
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e--;
+  if (2 ** (e + 1) <= a) e++;
+  const ulp = 2 ** (Math.max(e, emin) - mant);
+  const lo = Math.floor(a / ulp) * ulp, hi = lo + ulp;
+  let r: number;
+  if (lo === a) r = a;
+  else {
+    switch (mode) {
+      case "trunc": r = lo; break;
+      case "floor": r = s > 0 ? lo : hi; break;
+      case "ceil": r = s > 0 ? hi : lo; break;
+      case "round": r = a - lo >= hi - a ? hi : lo; break;
+      case "rint": r = a - lo > hi - a ? hi : a - lo < hi - a ? lo : (lo / ulp) % 2 === 0 ? lo : hi; break;
+    }
+  }
+  if (r > max) r = mode === "trunc" || (mode === "floor" && s > 0) || (mode === "ceil" && s < 0) ? max : Infinity;
+  return s * r;
+}
+/** cast's value in a float dtype (SEMANTICS.md: the mode rounds float targets too). */
+function floatRef(x: number, to: DType, mode: Mode): number {
+  if (Number.isNaN(x)) return NaN;
+  if (to === "float32") return roundFloatMode(x, 23, -126, 3.4028234663852886e38, mode);
+  if (to === "float16") return roundFloatMode(x, 10, -14, 65504, mode);
+  return roundFloatMode(x, 7, -126, 3.3895313892515355e38, mode);
+}
+/** The storage element of a float dtype's value. */
+const floatBits = (v: number, to: DType): number => (to === "float32" ? v : to === "float16" ? f32ToF16Bits(v) : f32ToBf16Bits(v));
 /** Expected storage element of cast(x, to, mode); x is the source element value (bigint for int64). */
 function castRef(x: number | bigint, to: DType, mode: Mode): number | bigint {
   if (typeof x === "bigint") {
-    if (to === "float32") return Math.fround(Number(x));
-    if (to === "float16") return f32ToF16Bits(Number(x));
-    if (to === "bfloat16") return f32ToBf16Bits(Number(x));
+    // through a double, as the cpu and the reference convert an int64 (exact within ±2^53)
+    if (isFloat(to)) return floatBits(floatRef(Number(x), to, mode), to);
     if (to === "bool") return x !== 0n ? 1 : 0;
     if (to === "int64") return x;
     const [lo, hi] = RANGE[to];
     return x < BigInt(lo) ? lo : x > BigInt(hi) ? hi : Number(x);
   }
-  if (to === "float32") return Math.fround(x);
-  if (to === "float16") return f32ToF16Bits(x);
-  if (to === "bfloat16") return f32ToBf16Bits(x);
+  if (isFloat(to)) return floatBits(floatRef(x, to, mode), to);
   if (to === "bool") return x !== 0 ? 1 : 0;
   if (Number.isNaN(x)) return to === "int64" ? 0n : 0;
   const r = applyMode(x, mode);
@@ -104,10 +137,12 @@ function zeros(d: DType, n: number): Storage {
 
 describe("cast", () => {
   for (const from of DTYPES) {
-    it(`from ${from} to every dtype${isFloat(from) ? " with every rounding mode" : ""}`, () => {
+    it(`from ${from} to every dtype with every rounding mode`, () => {
       const cases: { to: DType; mode: Mode }[] = [];
       for (const to of DTYPES) {
-        const modes: readonly Mode[] = isFloat(from) && !isFloat(to) && to !== "bool" ? MODES : [to === from ? "floor" : "ceil"];
+        // every mode where it may matter (a narrowing: to an integer, or to a float format); one
+        // mode elsewhere (the same dtype, to bool), which must not change the value
+        const modes: readonly Mode[] = to !== from && to !== "bool" ? MODES : [to === from ? "floor" : "ceil"];
         for (const mode of modes) cases.push({ to, mode });
       }
       const a = tensorVar("a", [ROWS, COLS], from);
@@ -134,21 +169,22 @@ describe("cast", () => {
 
 // ------------------------------------------------------------------ conversion sweeps
 const CH = 4096;
-/** out[rows, CH] = cast(a[rows, CH]) chunk by chunk, in a loop with dynamic offsets. */
-function sweepProgram(name: string, from: DType, tos: DType[], rows: number) {
+/** out[rows, CH] = cast(a[rows, CH], dtype, mode) chunk by chunk, in a loop with dynamic offsets (mode absent: the default). */
+function sweepProgram(name: string, from: DType, tos: DType[], rows: number, modes: readonly (Mode | undefined)[] = [undefined]) {
   const a = tensorVar("a", [rows, CH], from);
-  const outs = tos.map((d) => tensorVar(`o_${d}`, [rows, CH], d));
+  const cases = tos.flatMap((d) => modes.map((m) => ({ d, m })));
+  const outs = cases.map(({ d, m }) => tensorVar(`o_${d}_${m ?? "default"}`, [rows, CH], d));
   return singleKernelProgram(name, [[a, "in"], ...outs.map((o) => [o, "out"] as [Var, "out"])], (b, [ka, ...kos]) => {
     const i = mkVar("i", INDEX);
     const body = new B(b.plan);
     const t = body.let("t", load(ka, [i, c(0)], [1, CH]));
-    tos.forEach((d, k) => body.eval(store(body.let(`r${k}`, call("tile.cast", [t], { dtype: d })), [i, c(0)], kos[k])));
+    cases.forEach(({ d, m }, k) => body.eval(store(body.let(`r${k}`, call("tile.cast", [t], m ? { dtype: d, mode: m } : { dtype: d })), [i, c(0)], kos[k])));
     b.push(mkFor({ loopVar: i, start: c(0), stop: c(rows), step: c(1), iterArgs: [], inits: [], body: body.stmts, results: [] }));
   });
 }
 
 describe("float16 / bfloat16 conversions are bit-exact with src/runtime/dtype.ts", () => {
-  it("float32 -> float16 and bfloat16: every pattern's neighbours, midpoints (ties) and random bits", () => {
+  for (const d of ["float16", "bfloat16"] as const) it(`float32 -> ${d} in every mode: every pattern's neighbours, midpoints (ties) and random bits`, () => {
     const xs: number[] = [];
     const f = new Float32Array(1), u = new Uint32Array(f.buffer);
     const near = (v: number) => {
@@ -172,12 +208,17 @@ describe("float16 / bfloat16 conversions are bit-exact with src/runtime/dtype.ts
     const rows = Math.ceil(xs.length / CH);
     const A = new Float32Array(rows * CH);
     A.set(xs);
-    const dir = build(sweepProgram("sweep_f32", "float32", ["float16", "bfloat16"], rows));
-    const res = run(dir, [{ tensor: A }, { tensor: new Uint16Array(rows * CH) }, { tensor: new Uint16Array(rows * CH) }]);
+    const modes = [undefined, ...MODES] as const;
+    const dir = build(sweepProgram(`sweep_f32_${d}`, "float32", [d], rows, modes));
+    const res = run(dir, [{ tensor: A }, ...modes.map(() => ({ tensor: new Uint16Array(rows * CH) }))]);
     expect(res.rc).toBe(0);
-    expectExact(res.tensors[1] as Uint16Array, Array.from(A, f32ToF16Bits), "f32 -> f16 bits");
-    expectExact(res.tensors[2] as Uint16Array, Array.from(A, f32ToBf16Bits), "f32 -> bf16 bits");
-  }, 60_000);
+    modes.forEach((m, mi) => {
+      const got = res.tensors[1 + mi] as Uint16Array;
+      // rint: the plain nearest-even conversion (src/runtime/dtype.ts); the default mode is "round"
+      const want = m === "rint" ? Array.from(A, d === "float16" ? f32ToF16Bits : f32ToBf16Bits) : Array.from(A, (x) => floatBits(floatRef(x, d, m ?? "round"), d));
+      expectExact(got, want, `f32 -> ${d} bits (${m ?? "default mode"})`);
+    });
+  }, 120_000);
 
   for (const [d, dec] of [["float16", f16BitsToF32], ["bfloat16", bf16BitsToF32]] as const) {
     it(`${d} -> float32 for all 65536 patterns`, () => {

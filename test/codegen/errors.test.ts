@@ -14,8 +14,8 @@ import { c, call, kernel, launch, load, run, seedProgram, singleKernelProgram, s
 afterAll(cleanup);
 
 const tmp = (tag: string) => tmpDir(tag);
-function catchErr(f: () => unknown): Error & { code?: string } {
-  try { f(); } catch (e) { return e as Error & { code?: string }; }
+function catchErr(f: () => unknown): Error & { code?: string; hint?: string } {
+  try { f(); } catch (e) { return e as Error & { code?: string; hint?: string }; }
   throw new Error("expected an error");
 }
 
@@ -69,6 +69,26 @@ exec ${saved ?? "c++"} "$@"
     const err = catchErr(() => compileArtifact(seedProgram("cxx_bad_src", 16), { platform: "cpu", packageVersion: "test", outputDir: join(dir, "a") }));
     expect(err.code).toBe("E_CXX");
     expect(err.message).toMatch(/program\.cpp:\d+:\d+: error/);
+    expect(err.message).toContain(join(dir, "a", "kernels", "program.cpp"));
+  });
+
+  it("a compiler that crashes (an internal compiler error) gives E_CXX with a hint to report it, not to install a compiler", () => {
+    const dir = tmp("cxx_ice");
+    const script = join(dir, "ice-cxx.sh");
+    writeFileSync(script, `#!/bin/sh
+if [ "$1" = "--version" ]; then echo "fake-cxx 1.0"; exit 0; fi
+echo "during GIMPLE pass: fre" >&2
+echo "kernels/program.cpp:398:17: internal compiler error: in eliminate_stmt, at tree-ssa-sccvn.cc:6459" >&2
+echo "Please submit a full bug report, with preprocessed source (by using -freport-bug)." >&2
+exit 1
+`);
+    chmodSync(script, 0o755);
+    process.env.CXX = script;
+    const err = catchErr(() => compileArtifact(seedProgram("cxx_ice", 16), { platform: "cpu", packageVersion: "test", outputDir: join(dir, "a") }));
+    expect(err.code).toBe("E_CXX");
+    expect(err.message).toContain("internal compiler error: in eliminate_stmt");
+    expect(err.hint).toMatch(/crashed on tspto's generated code.*report it with the generated source/);
+    expect(err.hint).not.toContain("install");
     expect(err.message).toContain(join(dir, "a", "kernels", "program.cpp"));
   });
 

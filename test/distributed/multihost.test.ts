@@ -10,6 +10,7 @@ import { describe, it, expect, vi, afterEach } from "vitest";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { child, childEnv, expectAllChecks, hasMpirun, root, run, type JobResult } from "./jobs.js";
+import { COLLECTIVES, NEW, PROMPT, precompile, readLogits, singleProcess, tinyCheckpoint, worstDiff } from "../examples/gpt2_fixture.js";
 
 // Every job starts a daemon per host and a node process per rank on a busy 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
@@ -111,6 +112,27 @@ describe.skipIf(why !== null)("collectives across hosts (TCP only)", () => {
     expect(r.out).toMatch(/data parallel: .* on all 4 devices match one process/);
     expect(r.out).toMatch(/tensor parallel: .* from 4 column shards \(allGather\) matches one process/);
     expectNothingLeft(r);
+  });
+
+  describe("examples/gpt2 --tp N across hosts", () => {
+    const dir = tinyCheckpoint("tphosts");
+    let ref: Awaited<ReturnType<typeof singleProcess>> | undefined;
+    for (const [hosts, slots] of [[2, 1], [2, 2]]) {
+      const tp = hosts * slots;
+      it(`--tp ${tp} over ${hosts} hosts with ${slots} rank${slots > 1 ? "s" : ""} each: the tokens of one process, logits within 2e-5; the ranks ran on h0 and h1`, async () => {
+        const out = join(dir, `logits_hosts_tp${tp}.bin`);
+        await precompile(tp);
+        const r = await hostsJob(hosts, slots, "examples/gpt2/generate.ts",
+          ["--tp", String(tp), "--model", dir, "--tokens", PROMPT.join(","), "--max-new", String(NEW), "--logits-out", out], { timeoutMs: 240_000 });
+        expect(r.status, r.out).toBe(0);
+        ref ??= await singleProcess(dir);
+        expect(r.out.match(/^\d+(,\d+)*$/gm), r.out).toEqual([ref.tokens.join(",")]);
+        expect(worstDiff(readLogits(out), ref.logits)).toBeLessThan(2e-5);
+        // the ranks ran on both hosts, so every allReduce crossed the links (TCP only)
+        expect(r.out).toContain(`tensor parallel over ${tp} ranks on h0, h1 (${COLLECTIVES * NEW} collectives`);
+        expectNothingLeft(r);
+      });
+    }
   });
 
   it("3 hosts: ranks that disagree, or one whose arguments fail, fail together naming who (agreement_child.ts)", async () => {

@@ -26,8 +26,11 @@ const castAll = pl.jit(function castAll(x: pl.Tensor, f32: pl.Out<pl.Tensor>, f1
 });
 
 // ------------------------------------------------------------------ independent reference
-/** Round to a binary float with `mant` fraction bits, minimum normal exponent `emin`, largest finite `max` (nearest even). */
-function roundFloat(x: number, mant: number, emin: number, max: number): number {
+/**
+ * Round to a binary float with `mant` fraction bits, minimum normal exponent `emin`, largest
+ * finite `max`, in a cast rounding mode (SEMANTICS.md: the mode rounds float targets too).
+ */
+function roundFloat(x: number, mant: number, emin: number, max: number, m: (typeof MODES)[number]): number {
   if (!Number.isFinite(x) || x === 0) return x;
   const a = Math.abs(x);
   let e = Math.floor(Math.log2(a));
@@ -35,8 +38,12 @@ function roundFloat(x: number, mant: number, emin: number, max: number): number 
   if (2 ** (e + 1) <= a) e++;
   const ulp = 2 ** (Math.max(e, emin) - mant);
   const q = a / ulp, f = Math.floor(q), d = q - f;
-  const r = (d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f) * ulp;
-  return Math.sign(x) * (r > max ? Infinity : r);
+  const up = d === 0 ? false
+    : m === "trunc" ? false : m === "floor" ? x < 0 : m === "ceil" ? x > 0
+    : m === "round" ? d >= 0.5 : d > 0.5 || (d === 0.5 && f % 2 === 1);
+  let r = (up ? f + 1 : f) * ulp;
+  if (r > max) r = m === "trunc" || (m === "floor" && x > 0) || (m === "ceil" && x < 0) ? max : Infinity;
+  return Math.sign(x) * r;
 }
 const F16_MAX = 65504, BF16_MAX = 3.3895313892515355e38;
 const RANGE: Partial<Record<DType, [number, number]>> = {
@@ -52,9 +59,9 @@ function applyMode(x: number, m: (typeof MODES)[number]): number {
   }
 }
 function castRef(v: number, to: DType, m: (typeof MODES)[number]): number {
-  if (to === "float32") return Math.fround(v);
-  if (to === "float16") return roundFloat(v, 10, -14, F16_MAX);
-  if (to === "bfloat16") return roundFloat(v, 7, -126, BF16_MAX);
+  if (to === "float32") return roundFloat(v, 23, -126, 3.4028234663852886e38, m);
+  if (to === "float16") return roundFloat(v, 10, -14, F16_MAX, m);
+  if (to === "bfloat16") return roundFloat(v, 7, -126, BF16_MAX, m);
   if (to === "bool") return v !== 0 ? 1 : 0; // NaN != 0
   if (Number.isNaN(v)) return 0;
   const [lo, hi] = RANGE[to]!;

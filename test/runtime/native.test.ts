@@ -129,6 +129,7 @@ extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
  *  mode 3  orchestration buffer: tmp = rt->alloc; copy buf -> tmp; buf = tmp * 3.
  *          steps == 1: rt->free(tmp) explicitly; otherwise left to the runtime.
  *  mode 4  buf[i] += 1 (one task).
+ *  mode 7  tmp = rt->alloc (read before written); buf = tmp + 1; then tmp = 99.
  */
 const SCHED_LIB =
   PRELUDE +
@@ -221,6 +222,18 @@ extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
     const int64_t slots[2] = {buf, n};
     const TsptoAccess a = acc(buf, n * 4, TSPTO_ACCESS_READWRITE);
     SUBMIT(k_inc, slots, 2, &a, 1);
+  } else if (mode == 7) {
+    const int64_t tmp = rt->alloc(rt->ctx, n * 4);
+    if (tmp == 0) return 1;
+    const int64_t copy[4] = {tmp, buf, n, 0};
+    const TsptoAccess ca[2] = {acc(tmp, n * 4, TSPTO_ACCESS_READ), acc(buf, n * 4, TSPTO_ACCESS_WRITE)};
+    SUBMIT(k_copy_slow, copy, 4, ca, 2);
+    const int64_t inc[2] = {buf, n};
+    const TsptoAccess ia = acc(buf, n * 4, TSPTO_ACCESS_READWRITE);
+    SUBMIT(k_inc, inc, 2, &ia, 1);
+    const int64_t fill[3] = {tmp, n, 99};
+    const TsptoAccess fa = acc(tmp, n * 4, TSPTO_ACCESS_WRITE);
+    SUBMIT(k_fill, fill, 3, &fa, 1);
   } else {
     rt->fail(rt->ctx, "unknown mode");
     return 1;
@@ -657,7 +670,7 @@ describe("native device: launch", () => {
     expect(io.every((v) => v === 101)).toBe(true);
   });
 
-  it("frees orchestration buffers at launch end (explicit rt->free or not)", () => {
+  it("keeps a module's orchestration buffers for its next launch (zero-filled again) and frees them at unload", () => {
     const d = device();
     const id = d.loadModule(libs.sched);
     const m = 257;
@@ -665,14 +678,34 @@ describe("native device: launch", () => {
     const buf = d.alloc(m * 4);
     const aux = d.alloc(4);
     const baseline = d.stats();
-    for (const explicitFree of [1, 0]) {
+    const kept = Math.ceil((m * 4) / 64) * 64; // the one rt->alloc buffer, rounded to 64 bytes
+    for (const explicitFree of [1, 0, 1, 0]) {
       d.h2d(buf, x, m * 4);
       d.launch(id, [buf, aux, m, explicitFree, 3, 1, 0], SCHED_KINDS_DEVICE);
       const got = new Uint32Array(m);
       d.d2h(got, buf, m * 4);
       expect(got).toEqual(x.map((v) => Math.imul(v, 3) >>> 0));
-      expect(d.stats().bytesInUse).toBe(baseline.bytesInUse);
-      expect(d.stats().liveAllocations).toBe(baseline.liveAllocations);
+      // one buffer kept by the module, the same one at every launch (explicit rt->free or not)
+      expect(d.stats().bytesInUse).toBe(baseline.bytesInUse + kept);
+      expect(d.stats().liveAllocations).toBe(baseline.liveAllocations + 1);
+    }
+    d.unloadModule(id);
+    expect(d.stats().bytesInUse).toBe(baseline.bytesInUse);
+    expect(d.stats().liveAllocations).toBe(baseline.liveAllocations);
+  });
+
+  it("a kept orchestration buffer is zero-filled again at every launch", () => {
+    const d = device();
+    const id = d.loadModule(libs.sched);
+    const m = 64;
+    const aux = d.alloc(4);
+    // mode 7 (see SCHED_LIB): out[i] = tmp[i] (a fresh rt->alloc buffer, read before written) + 1, then tmp[i] = 99
+    for (let r = 0; r < 3; r++) {
+      const out = d.alloc(m * 4);
+      d.launch(id, [out, aux, m, 0, 7, 1, 0], SCHED_KINDS_DEVICE);
+      const got = new Uint32Array(m);
+      d.d2h(got, out, m * 4);
+      expect(Array.from(got), `launch ${r + 1}`).toEqual(new Array(m).fill(1));
     }
   });
 

@@ -4,7 +4,7 @@ import { describe, it, expect, afterAll } from "vitest";
 import { mkdtempSync, writeFileSync, rmSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pl, ir, ChipWorker, RunConfig, DeviceTensor, CompiledProgram, benchmark, randn, zeros, assertClose, tensor } from "tspto";
+import { pl, ir, ChipWorker, RunConfig, DeviceTensor, CompiledProgram, benchmark, randn, zeros, full, assertClose, tensor } from "tspto";
 
 const R = 32, C = 64;
 
@@ -135,6 +135,26 @@ for (const platform of ["cpu", "interp"] as const) {
       await w.register(P.add).callAsync(A, B, out2);
       assertClose(out2, A.add(B), { rtol: 1e-6, atol: 1e-6 });
       await expect(w.runAsync(P.add, A, B)).rejects.toThrow(/takes 3 arguments \(a, b, out\), got 2/);
+    });
+
+    it("runAsync and callAsync copy their In/InOut host inputs when called: changing them afterwards does not change the result", async () => {
+      const w = newWorker(platform);
+      const a = full([R, C], 1), b = full([R, C], 1), out = zeros([R, C]);
+      const p = w.runAsync(P.add, a, b, out);
+      (a.data as Float32Array).fill(100);                 // after the call, before it completes
+      await p;
+      assertClose(out, full([R, C], 2), { rtol: 0, atol: 0 });
+      const out2 = zeros([R, C]);
+      const q = w.register(P.add).callAsync(a, b, out2);
+      (b.data as Float32Array).fill(-7);
+      await q;
+      assertClose(out2, full([R, C], 101), { rtol: 0, atol: 0 });
+      // InOut: the value read is the one at call time; the result is written back on completion
+      const acc = full([R, C], 3), x = full([R, C], 1);
+      const r = w.runAsync(P.acc, acc, x);
+      (acc.data as Float32Array).fill(1000); (x.data as Float32Array).fill(1000);
+      await r;
+      assertClose(acc, full([R, C], 7), { rtol: 0, atol: 0 });
     });
 
     it("rejects bad arguments with clear messages and keeps working", () => {

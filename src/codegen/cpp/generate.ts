@@ -17,6 +17,14 @@ export { ident } from "./cexpr.js";
 export type { SubmitHook } from "./call.js";
 
 export interface KernelInfo { name: string; symbol: string; scratchBytes: number }
+/**
+ * A part of the source that compiles on its own: unit 0 is the orchestration (tspto_entry,
+ * tspto_abi_version), unit i >= 1 the i-th kernel. Compiled with -DTSPTO_UNITS and
+ * -DTSPTO_UNIT_<i> for each unit it should hold, the source is that part of the library (a
+ * large program builds as several objects in parallel, src/targets/cpu/toolchain.ts);
+ * without TSPTO_UNITS it is the whole library.
+ */
+export interface CppUnit { readonly index: number; readonly name: string; /** bytes of its source: a rough cost of compiling it */ readonly weight: number }
 export interface GeneratedCpp {
   /** The whole translation unit. */
   source: string;
@@ -24,7 +32,12 @@ export interface GeneratedCpp {
   kernels: KernelInfo[];
   /** The largest per-core scratch arena any kernel needs. */
   scratchBytes: number;
+  /** The parts of `source` that compile separately (CppUnit). */
+  units: CppUnit[];
 }
+
+/** The guard of unit i's part of the source (CppUnit). */
+const unitGuard = (i: number) => `#if !defined(TSPTO_UNITS) || defined(TSPTO_UNIT_${i})`;
 
 /** Markers around the orchestration in the generated source (build.ts copies it to orchestration/). */
 export const ENTRY_BEGIN = "// ==== orchestration (tspto_entry) ====";
@@ -55,14 +68,20 @@ export function generateCpp(program: Program): GeneratedCpp {
     CPP_PRELUDE,
   ];
   const kernels: KernelInfo[] = [];
+  const units: CppUnit[] = [];
   for (const f of program.functions) {
     if (f === entry) continue;
     const g = new FnGen(program, f, "kernel", symbols);
-    parts.push(g.generate());
+    const text = g.generate();
     kernels.push({ name: f.name, symbol: symbols.get(f.name)!, scratchBytes: g.scratchBytes });
+    units.push({ index: kernels.length, name: f.name, weight: text.length });
+    parts.push(unitGuard(kernels.length), text, "#endif  // unit", "");
   }
-  parts.push(ENTRY_BEGIN, new FnGen(program, entry, "entry", symbols).generate(), ENTRY_END, "");
-  return { source: parts.join("\n"), kernels, scratchBytes: kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0) };
+  const decls = kernels.map((k) => `extern "C" void ${k.symbol}(const int64_t* args);`);
+  const orchestration = new FnGen(program, entry, "entry", symbols).generate();
+  units.unshift({ index: 0, name: entry.name, weight: orchestration.length });
+  parts.push(unitGuard(0), ...decls, ENTRY_BEGIN, orchestration, ENTRY_END, "#endif  // unit", "");
+  return { source: parts.join("\n"), kernels, scratchBytes: kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0), units };
 }
 
 /** The C symbol of each InCore function (`k_<name>`), checking the program is lowered. */

@@ -1,5 +1,5 @@
 // The cpu code generator: lowered Program -> one C++17 translation unit.
-export { generateCpp, generateEntryCpp, kernelSymbols, ident, type SubmitHook, ENTRY_BEGIN, ENTRY_END, type GeneratedCpp, type KernelInfo } from "./generate.js";
+export { generateCpp, generateEntryCpp, kernelSymbols, ident, type SubmitHook, ENTRY_BEGIN, ENTRY_END, type GeneratedCpp, type KernelInfo, type CppUnit } from "./generate.js";
 export { EMITTERS, emitterFor, type Emitter, type ElementwiseEmitter, type ScalarEmitter, type TileStmtEmitter, type TensorStmtEmitter, type KernelCtx } from "./emitters/index.js";
 export { CPP_PRELUDE } from "./prelude.js";
 export { checkSpmdAttr, type SpmdSubmit } from "./spmd.js";

@@ -2,6 +2,8 @@
 // helpers (float16 / bfloat16 conversions bit-exact with src/runtime/dtype.ts, saturating
 // conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
 // NaN-propagating min/max) and the run-time window check used by loads and stores.
+import { castModeHelpers } from "./cast_modes.js";
+
 export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cmath>
 #include <cstdint>
@@ -74,6 +76,7 @@ static inline float tspto_d2f_odd(double d) {
 }
 static inline float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 static inline float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+${castModeHelpers("static inline")}
 
 // ------------------------------------------------------------------ exp
 // fp32 exp without calls or branches, so the compiler vectorizes the loops that use it (libm's
@@ -527,20 +530,51 @@ static inline int64_t tspto_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ------------------------------------------------------------------ floats
 // Math.max / Math.min: NaN if either is NaN; max(-0, 0) = 0, min(-0, 0) = -0.
+// Equal operands differ at most in the sign of a zero, so the tie is settled on the bits:
+// min ORs them (-0 if either is -0), max ANDs them (+0 unless both are -0). The tie was
+// 'std::signbit(a) ? a : b', which g++ 12 at -O3 with AVX2/AVX-512 cannot compile once it knows
+// the sign (minimum(abs(v), v) over tiles in scratch: an internal compiler error in FRE,
+// eliminate_stmt, tree-ssa-sccvn.cc:6459 — test/codegen/minmax_ice.test.ts).
+template <typename F> struct TsptoBits { using U = uint32_t; };
+template <> struct TsptoBits<double> { using U = uint64_t; };
+template <typename F> static inline F tspto_fbits_or(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x |= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
+template <typename F> static inline F tspto_fbits_and(F a, F b) {
+  typename TsptoBits<F>::U x, y; std::memcpy(&x, &a, sizeof a); std::memcpy(&y, &b, sizeof b); x &= y; F r; std::memcpy(&r, &x, sizeof r); return r;
+}
 template <typename F> static inline F tspto_fmax(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : (std::signbit(a) ? b : a);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a > b ? a : b > a ? b : tspto_fbits_and(a, b);
 }
 template <typename F> static inline F tspto_fmin(F a, F b) {
-  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (std::signbit(a) ? a : b);
+  return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : tspto_fbits_or(a, b);
 }
 
 template <typename F> static inline F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
 
+// ------------------------------------------------------------------ transpose
+// o[c][r] = x[r][c] of a rows x cols tile, in 16 x 16 blocks (both sides stay in L1). One
+// out-of-line copy per element type: a loop specialized for each tile shape is what GCC's
+// vectorizer turns into scatters, several times slower and most of a bTrans matmul's compile.
+template <typename T>
+__attribute__((noinline)) static void tspto_transpose(T* __restrict o, const T* __restrict x, int64_t rows, int64_t cols) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int64_t ie = i0 + 16 < rows ? i0 + 16 : rows;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t je = j0 + 16 < cols ? j0 + 16 : cols;
+      for (int64_t i = i0; i < ie; ++i)
+        for (int64_t j = j0; j < je; ++j) o[j * rows + i] = x[i * cols + j];
+    }
+  }
+}
+
 // A select of two values: both operands are evaluated (loaded) before the blend, so the
 // vectorizer sees unconditional loads and a blend, never masked loads. g++ 12 at -O3
 // -march=native miscompiles a vectorized 'm[i] != 0 ? a[i] : b[i]' over small tiles (the
-// masked loads of later vectors reuse the first vector's mask); every select the generated
-// code makes (sel, fillpad's pad) goes through this.
+// masked loads of later vectors reuse the first vector's mask); every select of the generated
+// element loops goes through this (sel, fillpad's pad, prelu, lrelu, integer division by a
+// float scalar): no value is read in one arm of a conditional only. Loops that must not read
+// outside a region (edge tiles, a load's valid rows) are split into separate loops instead.
 template <typename T> static inline T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ run-time checks
@@ -607,5 +641,9 @@ __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntim
 
 }  // namespace
 
+// One definition per library: in the orchestration's unit when it is built as several
+// translation units (CppUnit in generate.ts).
+#if !defined(TSPTO_UNITS) || defined(TSPTO_UNIT_0)
 extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
+#endif
 `;

@@ -6,6 +6,8 @@
 //
 // Compiled by nvcc with --expt-relaxed-constexpr (std::numeric_limits in device code).
 
+import { castModeHelpers } from "../cpp/cast_modes.js";
+
 /** Most argument slots one kernel takes (tensor pointers + scalars, incl. SPMD bounds). */
 export const CUDA_MAX_SLOTS = 48;
 /** Words of the per-launch failure record (device memory): flag, site, then offsets. */
@@ -118,6 +120,7 @@ TSPTO_D float tspto_d2f_odd(double d) {
 }
 TSPTO_D float tspto_d2f16v(double d) { return tspto_rnd_f16(tspto_d2f_odd(d)); }
 TSPTO_D float tspto_d2bf16v(double d) { return tspto_rnd_bf16(tspto_d2f_odd(d)); }
+${castModeHelpers("TSPTO_D")}
 
 // ------------------------------------------------------------------ exp (correctly rounded to within 1 ulp: the device expf)
 TSPTO_D float tspto_expf(float x) { return expf(x); }
@@ -169,7 +172,7 @@ template <typename F> TSPTO_D F tspto_fmin(F a, F b) {
   return (a != a || b != b) ? std::numeric_limits<F>::quiet_NaN() : a < b ? a : b < a ? b : (signbit(a) ? a : b);
 }
 template <typename F> TSPTO_D F tspto_relu(F a) { return a > (F)0 ? a : (F)0; }
-// the select of sel and fillpad's pad (the cpu formulas call it: both operands evaluated, then blended)
+// a select of two values already evaluated (the cpu formulas call it: sel, fillpad's pad, prelu, lrelu)
 template <typename T> TSPTO_D T tspto_blend(bool m, T a, T b) { return m ? a : b; }
 
 // ------------------------------------------------------------------ SPMD bands and failures

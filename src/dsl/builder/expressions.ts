@@ -150,7 +150,7 @@ export abstract class ExprBuilder extends BuilderBase {
       // `-3`, `-2.5`, `-Infinity` are negative constants; `-(3)` is a negation (the printer's spelling)
       if (ts.isNumericLiteral(e.operand)) {
         const n = numericLiteral(e.operand);
-        return mkConst(-n.v, n.float ? "float32" : "int64", span);
+        return mkConst(-n.v, n.float || n.v === 0 ? "float32" : "int64", span); // -0 is a float
       }
       if (ts.isIdentifier(e.operand) && e.operand.text === "Infinity" && !this.local("Infinity")) return mkConst(-Infinity, "float32", span);
       const x = this.expr(e.operand);

@@ -4,7 +4,7 @@
 import { registerOp, type InferCtx, type OpDef, type OpParam, type OpRow } from "../registry.js";
 import type { Attrs } from "../nodes.js";
 import { isFloat, isInt, tensorT, tileT, typeStr, dimsEqual, type Dim, type DType, type TileType, type TensorType, type Type } from "../types.js";
-import { mkTile, readElem, writeElem, toDType, roundToDType, type TensorValue, type TileValue, type Value } from "../values.js";
+import { mkTile, readElem, writeElem, toDType, castToDType, type TensorValue, type TileValue, type Value } from "../values.js";
 import { expectDType } from "./common.js";
 
 export type BinaryFn = (a: number, b: number, dtype: DType) => number;
@@ -247,12 +247,12 @@ function expectOperand(ctx: InferCtx, i: number, level: "tile" | "tensor", what:
 for (const level of ["tile", "tensor"] as const) {
   registerOp({
     name: `${level}.cast`, pl: "cast", level, pure: true,
-    doc: `cast(x, dtype, mode = "round"): convert (modes round, rint, floor, ceil, trunc)`,
+    doc: `cast(x, dtype, mode = "round"): convert; the mode (round, rint, floor, ceil, trunc) rounds every narrowing, to an integer and to float32/float16/bfloat16`,
     decl: level === "tile" ? [
       "<D extends DType>(x: AnyTile, dtype: D, mode?: RoundMode): AnyTile<D>",
       "<D extends DType>(x: Tensor, dtype: D, mode?: RoundMode): Tensor<any, D>",
     ] : undefined,
-    row: { key: "cast", call: "cast(x, dtype, mode = \"round\")", does: "convert; modes `round` (half away from zero), `rint` (half to even), `floor`, `ceil`, `trunc`; integers saturate" },
+    row: { key: "cast", call: "cast(x, dtype, mode = \"round\")", does: "convert; the mode rounds every narrowing conversion, to an integer or to a float format (float32 → float16/bfloat16, int32 → float32, ...): `round` (half away from zero), `rint` (half to even), `floor`, `ceil`, `trunc` (for a float format: drops the low mantissa bits); integers saturate" },
     params: [{ name: "x", kind: "value" }, { name: "dtype", kind: "dtype" }, { name: "mode", kind: "string", optional: true }],
     infer(ctx) {
       const a = expectOperand(ctx, 0, level, "the operand");
@@ -267,7 +267,8 @@ for (const level of ["tile", "tensor"] as const) {
     evaluate(args, attrs, _env, call) {
       const dtype = (call.type as TileType).dtype;
       const mode = (attrs.mode ?? "round") as "round";
-      return mapValues(args, call.type, ([x]) => roundToDType(x, dtype, mode));
+      // the mode rounds every narrowing, to a float format as to an integer (castToDType)
+      return mapValues(args, call.type, ([x]) => castToDType(x, dtype, mode));
     },
   });
 }

@@ -15,7 +15,7 @@
 import { registerOp, type InferCtx } from "../registry.js";
 import type { Attrs } from "../nodes.js";
 import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
-import { mkTile, roundToDType, toDType, type TileValue, type Value } from "../values.js";
+import { mkTile, castToDType, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D, expectDType, expectTile } from "./common.js";
 
@@ -128,7 +128,7 @@ registerOp({
     const accD = matmulAccDType(a.dtype);
     const out = mkTile(t.shape, accD, t.mem, t.validShape as number[] | null);
     matmulValues(a, b, out, null, contractOf(attrs));
-    if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = roundToDType(out.data[i], t.dtype, "round");
+    if (t.dtype !== accD) for (let i = 0; i < out.data.length; i++) out.data[i] = castToDType(out.data[i], t.dtype, "round"); // outDtype: a cast (tile.cast after MatmulForms)
     return mkTile(t.shape, t.dtype, t.mem, t.validShape as number[] | null, out.data);
   },
 });

@@ -10,7 +10,7 @@ import {
   canonicalJSON, sha256, writeArtifact, type ArtifactRef,
 } from "../../artifact/index.js";
 import type { BuildOptions } from "../target.js";
-import { CXX_FLAGS, LIBRARY_PATH, SOURCE_PATH, compileLibrary, cpuFlags, toolchain } from "./toolchain.js";
+import { LIBRARY_PATH, SOURCE_PATH, compileLibrary, cpuFlags, cxxFlags, toolchain } from "./toolchain.js";
 
 /** Bump when generated code changes meaning (part of the artifact key). */
 const CODEGEN_VERSION = "cpp-1";
@@ -18,7 +18,7 @@ const CODEGEN_VERSION = "cpp-1";
 /** The cpu build's identity: toolchain, flags and the CPU it targets (-march=native). */
 export function cpuKeyParts(): string[] {
   const tc = toolchain();
-  return [tc.command, tc.path ?? "", tc.version, CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags()];
+  return [tc.command, tc.path ?? "", tc.version, cxxFlags().join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags()];
 }
 
 export function buildCpu(program: Program, opts: BuildOptions): ArtifactRef {
@@ -38,10 +38,12 @@ export function buildCpu(program: Program, opts: BuildOptions): ArtifactRef {
     writeFileSync(join(dir, ORCHESTRATION_DIR, "README.md"),
       `The orchestration of '${program.entry}' runs on the host as \`tspto_entry\` in ../${LIBRARY_PATH}; it submits one task per InCore call to the runtime.\nentry.cpp is the excerpt of ../${SOURCE_PATH} that defines it.\n`);
     // on a compile failure, leave the generated source where the user can read it
-    const { flags, ms } = compileLibrary(tc, dir, program.name, () => join(f.publishPartial(), SOURCE_PATH));
+    const { flags, ms, groups } = compileLibrary(tc, dir, program.name, () => join(f.publishPartial(), SOURCE_PATH), gen.units);
     const libraryHash = sha256(readFileSync(join(dir, LIBRARY_PATH)));
     writeFileSync(join(dir, STAMP_FILE), `${JSON.stringify({
       compiler: tc.command, compilerPath: tc.path, version: tc.version, flags, compileMs: Math.round(ms),
+      // built as several objects at once (src/targets/cpu/units.ts): the source units of each
+      ...(groups.length > 1 ? { units: groups } : {}),
       sourceSha256: sha256(gen.source), librarySha256: libraryHash, key,
     }, null, 2)}\n`);
     return {

@@ -2,7 +2,7 @@
 // program libraries, persistent scheduler), seen through the Device interface. Native
 // failures become TsptoErrors here.
 import { verifiedLibrary, type ArtifactRef } from "../../artifact/index.js";
-import { argBytesOf, loadNative, nativeError, type NativeDevice } from "../native.js";
+import { argBytesOf, loadNative, nativeError, unpackTrace, type NativeDevice } from "../native.js";
 import type { Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 
 export class CpuDevice implements Device {
@@ -38,15 +38,15 @@ export class CpuDevice implements Device {
     try { return this.#n.loadModule(path, argBytes); } catch (e) { throw nativeError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw nativeError(e); } }
-  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
-    try { return this.#n.launch(module, args as unknown[], kinds); } catch (e) { throw nativeError(e); }
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
+    try { return this.#n.launch(module, args as unknown[], kinds, slots); } catch (e) { throw nativeError(e); }
   }
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
-    try { return this.#n.launchAsync(module, args as unknown[], kinds).catch((e: unknown) => { throw nativeError(e); }); } catch (e) { return Promise.reject(nativeError(e)); }
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
+    try { return this.#n.launchAsync(module, args as unknown[], kinds, slots).catch((e: unknown) => { throw nativeError(e); }); } catch (e) { return Promise.reject(nativeError(e)); }
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
-  takeTrace(): DeviceTrace | null { return this.#n.takeTrace(); }
+  takeTrace(): DeviceTrace | null { const p = this.#n.takeTrace(); return p ? unpackTrace(p) : null; }
   close(): void { this.#n.close(); }
   get closed(): boolean { return this.#n.closed; }
 }

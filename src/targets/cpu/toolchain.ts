@@ -9,11 +9,34 @@ import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
 import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
-import { CPP_PRELUDE } from "../../codegen/index.js";
+import { CPP_PRELUDE, type CppUnit } from "../../codegen/index.js";
+import { compileUnits, cxxJobs, unitGroups } from "./units.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 
 /** Flags of every cpu build (after `$CXX`). */
 export const CXX_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
+/**
+ * The flags of this process's cpu builds: CXX_FLAGS, or with its -O3 replaced by the level in
+ * $TSPTO_CXX_OPT (internal, for tspto's own tests: the differential fuzzer builds a sample of
+ * programs at -O0 and at the production flags and compares them, so a miscompile by the
+ * optimizer shows up as a difference). Part of every cache and artifact key; builds with an
+ * override use no precompiled header.
+ */
+export function cxxFlags(): readonly string[] {
+  const opt = cxxOptOverride();
+  return opt ? CXX_FLAGS.map((f) => (f === "-O3" ? opt : f)) : CXX_FLAGS;
+}
+const CXX_OPT_LEVELS = ["-O0", "-O1", "-O2", "-O3", "-Os", "-Og"];
+/** $TSPTO_CXX_OPT ("-O0" ... "-O3", "-Os", "-Og"), or null when unset. */
+export function cxxOptOverride(): string | null {
+  const env = process.env.TSPTO_CXX_OPT;
+  if (env === undefined || env === "") return null;
+  if (!CXX_OPT_LEVELS.includes(env)) {
+    throw new TsptoConfigError("E_CONFIG", `TSPTO_CXX_OPT must be one of ${CXX_OPT_LEVELS.join(", ")} (an internal testing override of -O3), got ${JSON.stringify(env)}`,
+      undefined, "unset it for normal builds", { argument: "TSPTO_CXX_OPT" });
+  }
+  return env;
+}
 /** Where the library goes inside the artifact directory, and the source it is built from. */
 export const LIBRARY_PATH = "build/libprogram.so";
 export const SOURCE_PATH = "kernels/program.cpp";
@@ -69,6 +92,9 @@ function versionMemo(command: string, exe: string): { file: string; path: string
 }
 
 const CXX_HINT = "set $CXX to a working C++17 compiler (g++ or clang++), or install one (e.g. `apt-get install g++`)";
+/** The hint when the compiler itself crashed on the generated code (g++'s "internal compiler error"). */
+const ICE_HINT = "the C++ compiler crashed on tspto's generated code (its own bug, which tspto's emitters must avoid): please report it with the generated source; "
+  + "another compiler may build it meanwhile ($CXX=clang++ or another g++ version)";
 
 /**
  * The compiler: $CXX (may hold extra words, e.g. "ccache g++"), else the first of c++, g++,
@@ -249,15 +275,28 @@ export function cxxTimeoutMs(): number {
   return n;
 }
 
-export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string): { flags: string[]; ms: number } {
-  // one limit for the program's compile, the precompiled header's build (on first use) included
+/**
+ * Compiles `dir`'s generated source into its library. With `units` (the source's separately
+ * compilable parts, CppUnit) a large program is compiled as several objects at once and linked
+ * (units.ts); `groups` in the result lists the units of each object ([] for one compile).
+ * One limit ($TSPTO_CXX_TIMEOUT_MS) covers the precompiled header's build (on first use), the
+ * compiles and the link.
+ */
+export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
+  units: readonly CppUnit[] = []): { flags: string[]; ms: number; groups: number[][] } {
   const timeoutMs = cxxTimeoutMs();
   const start = performance.now();
-  const pch = precompiledHeader(tc, true, timeoutMs);
-  const flags = [...CXX_FLAGS, "-I", abiIncludeDir(), ...(pch ? ["-include", pch] : []), "-o", LIBRARY_PATH, SOURCE_PATH];
+  const pch = cxxOptOverride() ? null : precompiledHeader(tc, true, timeoutMs); // the PCH is built with CXX_FLAGS
+  const common = ["-I", abiIncludeDir(), ...(pch ? ["-include", pch] : [])];
+  const flags = [...cxxFlags(), ...common, "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
   const left = Math.max(1, Math.round(timeoutMs - (t0 - start)));
-  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
+  const groups = unitGroups(units, cxxJobs());
+  const r = groups.length > 1
+    ? compileUnits(dir, groups,
+      (g, obj) => [...tc.argv, ...cxxFlags().filter((f) => f !== "-shared"), ...common, "-DTSPTO_UNITS", ...g.map((i) => `-DTSPTO_UNIT_${i}`), "-c", "-o", obj, SOURCE_PATH],
+      (objs) => [...tc.argv, "-shared", "-fPIC", "-o", LIBRARY_PATH, ...objs], left)
+    : spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
@@ -271,9 +310,9 @@ export function compileLibrary(tc: Toolchain, dir: string, programName: string, 
     const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
     throw new TsptoCompileError(timedOut ? "E_CXX_TIMEOUT" : "E_CXX",
       `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
-      undefined, CXX_HINT);
+      undefined, !timedOut && /internal compiler error|Please submit a full bug report/i.test(r.stderr ?? "") ? ICE_HINT : CXX_HINT);
   }
-  return { flags, ms };
+  return { flags, ms, groups };
 }
 
 
@@ -285,7 +324,7 @@ let identityMemo: { env: string; id: string[] } | undefined;
  * architecture and the CPU model and features (-march=native depends on them).
  */
 export function toolchainIdentity(): string[] {
-  const env = `${process.env.CXX ?? ""}\0${process.cwd()}`; // (a relative $CXX depends on the directory)
+  const env = `${process.env.CXX ?? ""}\0${process.cwd()}\0${process.env.TSPTO_CXX_OPT ?? ""}`; // (a relative $CXX depends on the directory)
   if (identityMemo && identityMemo.env === env) return identityMemo.id;
   const cxx = (process.env.CXX ?? "").trim();
   const cmds = cxx ? [cxx] : ["c++", "g++", "clang++"];
@@ -297,7 +336,7 @@ export function toolchainIdentity(): string[] {
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
     break;
   }
-  parts.push(CXX_FLAGS.join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
+  parts.push(cxxFlags().join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
   identityMemo = { env, id: parts };
   return parts;
 }

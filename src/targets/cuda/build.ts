@@ -21,6 +21,7 @@ import type { ArtifactRef, BuildOptions } from "../target.js";
 import {
   FILE_LIMITS, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, STAMP_FILE, canonicalJSON, checkReplaceable, defaultArtifactRoot, installArtifact,
   markerKey, publishPartialArtifact, readInside, readTextInside, reuseArtifact, safeName, sealArtifact, sha256, startArtifact, validateMeta,
+  metaText,
   writeDumps, type CompiledMeta,
 } from "../../artifact/index.js";
 import {
@@ -148,7 +149,7 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
     };
     writeDumps(tmp, opts.dumps, false);
     validateMeta(meta, join(p.outputDir, META_FILE)); // what we write must read back
-    writeFileSync(join(tmp, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+    writeFileSync(join(tmp, META_FILE), metaText(meta));
     sealArtifact(tmp, p.key);
     try {
       renameSync(tmp, p.outputDir);

@@ -22,8 +22,8 @@ interface NativeCudaDevice {
   d2d(dst: bigint, src: bigint, nbytes: number): void;
   loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
   unloadModule(id: number): void;
-  launch(moduleId: number, args: unknown[], kinds: Uint8Array): number;
-  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array): Promise<number>;
+  launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
+  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
   stats(): DeviceStats & { pendingFrees: number };
   setRecording(mask: number, dumpBytes: number): void;
   takeTrace(): unknown;
@@ -82,11 +82,11 @@ export class CudaDevice implements Device {
     try { return this.#n.loadModule(lib, argBytes); } catch (e) { throw cudaError(e); }
   }
   unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }
-  launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
-    try { return this.#n.launch(module, args as unknown[], kinds); } catch (e) { throw cudaError(e); }
+  launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
+    try { return this.#n.launch(module, args as unknown[], kinds, slots); } catch (e) { throw cudaError(e); }
   }
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
-    try { return this.#n.launchAsync(module, args as unknown[], kinds).catch((e: unknown) => { throw cudaError(e); }); } catch (e) { return Promise.reject(cudaError(e)); }
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
+    try { return this.#n.launchAsync(module, args as unknown[], kinds, slots).catch((e: unknown) => { throw cudaError(e); }); } catch (e) { return Promise.reject(cudaError(e)); }
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }

@@ -16,6 +16,12 @@ const hex = (a: bigint) => `0x${a.toString(16)}`;
 const err = (code: string, msg: string, hint?: string) => new TsptoRuntimeError(code, msg, undefined, hint);
 
 interface Allocation { readonly base: bigint; readonly size: number; readonly bytes: Uint8Array }
+/** A launch whose arguments are bound: host inputs already copied, result views remembered. */
+interface Staged {
+  readonly program: Program;
+  readonly values: readonly Value[];
+  readonly writeBack: readonly { tv: TensorValue; host: ArrayBufferView; nbytes: number }[];
+}
 
 export class InterpDevice implements Device {
   readonly records = false;
@@ -138,7 +144,7 @@ export class InterpDevice implements Device {
   }
 
   launch(module: number, args: readonly unknown[], kinds: Uint8Array): number {
-    return this.#run(this.#program("launch", module), args, kinds);
+    return this.#run(this.#stage(this.#program("launch", module), args, kinds));
   }
 
   #program(op: string, module: number): Program {
@@ -148,7 +154,12 @@ export class InterpDevice implements Device {
     return program;
   }
 
-  #run(program: Program, args: readonly unknown[], kinds: Uint8Array): number {
+  /**
+   * Binds a launch's arguments to interpreter values: host inputs are copied into the
+   * device-side buffers now (`In`/`InOut`, counted as H2D), DeviceTensors are viewed in place,
+   * and the host views that receive results are remembered for the write-back.
+   */
+  #stage(program: Program, args: readonly unknown[], kinds: Uint8Array): Staged {
     const entry = program.entryFunction;
     const values: Value[] = [];
     const writeBack: { tv: TensorValue; host: ArrayBufferView; nbytes: number }[] = [];
@@ -187,6 +198,10 @@ export class InterpDevice implements Device {
       if (kind !== ArgKind.HostIn) writeBack.push({ tv, host, nbytes });
       values.push(tv);
     });
+    return { program, values, writeBack };
+  }
+
+  #run({ program, values, writeBack }: Staged): number {
     const stats: InterpStats = { tasks: 0 };
     this.#s.launches++;
     const t0 = process.hrtime.bigint();
@@ -204,9 +219,11 @@ export class InterpDevice implements Device {
   launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
     // The module is resolved now (as the native device does): unloading it while this launch
     // is queued does not pull it away; a device closed meanwhile rejects with E_CLOSED.
-    let program: Program;
-    try { program = this.#program("launchAsync", module); } catch (e) { return Promise.reject(e); }
-    const run = this.#queue.then(() => { this.#open("launch"); return this.#run(program, args, kinds); });
+    // Its host inputs are staged now too (SEMANTICS.md: an async launch copies its inputs when
+    // called), so changing an input buffer while the launch is queued never changes its result.
+    let staged: Staged;
+    try { staged = this.#stage(this.#program("launchAsync", module), args, kinds); } catch (e) { return Promise.reject(e); }
+    const run = this.#queue.then(() => { this.#open("launch"); return this.#run(staged); });
     this.#queue = run.catch(() => undefined);
     return run;
   }

@@ -53,6 +53,27 @@ export const addKernel = pl.jit(function addKernel(a: pl.Tensor, b: pl.Tensor, o
 });
 export const seedProgram = (): Program => addKernel.lower(randn([ROWS, COLS], { seed: 0 }), randn([ROWS, COLS], { seed: 1 }), zeros([ROWS, COLS]));
 
+/**
+ * Every cast rounding mode to the float formats (from float32 and from int32) and non-finite
+ * constants (issue 19 items 7, 8): the cuda prelude compiles the cast_modes.ts helpers and
+ * the literals of NaN / ±Infinity / -0.
+ */
+export const castModes = pl.jit(function castModes(x: pl.Tensor, n: pl.Tensor, h: pl.Out<pl.Tensor>, b: pl.Out<pl.Tensor>, f: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const t = pl.load(x, [0, 0], [8, 32]);
+    const k = pl.load(n, [0, 0], [8, 32]);
+    pl.store(pl.cast(t, pl.FP16, "round"), [0, 0], h); pl.store(pl.cast(t, pl.FP16, "floor"), [8, 0], h); pl.store(pl.cast(t, pl.FP16, "ceil"), [16, 0], h);
+    pl.store(pl.cast(t, pl.FP16, "trunc"), [24, 0], h); pl.store(pl.cast(k, pl.FP16, "trunc"), [32, 0], h);
+    pl.store(pl.cast(t, pl.BF16, "round"), [0, 0], b); pl.store(pl.cast(t, pl.BF16, "floor"), [8, 0], b); pl.store(pl.cast(t, pl.BF16, "ceil"), [16, 0], b);
+    pl.store(pl.cast(t, pl.BF16, "trunc"), [24, 0], b); pl.store(pl.cast(k, pl.BF16, "floor"), [32, 0], b);
+    pl.store(pl.cast(k, pl.FP32, "round"), [0, 0], f); pl.store(pl.cast(k, pl.FP32, "floor"), [8, 0], f); pl.store(pl.cast(k, pl.FP32, "ceil"), [16, 0], f);
+    pl.store(pl.cast(k, pl.FP32, "trunc"), [24, 0], f); pl.store(pl.maximum(pl.mul(pl.add(t, Infinity), NaN), -Infinity), [32, 0], f);
+  });
+  return f;
+});
+export const castModesProgram = (): Program => castModes.lower(randn([8, 32], { seed: 2 }), zeros([8, 32], "int32"),
+  zeros([40, 32], "float16"), zeros([40, 32], "bfloat16"), zeros([40, 32]));
+
 /** Lowered programs of every example specialization (by cache entry name) plus the seed and the tensor shape forms, planned for cuda. */
 export async function corpusPrograms(): Promise<Map<string, Program>> {
   return new Map([...(await loweredCorpus())].map(([n, p]) => [n, forCuda(p)]));
@@ -77,6 +98,7 @@ export async function loweredCorpus(): Promise<Map<string, Program>> {
     if (existsSync(file)) out.set(d, Program.fromJSON(JSON.parse(readFileSync(file, "utf8"))));
   }
   out.set("seed_addKernel", seedProgram());
+  out.set("castModes", castModesProgram());
   for (const [name, p] of tensorShapePrograms()) out.set(`tensorShapes_${name}`, p);
   for (const [name, p] of indexingPrograms()) out.set(`indexing_${name}`, p);
   return out;

@@ -1,7 +1,8 @@
 // Elementwise emitters: the binary / unary families (from the registry's BINARY / UNARY
 // tables), one formula per registry spec (defineElementwiseCpp), and cast / move / full / create.
 import { BINARY, type Call, type DType, type Span, type TileType, TsptoCompileError, UNARY, isFloat } from "../../../ir/index.js";
-import { toDType } from "../../../ir/values.js";
+import { castNarrows, toDType } from "../../../ir/values.js";
+import { CAST_MODE_INDEX } from "../cast_modes.js";
 import { D2I, SAT, roundD, roundF, scratchCType, scratchLit } from "./ctypes.js";
 import { type ElemOperand, def } from "./table.js";
 
@@ -20,7 +21,8 @@ export const BINARY_CPP: Record<string, BinaryCpp> = {
   sub: { f: (a, b) => `(${a} - ${b})`, i: (a, b) => `(${a} - ${b})`, i64: (a, b) => `tspto_sub_sat(${a}, ${b})` },
   mul: { f: (a, b) => `(${a} * ${b})`, i: (a, b) => `(${a} * ${b})`, i64: (a, b) => `tspto_mul_sat(${a}, ${b})` },
   div: {
-    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `(${b} == 0.0 ? 0.0 : (${a} / ${b}))`,
+    // a float scalar into an integer result: x / 0 = 0 (both computed, then blended: no operand is read in one arm only)
+    f: (a, b) => `(${a} / ${b})`, fi: (a, b) => `tspto_blend<double>(${b} == 0.0, 0.0, ${a} / ${b})`,
     i: (a, b) => `tspto_idiv(${a}, ${b})`, i64: (a, b) => `tspto_idiv(${a}, ${b})`,
   },
   maximum: { f: (a, b, F) => `tspto_fmax<${F}>(${a}, ${b})`, i: (a, b) => `tspto_imax(${a}, ${b})`, i64: (a, b) => `tspto_imax(${a}, ${b})` },
@@ -156,7 +158,7 @@ const ELEMENTWISE_CPP: Record<string, ElementwiseFormula> = {
   erf: unaryF("tspto_erff"),
   sigmoid: unaryF("tspto_sigmoidf"),
   pow: powFormula,
-  lrelu: ([x, s], d) => fromDouble(d, `(${dbl(x)} > 0.0 ? ${dbl(x)} : ${dbl(x)} * ${dbl(s)})`),
+  lrelu: ([x, s], d) => fromDouble(d, `tspto_blend<double>(${dbl(x)} > 0.0, ${dbl(x)}, ${dbl(x)} * ${dbl(s)})`),
   cmp: ([a, b], _d, call) => {
     const op = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" }[String(call.attrs.mode)];
     if (!op) throw new TsptoCompileError("E_CODEGEN", `internal: cmp mode ${JSON.stringify(call.attrs.mode)}`, call.span);
@@ -170,15 +172,29 @@ for (const [name, formula] of Object.entries(ELEMENTWISE_CPP)) defineElementwise
 
 // ------------------------------------------------------------------ elementwise: cast, move, full, create
 export type RoundModeName = "round" | "rint" | "floor" | "ceil" | "trunc";
-/** Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like roundToDType(x, to, mode). */
+/**
+ * Convert an element of dtype `from` (scratch type) to dtype `to` (scratch type), like
+ * castToDType(x, to, mode): the mode rounds every narrowing, to a float format too
+ * (cast_modes.ts; `rint` is the plain nearest-even conversion).
+ */
 export function castElem(from: DType, to: DType, mode: RoundModeName, x: string): string {
+  const directed = mode !== "rint" && castNarrows(from, to);
+  const M = CAST_MODE_INDEX[mode];
   if (isFloat(from)) {
-    if (isFloat(to)) return roundF(to, x);
+    if (isFloat(to)) {
+      if (!directed) return roundF(to, x);
+      return to === "float16" ? `tspto_cast_f16<${M}>(${x})` : `tspto_cast_bf16<${M}>(${x})`;
+    }
     if (to === "bool") return `tspto_d2b((double)${x})`;
     return `${D2I[to]}(tspto_mode_${mode}((double)${x}))`;
   }
-  // integer or bool source: the value is an integer
-  if (isFloat(to)) return roundD(to, `(double)${x}`);
+  // integer or bool source: the value is an integer (exact as a double: int64 within ±2^53)
+  if (isFloat(to)) {
+    if (!directed) return roundD(to, `(double)${x}`);
+    if (to === "float32") return `tspto_d2f_mode<${M}>((double)${x})`;
+    // through float rounded to odd: the second rounding then equals one rounding of the double
+    return `tspto_cast_${to === "float16" ? "f16" : "bf16"}<${M}>(tspto_d2f_odd((double)${x}))`;
+  }
   if (from === to && to !== "bool") return x;
   return `${SAT[to]}((int64_t)${x})`;
 }

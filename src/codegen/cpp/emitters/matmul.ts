@@ -134,12 +134,16 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       const name = (r: number, v: number) => `${acc}_${r}_${v}`;
       const at = (r: number, v: number) => `(${i0} + ${r}) * ${n} + ${j0} + ${16 * v}`;
       ctx.open("{");
-      for (let r = 0; r < rows; r++) {
-        for (let v = 0; v < nv; v++) {
-          const first = C ? `tspto_ld16(&${C}[${at(r, v)}])` : "tspto_v16f{}";
-          const init = kc === "0" ? first : C === o ? `tspto_ld16(&${o}[${at(r, v)}])` : `${kc} == 0 ? ${first} : tspto_ld16(&${o}[${at(r, v)}])`;
-          ctx.line(`tspto_v16f ${name(r, v)} = ${init};`);
-        }
+      const cells = Array.from({ length: rows * nv }, (_, q) => [Math.floor(q / nv), q % nv] as const);
+      const first = (r: number, v: number) => (C ? `tspto_ld16(&${C}[${at(r, v)}])` : "tspto_v16f{}");
+      const again = (r: number, v: number) => `tspto_ld16(&${o}[${at(r, v)}])`;
+      if (kc === "0" || C === o) {
+        for (const [r, v] of cells) ctx.line(`tspto_v16f ${name(r, v)} = ${kc === "0" ? first(r, v) : again(r, v)};`);
+      } else {
+        // a statement-level branch on the k chunk (no conditional expression reads memory)
+        ctx.line(`tspto_v16f ${cells.map(([r, v]) => name(r, v)).join(", ")};`);
+        ctx.line(`if (${kc} == 0) { ${cells.map(([r, v]) => `${name(r, v)} = ${first(r, v)};`).join(" ")} }`);
+        ctx.line(`else { ${cells.map(([r, v]) => `${name(r, v)} = ${again(r, v)};`).join(" ")} }`);
       }
       ctx.open(`for (int64_t ${kk} = 0; ${kk} < ${kl}; ++${kk}) {`);
       const brow = packed ? kk : kc === "0" ? kk : `(${kc} + ${kk})`;

@@ -195,7 +195,8 @@ def("tile.prelu", {
     const ex = ctx.elements(call.args[0]), es = ctx.elements(call.args[1]);
     const o = destPtr(ctx, dest);
     const x = ctx.fresh("x");
-    shapeLoops(ctx, ctx.validOf(call), ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = ${x} > 0.0f ? ${x} : ${roundF(d, `(${x} * ${es(r)})`)}; }`);
+    // both arms computed (the slope read for every element), then blended: no load in one arm only
+    shapeLoops(ctx, ctx.validOf(call), ([r, c]) => `{ const float ${x} = ${ex(`${r} * ${n} + ${c}`)}; ${o}[${r} * ${n} + ${c}] = tspto_blend<float>(${x} > 0.0f, ${x}, ${roundF(d, `(${x} * ${es(r)})`)}); }`);
   },
 });
 
@@ -275,6 +276,15 @@ def("tile.transpose", {
     const ex = ctx.elements(call.args[0]);
     const o = destPtr(ctx, dest);
     const valid = ctx.validOf(call.args[0]);
+    // a whole 2-D tile read from an array (not a fused expression): the prelude's blocked
+    // tspto_transpose, compiled once per element type (the nested loop below, specialized for
+    // each shape, is what the vectorizer turns into slow scatters -- 5x slower for [128, 128]
+    // -- and most of a bTrans matmul's compile time)
+    const src = /^([A-Za-z_]\w*)\[@IDX@\]$/.exec(ex("@IDX@"));
+    if (x.shape.length === 2 && a1 !== a2 && src && valid[0] === x.shape[0] && valid[1] === x.shape[1]) {
+      ctx.line(`tspto_transpose(${o}, ${src[1]}, ${x.shape[0]}, ${x.shape[1]});`);
+      return;
+    }
     if (x.shape.length === 2 && a1 !== a2) {
       // [m, n] -> [n, m] in bands of 64 rows of x (in L1 while read): each output row is written
       // contiguously; writing column by column instead (rows of the output a whole row of x
