@@ -1,4 +1,4 @@
-// Section 11: multi-head attention over a dynamic-length KV cache (examples/attention_cache.ts:
+// Section 12: multi-head attention over a dynamic-length KV cache (examples/attention_cache.ts:
 // 12 heads of 64, resident [1024, 768] k / v caches passed as narrow(0, 0, L) views), one decode
 // step (S = 1) per L, against the same attention in plain JS loops over Float32Arrays. The two
 // contenders alternate within each round; medians of the rounds. Also the three stages of the

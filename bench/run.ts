@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..15; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..16; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5; 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts; 16 = browser: the browser build, bench/browser.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -24,6 +24,7 @@ import { attentionBench } from "./attention.js";
 import { layerLaunch, tinyDispatch, wakeup } from "./launch.js";
 import { geluBench, validBench, type BenchHost } from "./fastmath.js";
 import { webgpuSection } from "./webgpu.js";
+import { browserBench } from "./browser.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -211,7 +212,7 @@ function attention() {
   log("11. attention over a dynamic-length KV cache");
   for (const r of attentionBench(ROUNDS)) {
     const st = r.stages;
-    row({ id: `11${"abc"[[64, 256, 1024].indexOf(r.L)] ?? ""}`, what: `decode attention, 12 heads × 64 over a resident [1024, 768] KV cache, L = ${r.L} (examples/attention_cache.ts) vs plain JS loops`,
+    row({ id: `12${"abc"[[64, 256, 1024].indexOf(r.L)] ?? ""}`, what: `decode attention, 12 heads × 64 over a resident [1024, 768] KV cache, L = ${r.L} (examples/attention_cache.ts) vs plain JS loops`,
       tspto: `${fmt(r.tsptoMs, 3)} ms`, peer: `${fmt(r.jsMs, 3)} ms`, result: `${fmt(r.jsMs / r.tsptoMs)}×`, goal: "—", met: null },
       `stages alone (device time): scores q_h·k_hᵀ ${fmt(st.scores, 3)} ms, softmax over L ${fmt(st.softmax, 3)} ms, p·v_h ${fmt(st.pv, 3)} ms; the scores' bTrans matmul of a [1, 64] row by [L, 64] windows transposes every k tile (MatmulForms) and the whole step is one task (its 12 heads share the scores buffer)`);
   }
@@ -613,6 +614,10 @@ async function main() {
     const r = webgpuSection(ROOT, ROUNDS, log);
     for (const x of r.rows) row(x);
     notes.push(...r.notes);
+  }
+  if (want("16") || want("browser")) {
+    log("16. browser build size");
+    for (const x of await browserBench(ROOT)) row(x);
   }
   const curves = want("10") ? await sweeps(ort) : [];
   if (want("11") || want("gpt2")) {

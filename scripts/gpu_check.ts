@@ -5,6 +5,12 @@
 import { CudaDevice } from "../src/targets/cuda/index.js";
 import { gpuChecks, runChecks } from "../test/targets/cuda/gpu_checks.js";
 
+// --kernels=v2: the checks and the benchmark with the opt-in v2 kernels (TSPTO_CUDA_KERNELS=v2),
+// every v2 path against interp; their numerics and speed are unverified until this has run on a GPU.
+const kernelsArg = process.argv.find((a) => a.startsWith("--kernels="));
+if (kernelsArg) process.env.TSPTO_CUDA_KERNELS = kernelsArg.slice("--kernels=".length);
+process.stdout.write(`cuda kernels: ${process.env.TSPTO_CUDA_KERNELS || "v1"}\n`);
+
 if (process.argv.includes("--verify-prebuilt")) {
   await verifyPrebuilt();
   process.exit(0);

@@ -30,13 +30,15 @@ const programs: [string, Program][] = [...(await corpusPrograms()).entries()];
   programs.push(["gpuMatmul", gpuMatmul.lower(a, a, c)]);
 }
 programs.push(["tinyAdd", tinyAdd.lower(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]))]);
-const opts = { packageVersion: PACKAGE_VERSION, options: { cudaArch: process.env.TSPTO_CUDA_ARCH ?? "sm_90" } };
-const queue = [...programs];
+// both kernel sets (v1, the default, and the opt-in v2: TSPTO_CUDA_KERNELS=v2 on the GPU machine)
+const kernelSets = (process.env.TSPTO_CUDA_PREBUILT_KERNELS ?? "v1,v2").split(",").filter(Boolean);
+const builds = kernelSets.flatMap((k) => programs.map(([name, p]) => [`${name} (${k})`, p, { packageVersion: PACKAGE_VERSION, options: { cudaArch: process.env.TSPTO_CUDA_ARCH ?? "sm_90", cudaKernels: k } }] as const));
+const queue = [...builds];
 let failed = 0;
 const t0 = performance.now();
 await Promise.all(Array.from({ length: Math.max(2, Math.min(8, cpus().length)) }, async () => {
   for (let e = queue.shift(); e; e = queue.shift()) {
-    const [name, p] = e;
+    const [name, p, opts] = e;
     try {
       await buildCudaAsync(p, { ...opts, outputDir: join(out, prebuiltName(p, opts)) });
     } catch (err) {
@@ -45,5 +47,5 @@ await Promise.all(Array.from({ length: Math.max(2, Math.min(8, cpus().length)) }
     }
   }
 }));
-process.stdout.write(`prebuilt ${programs.length - failed} of ${programs.length} cuda programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+process.stdout.write(`prebuilt ${builds.length - failed} of ${builds.length} cuda programs (kernels ${kernelSets.join(", ")}) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 process.exit(failed ? 1 : 0);

@@ -25,6 +25,7 @@ using CUevent = void*;
 constexpr int kCuFuncAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr unsigned kCuMemHostAllocDeviceMap = 0x02;
 constexpr unsigned kCuStreamNonBlocking = 0x1;
+constexpr int kCuDevAttrMultiprocessorCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 struct CudaApi {
   void* lib = nullptr;
@@ -59,6 +60,9 @@ struct CudaApi {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // v2 kernels (optional: null on a driver without them; the v2 grid sizing is then off)
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
 
   ~CudaApi() { if (lib) dlclose(lib); }
 };
@@ -120,6 +124,9 @@ std::shared_ptr<CudaApi> LoadDriver() {
   TSPTO_CU(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   TSPTO_CU(cuGetErrorString, "cuGetErrorString");
 #undef TSPTO_CU
+  api->cuDeviceGetAttribute = reinterpret_cast<decltype(api->cuDeviceGetAttribute)>(dlsym(api->lib, "cuDeviceGetAttribute"));
+  api->cuOccupancyMaxActiveBlocksPerMultiprocessor =
+      reinterpret_cast<decltype(api->cuOccupancyMaxActiveBlocksPerMultiprocessor)>(dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   return api;
 }
 
@@ -159,6 +166,11 @@ struct CudaDeviceCore::Module {
   std::vector<CUfunction> fns;
   std::vector<std::string> names;
   std::vector<int64_t> shared, gscratch;
+  // v2 kernels (tspto_cuda_kernels_version >= 2): the most blocks of each kernel the GPU holds
+  // at once (SMs x resident blocks per SM); an SPMD launch's grid is capped to it (each block
+  // then runs a band of iterations). 0: uncapped (v1).
+  std::vector<int64_t> grid_cap;
+  int kernels_version = 1;
   int block_threads = 256;
   std::string path;
   // Bytes of each launch slot's tensor (ArgLayout), given at load.
@@ -497,6 +509,8 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes
   if (!abi || abi() != TSPTO_ABI_VERSION) fail("not a tspto program library of ABI version " + std::to_string(TSPTO_ABI_VERSION));
   if (!m->entry || !m->report || !count || !threads || !names || !shared || !gscratch) fail("not a cuda program library (kernel table missing)");
   m->block_threads = *threads;
+  auto version = static_cast<const int*>(dlsym(m->handle, "tspto_cuda_kernels_version"));  // absent: v1 (older artifacts)
+  m->kernels_version = version ? *version : 1;
   std::unique_lock<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CUresult rc = api_->cuModuleLoadData(&m->cumod, image.data());
@@ -514,6 +528,16 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes
     m->names.push_back(names[i]);
     m->shared.push_back(shared[i]);
     m->gscratch.push_back(gscratch[i]);
+    int64_t cap = 0;
+    if (m->kernels_version >= 2 && api_->cuDeviceGetAttribute && api_->cuOccupancyMaxActiveBlocksPerMultiprocessor) {
+      int sms = 0, per_sm = 0;
+      if (api_->cuDeviceGetAttribute(&sms, kCuDevAttrMultiprocessorCount, device_) == 0 &&
+          api_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, m->block_threads, static_cast<size_t>(shared[i])) == 0 &&
+          sms > 0 && per_sm > 0) {
+        cap = static_cast<int64_t>(sms) * per_sm;
+      }
+    }
+    m->grid_cap.push_back(cap);
   }
   l.unlock();
   return modules_.Add(std::move(m));
@@ -684,13 +708,14 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     std::lock_guard<std::mutex> m(mem_mu_);
     StageArgsLocked(plan);
   }
-  std::vector<int64_t> slots(args.size());
+  // (the slot buffer is the device's, reused under launch_mu_: no allocation per launch)
+  launch_slots_.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const LaunchArg& a = args[i];
     // host kinds: the staging buffer; a device tensor: pinned by Prepare (live when queued)
-    slots[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
+    launch_slots_[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
   }
-  const int rc = mod->entry(&rt_, slots.data());
+  const int rc = mod->entry(&rt_, launch_slots_.data());
   if (rc != 0 || failed_) {
     ApiWaitAll(this);
     const std::string msg = fail_message_.empty() ? "the orchestration returned " + std::to_string(rc) : fail_message_;
@@ -736,7 +761,9 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
   ka.start = d[2];
   ka.step = d[3];
   ka.trips = d[4];
-  const int64_t grid = d[5] < 1 ? 1 : d[5];
+  int64_t grid = d[5] < 1 ? 1 : d[5];
+  // v2: at most the blocks the GPU holds at once (the kernel's bands cover every iteration)
+  if (m->grid_cap[index] > 0 && grid > m->grid_cap[index]) grid = m->grid_cap[index];
   ka.err = static_cast<int64_t>(self->err_dev_);
   ka.errflag = static_cast<int64_t>(self->err_flag_dev_);
   try {
@@ -761,9 +788,10 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       self->started_ = true;
     }
     void* params[] = {&ka};
-    self->Check(self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
-                                           static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr),
-                (std::string("cuLaunchKernel of '") + m->names[index] + "'").c_str());
+    const CUresult lrc = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
+                                                    static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
+    // (the message is built only on failure: no string per launch)
+    if (lrc != 0) self->Check(lrc, (std::string("cuLaunchKernel of '") + m->names[index] + "'").c_str());
     self->tasks_run_++;
   } catch (const DeviceError& e) {
     ApiFail(ctx, e.what());

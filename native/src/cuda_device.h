@@ -164,6 +164,7 @@ class CudaDeviceCore {
   std::atomic<bool> failed_{false};
   std::string fail_message_;
   std::vector<uint64_t> orch_buffers_;
+  std::vector<int64_t> launch_slots_;  // the orchestration's slots of the current launch (under launch_mu_)
   std::vector<uint64_t> gscratch_;  // device scratch of kernels whose tiles do not fit in shared memory: address, bytes
   uint64_t gscratch_bytes_ = 0;
   uint64_t gscratch_addr_ = 0;

@@ -1,7 +1,23 @@
 // User-facing errors. Every error a user can cause is a TsptoError: a code, the span in the
 // user's .ts file, a caret excerpt of that line, and a hint saying how to fix it.
-import { readFileSync } from "node:fs";
 import type { Span } from "./nodes.js";
+
+/**
+ * The file reader of the caret excerpts: Node's fs, found through process.getBuiltinModule
+ * (Node >= 20.16; package.json's engines ask for 20.19) so that this module imports no Node
+ * built-in and a browser build loads it; where there is none (a browser) only text given to
+ * registerSource has excerpts.
+ */
+type ReadText = (file: string) => string;
+let readText: ReadText | null | undefined;
+function fileReader(): ReadText | null {
+  if (readText === undefined) {
+    const p = (globalThis as { process?: { getBuiltinModule?: (m: string) => unknown } }).process;
+    const fs = p?.getBuiltinModule?.("node:fs") as { readFileSync(f: string, enc: "utf8"): string } | undefined;
+    readText = fs ? (f) => fs.readFileSync(f, "utf8") : null;
+  }
+  return readText;
+}
 
 const sourceCache = new Map<string, string[] | null>();
 
@@ -14,7 +30,8 @@ function sourceLine(file: string, line: number): string | undefined {
   let lines = sourceCache.get(file);
   if (lines === undefined) {
     try {
-      lines = readFileSync(file, "utf8").split(/\r?\n/);
+      const read = fileReader();
+      lines = read ? read(file).split(/\r?\n/) : null;
     } catch {
       lines = null;
     }

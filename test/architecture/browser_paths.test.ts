@@ -11,11 +11,8 @@ import { describe, expect, it } from "vitest";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const BUILTIN = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
-/**
- * Known edges, each to be removed by the browser build (issue 23): the IR's error formatter
- * reads the user's source line for the caret excerpt from disk.
- */
-const KNOWN = new Set(["ir/errors.ts -> node:fs"]);
+/** Known edges (none now: the IR's error formatter finds Node's fs through process.getBuiltinModule). */
+const KNOWN = new Set<string>();
 
 /** Runtime imports of a file: relative ones resolved to .ts paths, the others as written. */
 function importsOf(file: string): { local: string[]; bare: string[] } {
@@ -61,8 +58,8 @@ function builtinsFrom(entry: string): string[] {
 }
 
 describe("what a browser build of the webgpu platform loads", () => {
-  it("reaches no Node built-in from the device, the orchestration and the WGSL code generator", () => {
-    for (const entry of ["targets/webgpu/device.ts", "targets/webgpu/orchestrate.ts", "codegen/wgsl/index.ts"]) {
+  it("reaches no Node built-in from the device, the orchestration, the WGSL code generator, the browser host and the browser entry (src/browser.ts)", () => {
+    for (const entry of ["targets/webgpu/device.ts", "targets/webgpu/orchestrate.ts", "codegen/wgsl/index.ts", "targets/webgpu/browser.ts", "browser.ts"]) {
       expect(builtinsFrom(join(SRC, entry)), entry).toEqual([]);
     }
   });

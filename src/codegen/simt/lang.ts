@@ -19,6 +19,8 @@ export interface ElemArray {
   at(i: string): string;
   /** The statement writing v to element i. */
   set(i: string, v: string): string;
+  /** "global": known to be device memory (a tensor window), so a language may use global-only accesses. */
+  readonly space?: "global";
 }
 
 /** Where an op writes a tile: the language's location expression (./lang: scratchAt, a temporary) and the tile's type. */
@@ -100,6 +102,11 @@ export interface SimtLang {
   readonly vec4: boolean;
   /** Warp shuffles combine a row's partial results (else a butterfly through shared memory, barriers in uniform control flow). */
   readonly warpShuffle: boolean;
+  /**
+   * Row reductions of fewer rows than the block has groups of 32 split each row over several
+   * groups (warp shuffles, then the groups' partials through a small shared array: sharedArray).
+   */
+  readonly splitRows?: boolean;
   /** The value of an if result's tensor local before a branch assigns it. */
   readonly nullTensor: string;
   /** The op's formula in this language (shared tile-op lowering, or the language's elementwise / scalar formulas). */
@@ -189,6 +196,8 @@ export interface SimtLang {
    * else {` and returns true, or returns false and emits nothing.
    */
   vectorOpen?(ctx: SimtCtx, plan: ElemPlan, n: number, outs: readonly LoopOut[]): boolean;
+  /** Declares a block-shared array of `count` elements of `type` (splitRows languages). */
+  sharedArray?(ctx: SimtCtx, name: string, type: string, count: number): void;
   /** Combine `acc` across the 32 lanes of each group with `op` (warpShuffle languages): one statement line. */
   shuffleCombine?(acc: string, op: (p: string, q: string) => string, sh: string): string;
   /**

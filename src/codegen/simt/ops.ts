@@ -226,7 +226,26 @@ for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
         const lane = ctx.fresh("lane"), warp = ctx.fresh("warp"), r = ctx.fresh("r"), j = ctx.fresh("j"), acc = ctx.fresh("acc"), sh = ctx.fresh("sh");
         L.laneWarp(ctx, lane, warp);
         const step = (row: string) => `${acc} = ${op(acc, L.cast(A, plan.at(`${row} * ${n} + ${j}`)))};`;
-        if (L.warpShuffle && L.shuffleCombine) {
+        const groups = L.threads / 32;
+        if (L.splitRows && L.warpShuffle && L.shuffleCombine && L.sharedArray && 2 * m <= groups && n >= 64) {
+          // few wide rows: W groups per row (lanes stride the row by 32 * W), a shuffle per
+          // group, the groups' partials through shared memory, combined in group order
+          let w = 1;
+          while (2 * w * m <= groups && 64 * w <= n) w *= 2;
+          const part = ctx.fresh("part"), t = ctx.fresh("t"), q = ctx.fresh("q");
+          L.sharedArray(ctx, part, A, groups);
+          ctx.line(L.syntax.constDecl(L.idx, r, `${warp} / ${w}`));
+          ctx.line(L.syntax.mutDecl(A, acc, init));
+          ctx.line(L.if1(`${r} < ${m}`, L.loop1(L.seqLoop(j, `(${warp} % ${w}) * 32 + ${lane}`, String(n), String(32 * w)), step(r))));
+          ctx.line(L.shuffleCombine(acc, op, sh));
+          ctx.line(L.if1(`${lane} == 0`, `${part}[${warp}] = ${acc};`));
+          ctx.sync();
+          ctx.open(`${L.threadLoop(t, String(m))} {`);
+          ctx.line(L.syntax.mutDecl(A, acc, `${part}[${t} * ${w}]`));
+          ctx.line(L.loop1(L.seqLoop(q, "1", String(w)), `${acc} = ${op(acc, `${part}[${t} * ${w} + ${q}]`)};`));
+          ctx.line(o.set(t, fin(acc)));
+          ctx.close();
+        } else if (L.warpShuffle && L.shuffleCombine) {
           ctx.open(`${L.groupStrideLoop(r, warp, String(m))} {`);
           ctx.line(L.syntax.mutDecl(A, acc, init));
           ctx.line(L.loop1(L.laneLoop(j, lane, String(w)), step(r)));

@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import type { Program } from "../../ir/index.js";
 import { TsptoCompileError } from "../../ir/index.js";
 import { ENTRY_BEGIN, ENTRY_END } from "../../codegen/cpp/index.js";
-import { generateCuda, type GeneratedCuda } from "../../codegen/cuda/index.js";
+import { generateCuda, type CudaGenOptions, type CudaKernels, type GeneratedCuda } from "../../codegen/cuda/index.js";
 import { entrySignature } from "../../codegen/index.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
 import {
@@ -26,21 +26,21 @@ import {
 } from "../../artifact/index.js";
 import {
   CUDA_SOURCE_PATH, ENTRY_LIBRARY_PATH, ENTRY_SOURCE_PATH, FATBIN_PATH, NVCC_FLAGS, ENTRY_CXX_FLAGS,
-  cudaArch, entryCxxArgs, findNvcc, hostCxx, nvccArgs, requireNvcc, runStepsAsync, runStepsSync, type Nvcc, type StepResult,
+  cudaArch, cudaBuildPlan, cudaKernels, entryCxxArgs, findNvcc, hostCxx, nvccArgs, requireNvcc, runStepsAsync, runStepsSync, type Nvcc, type StepResult,
 } from "./toolchain.js";
 
 /** Bump when generated code changes meaning (part of the artifact key). */
 const CODEGEN_VERSION = "cuda-1";
 
 /** The build's machine-dependent identity: nvcc (path, version), architecture, flags, host compiler. */
-export function cudaKeyParts(arch = cudaArch()): string[] {
+export function cudaKeyParts(arch = cudaArch(), kernels = cudaKernels()): string[] {
   const n = findNvcc();
   let cxx = "c++:missing";
   try { cxx = hostCxx().join(" "); } catch { /* prebuilt artifacts only */ }
-  return [n ? n.path : "nvcc:missing", n ? n.version : "", arch, NVCC_FLAGS.join(" "), cxx, ENTRY_CXX_FLAGS.join(" ")];
+  return [n ? n.path : "nvcc:missing", n ? n.version : "", arch, `kernels=${kernels}`, NVCC_FLAGS.join(" "), cxx, ENTRY_CXX_FLAGS.join(" ")];
 }
 
-interface Prepared { gen: GeneratedCuda; key: string; outputDir: string; arch: string; nvcc: Nvcc; tmp: string | null; reused: ArtifactRef | null }
+interface Prepared { gen: GeneratedCuda; key: string; outputDir: string; arch: string; kernels: CudaKernels; nvcc: Nvcc; tmp: string | null; reused: ArtifactRef | null }
 
 function tryReuse(dir: string, key: string): ArtifactRef | null {
   try {
@@ -59,11 +59,17 @@ function tryReuse(dir: string, key: string): ArtifactRef | null {
  * architecture and the flags. Prebuilt artifacts ($TSPTO_CUDA_PREBUILT, e.g. the GPU check
  * pack of `npm run gpu:pack`) are looked up by it, so a machine without nvcc can run them.
  */
-export function prebuiltName(program: Program, opts: Pick<BuildOptions, "packageVersion" | "options">, gen = generateCuda(program)): string {
-  const arch = cudaArch(opts.options?.cudaArch);
+/** The architecture nvcc builds and the code generator's options, from the compile options and the environment. */
+function plan(opts: Pick<BuildOptions, "options">): { arch: string; kernels: CudaKernels; gen: CudaGenOptions } {
+  const kernels = cudaKernels(opts.options?.cudaKernels);
+  return { ...cudaBuildPlan(cudaArch(opts.options?.cudaArch), kernels), kernels };
+}
+
+export function prebuiltName(program: Program, opts: Pick<BuildOptions, "packageVersion" | "options">, gen = generateCuda(program, plan(opts).gen)): string {
+  const { arch, kernels } = plan(opts);
   // (other compile options do not change the generated CUDA; leaving them out lets a runtime
   // that passes more options still find the prebuilt artifact)
-  const key = sha256([CODEGEN_VERSION, opts.packageVersion, "cuda", arch, NVCC_FLAGS.join(" "), ENTRY_CXX_FLAGS.join(" "),
+  const key = sha256([CODEGEN_VERSION, opts.packageVersion, "cuda", arch, `kernels=${kernels}`, NVCC_FLAGS.join(" "), ENTRY_CXX_FLAGS.join(" "),
     sha256(gen.source), sha256(gen.entry)].join("\0"));
   return `${safeName(program.name)}-${key.slice(0, 32)}`;
 }
@@ -81,16 +87,16 @@ function findPrebuilt(program: Program, opts: BuildOptions, gen: GeneratedCuda):
 }
 
 function prepare(program: Program, opts: BuildOptions): Prepared {
-  const arch = cudaArch(opts.options?.cudaArch);
-  const gen = generateCuda(program);
+  const { arch, kernels, gen: genOpts } = plan(opts);
+  const gen = generateCuda(program, genOpts);
   const pre = findPrebuilt(program, opts, gen);
-  if (pre) return { gen, key: "", outputDir: pre.outputDir, arch, nvcc: { path: "", version: "" }, tmp: null, reused: pre };
+  if (pre) return { gen, key: "", outputDir: pre.outputDir, arch, kernels, nvcc: { path: "", version: "" }, tmp: null, reused: pre };
   const nvcc = requireNvcc();
   const key = sha256([CODEGEN_VERSION, opts.packageVersion, opts.fingerprint ?? "", "cuda", JSON.stringify(opts.options ?? {}), canonicalJSON(program.toJSON()),
-    sha256(gen.source), sha256(gen.entry), ...cudaKeyParts(arch)].join("\0"));
+    sha256(gen.source), sha256(gen.entry), ...cudaKeyParts(arch, kernels)].join("\0"));
   const outputDir = resolve(opts.outputDir ?? join(defaultArtifactRoot(), `${safeName(program.name)}-${key.slice(0, 16)}`));
   const reused = tryReuse(outputDir, key);
-  if (reused) { writeDumps(outputDir, opts.dumps, true); return { gen, key, outputDir, arch, nvcc, tmp: null, reused }; }
+  if (reused) { writeDumps(outputDir, opts.dumps, true); return { gen, key, outputDir, arch, kernels, nvcc, tmp: null, reused }; }
   checkReplaceable(outputDir);
   const tmp = startArtifact(outputDir);
   for (const d of ["kernels", "orchestration", "build"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -102,7 +108,7 @@ function prepare(program: Program, opts: BuildOptions): Prepared {
     `// Excerpt of ../${ENTRY_SOURCE_PATH}: the orchestration, compiled into ../${ENTRY_LIBRARY_PATH} as tspto_entry.\n${b >= 0 && e > b ? gen.entry.slice(b, e + ENTRY_END.length) : ""}\n`);
   writeFileSync(join(tmp, "orchestration", "README.md"),
     `The orchestration of '${program.entry}' runs on the host as \`tspto_entry\` in ../${ENTRY_LIBRARY_PATH}; each InCore call is one kernel launch (cuLaunchKernel on the worker's stream) of a kernel in ../${FATBIN_PATH}.\n`);
-  return { gen, key, outputDir, arch, nvcc, tmp, reused: null };
+  return { gen, key, outputDir, arch, kernels, nvcc, tmp, reused: null };
 }
 
 function steps(p: Prepared): string[][] {
@@ -129,7 +135,7 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
     const fatbinSha256 = sha256(readFileSync(join(tmp, FATBIN_PATH)));
     const libraryHash = sha256(readFileSync(join(tmp, ENTRY_LIBRARY_PATH)));
     writeFileSync(join(tmp, "build", "stamp.json"), `${JSON.stringify({
-      nvcc: p.nvcc.path, nvccVersion: p.nvcc.version, arch: p.arch, nvccFlags: nvccArgs(p.arch), cxx: hostCxx().join(" "), cxxFlags: entryCxxArgs(),
+      nvcc: p.nvcc.path, nvccVersion: p.nvcc.version, arch: p.arch, kernelFormulas: p.kernels, nvccFlags: nvccArgs(p.arch), cxx: hostCxx().join(" "), cxxFlags: entryCxxArgs(),
       nvccMs: Math.round(results[0].ms), cxxMs: Math.round(results[1].ms), compileMs: Math.round(Math.max(results[0].ms, results[1].ms)),
       sourceSha256: sha256(p.gen.source), entrySha256: sha256(p.gen.entry), fatbinSha256, librarySha256: libraryHash, key: p.key,
       kernels: p.gen.kernels, blockThreads: p.gen.blockThreads,

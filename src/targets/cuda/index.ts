@@ -25,4 +25,4 @@ export const cudaTarget: Target = {
 };
 export { buildCuda, buildCudaAsync, cudaKeyParts, prebuiltName } from "./build.js";
 export { CudaDevice, cudaError } from "./device.js";
-export { findNvcc, cudaArch, DEFAULT_CUDA_ARCH, FATBIN_PATH, ENTRY_LIBRARY_PATH } from "./toolchain.js";
+export { findNvcc, cudaArch, cudaKernels, cudaBuildPlan, DEFAULT_CUDA_ARCH, FATBIN_PATH, ENTRY_LIBRARY_PATH } from "./toolchain.js";

@@ -6,6 +6,7 @@ import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TsptoCompileError } from "../../ir/index.js";
 import { commandWords, whichSync } from "../which.js";
+import type { CudaGenOptions, CudaKernels } from "../../codegen/cuda/index.js";
 
 export const CUDA_SOURCE_PATH = "kernels/program.cu";
 export const ENTRY_SOURCE_PATH = "kernels/entry.cpp";
@@ -65,10 +66,34 @@ export function cudaArch(arch?: unknown): string {
   return a;
 }
 
-/** nvcc arguments for one program (run in the artifact directory). */
+/**
+ * The kernel formulas: `kernels` (the cudaKernels option), else $TSPTO_CUDA_KERNELS, else v1.
+ * v2 is the opt-in set of Hopper-class kernels (src/codegen/cuda/v2.ts), unverified on a GPU
+ * until the GPU pack's v2 checks have run.
+ */
+export function cudaKernels(kernels?: unknown): CudaKernels {
+  const k = kernels ?? (process.env.TSPTO_CUDA_KERNELS || "v1");
+  if (k !== "v1" && k !== "v2") {
+    throw new TsptoCompileError("E_OPTION", `cuda kernels must be "v1" or "v2", got ${JSON.stringify(k)}`, undefined,
+      "set TSPTO_CUDA_KERNELS (or the cudaKernels compile option) to v2 for the opt-in Hopper-class kernels, or leave it unset (v1)");
+  }
+  return k;
+}
+
+/** What the cuda code generator is asked for and the architecture nvcc then builds: v2 on sm_90 builds sm_90a (wgmma). */
+export function cudaBuildPlan(arch: string, kernels: CudaKernels): { arch: string; gen: CudaGenOptions } {
+  if (kernels === "v2" && (arch === "sm_90" || arch === "sm_90a")) return { arch: "sm_90a", gen: { kernels, wgmma: true } };
+  return { arch, gen: { kernels } };
+}
+
+/**
+ * nvcc arguments for one program (run in the artifact directory): SASS for `arch` and PTX.
+ * An architecture-specific target (sm_90a) gets its own virtual architecture (compute_90a):
+ * plain -arch=sm_90a would also build a compute_90 PTX image, which cannot hold wgmma.
+ */
 export function nvccArgs(arch: string): string[] {
   const cc = arch.replace(/^sm_/, "");
-  return [...NVCC_FLAGS, `-gencode=arch=compute_${cc.replace(/[a-z]$/, "")},code=${arch}`, `-gencode=arch=compute_${cc.replace(/[a-z]$/, "")},code=compute_${cc.replace(/[a-z]$/, "")}`,
+  return [...NVCC_FLAGS, `-gencode=arch=compute_${cc},code=${arch}`, `-gencode=arch=compute_${cc},code=compute_${cc}`,
     "-o", FATBIN_PATH, CUDA_SOURCE_PATH];
 }
 

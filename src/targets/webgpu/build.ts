@@ -10,14 +10,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Program } from "../../ir/index.js";
-import { entrySignature, kernelSymbols } from "../../codegen/index.js";
 import { generateWgsl, WGSL_CODEGEN_VERSION } from "../../codegen/wgsl/index.js";
-import { META_SCHEMA, META_SCHEMA_VERSION, ORCHESTRATION_DIR, PROGRAM_FILE, canonicalJSON, sha256, writeArtifact } from "../../artifact/index.js";
+import { ORCHESTRATION_DIR, PROGRAM_FILE, canonicalJSON, sha256, writeArtifact } from "../../artifact/index.js";
+import { webgpuMeta } from "./meta.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
 import { KERNEL_TABLE } from "./node.js";
 
 export function buildWebgpu(program: Program, opts: BuildOptions): ArtifactRef {
-  const sig = entrySignature(program, { dynamicDims: false, platform: "webgpu" });
   const gen = generateWgsl(program);
   const key = sha256([WGSL_CODEGEN_VERSION, opts.packageVersion, opts.fingerprint ?? "", "webgpu", JSON.stringify(opts.options ?? {}), canonicalJSON(program.toJSON())].join("\0"));
   return writeArtifact({ name: program.name, key, outputDir: opts.outputDir, dumps: opts.dumps }, (f) => {
@@ -38,15 +37,6 @@ export function buildWebgpu(program: Program, opts: BuildOptions): ArtifactRef {
     writeFileSync(join(f.dir, ORCHESTRATION_DIR, "README.md"),
       `Platform "webgpu": the device runs the entry '${program.entry}' of ../${PROGRAM_FILE} in JavaScript (src/targets/webgpu/orchestrate.ts); `
       + `each call of an InCore function is one dispatch of its WGSL module (../kernels/), all of a launch's dispatches in one command encoder and one submit.\n`);
-    const symbols = kernelSymbols(program);
-    const kernels = program.functions.filter((fn) => fn.name !== program.entry).map((fn, i) => ({
-      name: fn.name, symbol: symbols.get(fn.name)!, scratchBytes: gen.kernels[i]?.scratchBytes ?? 0,
-    }));
-    return {
-      schema: META_SCHEMA, schemaVersion: META_SCHEMA_VERSION, name: program.name, entry: program.entry, platform: "webgpu",
-      backendType: "wgsl", runtimeName: "tspto-webgpu", ...sig,
-      scratchBytes: kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0),
-      kernels, library: null, libraryHash: null, tspto: opts.packageVersion, createdAt: new Date().toISOString(),
-    };
+    return webgpuMeta(program, gen, opts.packageVersion);
   });
 }

@@ -18,7 +18,8 @@ import { join } from "node:path";
 import { TsptoDeviceError } from "../../ir/index.js";
 import { TsptoArtifactError, readProgram, type ArtifactRef } from "../../artifact/index.js";
 import type { FailSite } from "../../codegen/simt/index.js";
-import type { Gpu, GpuAdapter } from "./gpu.js";
+import type { Gpu } from "./gpu.js";
+import { openAdapter } from "./open.js";
 import type { OpenedGpu, WebGpuHost, WebGpuKernelEntry, WebGpuModuleSource } from "./device.js";
 
 /** The kernel table of a webgpu artifact (relative to its directory). */
@@ -76,25 +77,9 @@ export function dawnGpu(): Promise<Gpu> {
   return gpuPromise;
 }
 
-const LIMITS = ["maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupsPerDimension"];
-
-/** Requests an adapter and a device with the limits and features tspto uses. */
-export async function openGpu(gpu: Gpu): Promise<OpenedGpu> {
-  let adapter: GpuAdapter | null;
-  try {
-    adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });
-  } catch (e) {
-    throw new TsptoDeviceError("E_NO_GPU", `the WebGPU adapter request failed: ${(e as Error).message}`, undefined, noAdapterHint());
-  }
-  if (!adapter) throw new TsptoDeviceError("E_NO_GPU", "WebGPU found no adapter (no GPU driver Dawn can use)", undefined, noAdapterHint());
-  const timestamps = adapter.features.has("timestamp-query");
-  const requiredLimits: Record<string, number> = {};
-  for (const k of LIMITS) if (typeof adapter.limits[k] === "number") requiredLimits[k] = adapter.limits[k];
-  const device = await adapter.requestDevice({ requiredFeatures: timestamps ? ["timestamp-query"] : [], requiredLimits, label: "tspto" });
-  const i = adapter.info ?? {};
-  const words = [i.vendor, i.architecture, i.device, i.description].filter((x) => x && String(x).length > 0);
-  const name = `${words.length ? words.join(" ") : "unknown adapter"}${adapter.isFallbackAdapter ? " (fallback adapter)" : ""}`;
-  return { device, adapter: name, timestamps };
+/** Requests an adapter and a device with the limits and features tspto uses (./open.ts). */
+export function openGpu(gpu: Gpu): Promise<OpenedGpu> {
+  return openAdapter(gpu, noAdapterHint(), "WebGPU found no adapter (no GPU driver Dawn can use)");
 }
 
 /** A webgpu module from its artifact directory: program.json, the kernel table and the WGSL files. */
