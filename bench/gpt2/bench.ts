@@ -172,7 +172,7 @@ export async function gpt2Bench(work: string, rounds: number, log: (s: string) =
   // host share: each program's launches, host time beyond device time, over the step
   model.position = prompt.length;
   const hs = hostShare(model, prompt[0]);
-  rows.push({ id: "11d", what: "host share of a decode step (launch host time beyond device time, summed over its launches)", tspto: `${hs.hostUs.toFixed(0)} us of ${hs.stepUs.toFixed(0)} us`, peer: "—", result: `${(100 * hs.share).toFixed(2)}%`, goal: "<= 1%", met: hs.share <= 0.01 });
+  rows.push({ id: "11d", what: "host share of a decode step (launch host time beyond device time, summed over its launches)", tspto: `${hs.hostUs.toFixed(0)} us of ${hs.stepUs.toFixed(0)} us`, peer: "—", result: `${(100 * hs.share).toFixed(2)}%`, goal: "<= 1%", met: hs.share <= 0.01 , limit: "what limits it: a decode step is 26 launches (embed, attn and mlp per layer since the model was split for tensor parallelism, head), each paying argument packing, pinning and the wake-up of the core threads beyond its device time; on a loaded 2-core machine the launching thread shares the cores with the core threads"});
 
   // cold compile in a fresh process
   const child = fileURLToPath(new URL("./compile_child.ts", import.meta.url));
@@ -186,7 +186,7 @@ export async function gpt2Bench(work: string, rounds: number, log: (s: string) =
     if (r.status !== 0) { log(`gpt2 cold compile failed: ${r.stderr}`); break; }
     times.push(JSON.parse(r.stdout.trim().split("\n").pop()!).compileMs);
   }
-  if (times.length) rows.push({ id: "11e", what: "cold compile of the model's programs (fresh process, empty cache)", tspto: `${median(times).toFixed(0)} ms`, peer: "—", result: `${(median(times) / 1000).toFixed(2)} s`, goal: "<= 1.5 s", met: median(times) <= 1500 });
+  if (times.length) rows.push({ id: "11e", what: "cold compile of the model's programs (fresh process, empty cache)", tspto: `${median(times).toFixed(0)} ms`, peer: "—", result: `${(median(times) / 1000).toFixed(2)} s`, goal: "<= 1.5 s", met: median(times) <= 1500 , limit: "what limits it: the C++ compiler (about 11 CPU-seconds of g++ -O3 for the generated C++, most of it the attn and mlp programs); TSPTO_CXX_JOBS defaults to the idle cores (parallelism minus the load average), 1 on a loaded machine; parts compiled in parallel cost the same CPU time"});
   reader.close();
   model.close();
   await peer?.release();
