@@ -163,7 +163,15 @@ static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, in
     for (int64_t i = 0; i < M; ++i) {
       const float* ar = a + i * lda + kc;
       uint32_t* d = &ap[(size_t)(i * kpn)];
-      for (int64_t p = 0; p < kpn; ++p)
+      int64_t p = 0;
+      // 8 pairs at a time: as 64-bit lanes (k in the low dword, k + 1 in the high one), the
+      // high half of k's bits over the high half of k + 1's, narrowed to 32 bits
+      for (; 2 * p + 16 <= kl; p += 8) {
+        const __m512i x = _mm512_loadu_si512((const void*)(ar + 2 * p));
+        const __m512i y = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi64(0xFFFF0000LL)), _mm512_srli_epi64(x, 48));
+        _mm256_storeu_si256((__m256i*)(d + p), _mm512_cvtepi64_epi32(y));
+      }
+      for (; p < kpn; ++p)
         d[p] = (tspto_bf16_hi(ar[2 * p]) << 16) | (2 * p + 1 < kl ? tspto_bf16_hi(ar[2 * p + 1]) : 0x8000u);
     }
     for (int64_t j0 = 0; j0 < N; j0 += 64) {
@@ -174,9 +182,15 @@ static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, in
         const float* b1 = b0 + ldb;
         const bool two = 2 * p + 1 < kl;
         uint32_t* d = &bp[(size_t)(p * W)];
-        int64_t j = 0;
-        for (; j < w; ++j) d[j] = (tspto_bf16_hi(b0[j]) << 16) | (two ? tspto_bf16_hi(b1[j]) : 0u);
-        for (; j < W; ++j) d[j] = 0;
+        // 16 columns at a time (k's high half over k + 1's), the last ones masked: the columns
+        // past w are zero
+        const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+        for (int64_t j = 0; j < W; j += 16) {
+          const __mmask16 mk = j + 16 <= w ? (__mmask16)0xFFFF : (__mmask16)((1u << (w - j)) - 1);
+          const __m512i x0 = _mm512_and_si512(_mm512_maskz_loadu_epi32(mk, b0 + j), hi);
+          const __m512i x = two ? _mm512_or_si512(x0, _mm512_srli_epi32(_mm512_maskz_loadu_epi32(mk, b1 + j), 16)) : x0;
+          _mm512_storeu_si512((void*)(d + j), x);
+        }
       }
       const int64_t rem = w - 16 * (V - 1);
       const __mmask16 last = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1);
