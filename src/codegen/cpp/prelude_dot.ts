@@ -336,18 +336,40 @@ static inline void tspto_mm_i8(const void* av, int64_t lda, const void* bv, int6
   if ((int64_t)ap.size() < M * kqn) ap.resize((size_t)(M * kqn));
   if ((int64_t)bp.size() < kqn * 64) bp.resize((size_t)(kqn * 64));
   cs.assign(64, 0);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t q = 0; q < kqn; ++q) {
-      uint32_t w = 0;
-      for (int e = 0; e < 4; ++e) { const int64_t kk = 4 * q + e; w |= (uint32_t)(kk < K ? a[i * lda + kk] : (bias ? 0x80 : 0)) << (8 * e); }
-      ap[(size_t)(i * kqn + q)] = w ^ ax;  // (a pad: 0 after the bias; b's pad is 0 anyway)
-    }
+  // a row's quads are its bytes in k order (byte e of dword q: k = 4 q + e), after the bias
+  const __m512i axv = _mm512_set1_epi32((int)ax);
+  for (int64_t i = 0; i < M; ++i) {
+    const uint8_t* ar = a + i * lda;
+    uint8_t* d = (uint8_t*)&ap[(size_t)(i * kqn)];
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) _mm512_storeu_si512((void*)(d + k), _mm512_xor_si512(_mm512_loadu_si512((const void*)(ar + k)), axv));
+    for (; k < 4 * kqn; ++k) d[k] = k < K ? (uint8_t)(ar[k] ^ (uint8_t)ax) : (uint8_t)0;  // (a pad: 0 after the bias; b's pad is 0 anyway)
+  }
+  const __m512i ones = _mm512_set1_epi8(1);
+  const int64_t qfull = K / 4;  // quads with 4 valid k
   for (int64_t j0 = 0; j0 < N; j0 += 64) {
     const int64_t w = N - j0 < 64 ? N - j0 : 64;
     const int V = (int)((w + 15) / 16), W = 16 * V;
     if (bias) for (int j = 0; j < W; ++j) cs[j] = 0;
-    for (int64_t q = 0; q < kqn; ++q)
-      for (int64_t j = 0; j < W; ++j) {
+    __m512i csv[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int64_t q = 0; q < kqn; ++q) {
+      int64_t j = 0;
+      // 16 columns of 4 full k rows at a time: bytes interleaved into dwords; b's column sums
+      // (int8 x int8) by vpdpbusd with ones, exact
+      if (q < qfull)
+        for (; j + 16 <= w; j += 16) {
+          const uint8_t* s0 = b + 4 * q * ldb + j0 + j;
+          const __m128i r0 = _mm_loadu_si128((const __m128i*)s0), r1 = _mm_loadu_si128((const __m128i*)(s0 + ldb));
+          const __m128i r2 = _mm_loadu_si128((const __m128i*)(s0 + 2 * ldb)), r3 = _mm_loadu_si128((const __m128i*)(s0 + 3 * ldb));
+          const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1), t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+          __m512i x = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));
+          x = _mm512_inserti32x4(x, _mm_unpackhi_epi16(t0, t2), 1);
+          x = _mm512_inserti32x4(x, _mm_unpacklo_epi16(t1, t3), 2);
+          x = _mm512_inserti32x4(x, _mm_unpackhi_epi16(t1, t3), 3);
+          _mm512_storeu_si512((void*)&bp[(size_t)(q * W + j)], x);
+          if (bias) csv[j >> 4] = _mm512_dpbusd_epi32(csv[j >> 4], ones, x);
+        }
+      for (; j < W; ++j) {
         uint32_t x = 0;
         for (int e = 0; e < 4; ++e) {
           const int64_t kk = 4 * q + e;
@@ -355,6 +377,11 @@ static inline void tspto_mm_i8(const void* av, int64_t lda, const void* bv, int6
         }
         bp[(size_t)(q * W + j)] = x;
       }
+    }
+    if (bias) {
+      alignas(64) int32_t t[16];
+      for (int v = 0; v < V; ++v) { _mm512_store_si512((void*)t, csv[v]); for (int e = 0; e < 16; ++e) cs[16 * v + e] += t[e]; }
+    }
     for (int64_t i0 = 0; i0 < M; i0 += 6) {
       const int64_t R = M - i0 < 6 ? M - i0 : 6;
       const uint32_t* a0 = &ap[(size_t)(i0 * kqn)];
