@@ -27,6 +27,12 @@ export interface SourceText {
   readonly text: string;
 }
 
+/** The file name of a kernel parsed from its `fn.toString()`. */
+export const TOSTRING_FILE = "<fn.toString>";
+/** What errors about such a kernel add: its types and names are gone, the build plugin keeps them. */
+export const TOSTRING_HINT = "this kernel was parsed from fn.toString() (its file is not readable here, as in a bundle or a page: types and names are gone, " +
+  "directions are inferred and shapes come from the call); the tspto build plugin (tspto/vite, tspto/rollup or tspto/esbuild) keeps the original source and gives better errors";
+
 /** A kernel function node in kernel source. */
 export type KernelFnNode = ts.FunctionExpression | ts.ArrowFunction | ts.FunctionDeclaration | ts.MethodDeclaration;
 
@@ -390,7 +396,7 @@ function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): t
 /** Parse `fn.toString()`: a function/arrow (wrapped in parentheses) or a method (wrapped in an object literal). */
 function fromToString(def: KernelDef): KernelSource {
   const text = Function.prototype.toString.call(def.fn);
-  const file = "<fn.toString>";
+  const file = TOSTRING_FILE;
   for (const [pre, post] of [["(", ")"], ["({", "})"]] as const) {
     const src = makeSource(file, pre + text + post, pre.length, text, false);
     const stmt = src.sf.statements[0];
