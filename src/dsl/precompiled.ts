@@ -14,6 +14,10 @@ export interface Precompiled {
   readonly programs: readonly { readonly bindings: readonly ParamBinding[]; readonly program: ProgramJSON }[];
 }
 
+let hits = 0;
+/** How many specializations were served by precompiled IR in this process (tests). */
+export const precompiledHits = (): number => hits;
+
 const attached = new WeakMap<KernelDef, Precompiled>();
 
 export function attachPrecompiled(def: KernelDef, pre: unknown): void {
@@ -33,7 +37,9 @@ export function precompiledProgram(def: KernelDef, bindings: readonly ParamBindi
   if (!p) return null;
   const k = bindingKey(bindings);
   const hit = p.programs.find((x) => bindingKey(x.bindings) === k);
-  return hit ? Program.fromJSON(hit.program) : null;
+  if (!hit) return null;
+  hits++;
+  return Program.fromJSON(hit.program);
 }
 
 export { bindingKey };

@@ -145,13 +145,13 @@ export function jitCallKind(call: ts.CallExpression): KernelKind | null {
 const isJitRef = (e: ts.Expression) => (ts.isIdentifier(e) && e.text === "jit") || (ts.isPropertyAccessExpression(e) && e.name.text === "jit");
 
 /** Whether a decorator is `@pl.jit` or `@pl.jit(opts)`. */
-function isJitDecorator(d: ts.Decorator): boolean {
+export function isJitDecorator(d: ts.Decorator): boolean {
   const e = ts.isCallExpression(d.expression) ? d.expression.expression : d.expression;
   return isJitRef(e);
 }
 
 /** The function a jit call wraps: its first argument (a function or arrow, or the name of a function declaration). */
-function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
+export function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
   const a = call.arguments[0];
   if (!a) return null;
   const inner = skipParens(a);
@@ -174,7 +174,7 @@ function forEachNode(node: ts.Node, f: (n: ts.Node) => void): void {
 }
 
 /** Every jit call in a file, with the lines its head spans (from the call to its first argument). */
-function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] {
+export function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] {
   const out: { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] = [];
   forEachNode(src.sf, (n) => {
     if (!ts.isCallExpression(n)) return;
