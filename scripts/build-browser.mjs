@@ -53,7 +53,7 @@ export function browserOptions(extra = {}) {
   };
 }
 
-export const BROWSER_ENTRIES = { index: join(ROOT, "src", "index.browser.ts"), language: join(ROOT, "src", "language.ts"), capture: join(ROOT, "src", "capture.ts") };
+export const BROWSER_ENTRIES = { index: join(ROOT, "src", "index.browser.ts"), language: join(ROOT, "src", "language.ts"), capture: join(ROOT, "src", "capture.browser.ts") };
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { build } = await import("esbuild");

@@ -20,6 +20,8 @@ export function demoConfig(opts: { browserDist?: string; plugin?: TsptoPluginOpt
         { find: /^tspto$/, replacement: join(dist, "index.js") },
         { find: /^tspto\/language$/, replacement: join(dist, "language.js") },
         { find: /^tspto\/capture$/, replacement: join(dist, "capture.js") },
+        // the run-time parser: tspto's own dependency (an app's node_modules has it next to tspto)
+        ...(opts.plugin?.parser ? [{ find: /^typescript$/, replacement: join(ROOT, "node_modules", "typescript", "lib", "typescript.js") }] : []),
       ],
     },
     build: { outDir: opts.outDir ?? join(HERE, "dist"), emptyOutDir: true, target: "es2022", reportCompressedSize: false },

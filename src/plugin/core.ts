@@ -138,7 +138,7 @@ export function transformKernels(code: string, id: string, opts: TsptoPluginOpti
   // from the end, so that earlier offsets stay valid
   for (let i = found.length - 1; i >= 0; i--) {
     const f = found[i];
-    const args = [JSON.stringify(file), f.line, f.col, ...(pre[i] ? [JSON.stringify(pre[i])] : [])].join(", ");
+    const args = [JSON.stringify(file), f.line, f.col, pre[i] ? JSON.stringify(pre[i]) : "undefined"].join(", ");
     out = `${out.slice(0, f.at)}__tspto_site(${args}, ${out.slice(f.at, f.insertEnd)})${out.slice(f.insertEnd)}`;
   }
   const sources = [[file, code] as const, ...relativeImports(file, sf).map((f) => [f, readFileSync(f, "utf8")] as const)];

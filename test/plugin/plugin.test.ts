@@ -31,6 +31,7 @@ describe("the tspto build plugin", () => {
     expect(r.code).toContain(`__tspto_source(${JSON.stringify(FIXTURE)}, ${JSON.stringify(code)})`);
     expect(r.code).toContain("consts.ts"); // the imported module's constants travel too
     expect(r.code).toMatch(/@__tspto_site\("[^"]+kernels\.ts", 22, 3, /);
+    expect(transformKernels(code, FIXTURE, { precompile: false })!.code).toMatch(/__tspto_site\("[^"]+kernels\.ts", 22, 3, undefined, pl\.jit\)/);
     expect(transformKernels("export const x = 1;", "/a/b.ts")).toBeNull();
     expect(transformKernels(code, "/app/node_modules/x/kernels.ts")).toBeNull();
   });
