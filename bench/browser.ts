@@ -138,7 +138,7 @@ export async function browserBench(root: string): Promise<BrowserRow[]> {
     for (const [id, name, shape] of [["16e", "softmax", "[32, 256] f32, rows"], ["16f", "matmul", "[64, 64] × [64, 64] f32"]] as const) {
       const x = got.results[name];
       const ratio = x.ortUs / x.tsptoUs;
-      rows.push({ id, what: `${name} ${shape} on ${got.adapter}: tspto vs onnxruntime-web 1.30 WebGPU, same page, same adapter, end to end per call (median of ${rounds}; max |Δ| ${x.maxAbsDiff.toExponential(1)}; load ${load()})`,
+      rows.push({ id, what: `${name} ${shape} on ${got.adapter}: tspto vs onnxruntime-web 1.30 WebGPU, same page, same adapter, end to end per call (median of ${rounds}; max abs diff ${x.maxAbsDiff.toExponential(1)} from onnxruntime-web; load ${load()})`,
         tspto: `${x.tsptoUs.toFixed(0)} µs`, peer: `${x.ortUs.toFixed(0)} µs`, result: `${ratio.toFixed(2)}×`, goal: "≥ 1×", met: ratio >= 1 });
     }
   } finally { server.close(); }
