@@ -19,4 +19,4 @@ export {
 export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
-export { dfxSwimlane, type Swimlane } from "./tools/swimlane.js";
+export { dfxSwimlane, type Swimlane } from "./dfx_view.js";

@@ -4,9 +4,9 @@
 // in the browser build — and renders it with the same view as `tspto inspect --trace`.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TsptoRuntimeError } from "../ir/index.js";
-import { DFX_DIR } from "../runtime/dfx.js";
-import { parseTrace, renderTraceHtml, type TraceModel } from "./trace.js";
+import { TsptoRuntimeError } from "./ir/index.js";
+import { DFX_DIR } from "./runtime/dfx.js";
+import { parseTrace, renderTraceHtml, type TraceModel } from "./tools/trace.js";
 
 export interface Swimlane {
   /** swimlane.json as written (Chrome trace events). */
