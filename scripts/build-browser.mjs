@@ -6,6 +6,7 @@
 //  - Node's built-ins are replaced by src/browser/node/*.ts: an in-memory volume for the files
 //    tspto writes (artifacts, the jit cache, DFX traces), POSIX paths, a synchronous sha256, ...
 //    A built-in without a replacement fails the build, naming the import chain.
+//  - `lru-cache` is src/browser/lru-cache.ts (the jit needs a bounded Map, not the package).
 //  - `typescript` stays an import (the application's bundler resolves it; the build plugins
 //    replace it with a stub when every kernel is precompiled).
 // Usage: node scripts/build-browser.mjs [outdir]   (npm run build runs it)
@@ -30,6 +31,7 @@ export function browserGraph() {
           if (existsSync(shim)) return { path: shim };
           return { errors: [{ text: `Node built-in '${a.path}' imported by ${a.importer} has no browser replacement in src/browser/node/` }] };
         }
+        if (a.path === "lru-cache") return { path: join(ROOT, "src", "browser", "lru-cache.ts") };
         if (!a.path.startsWith(".") || !a.importer.startsWith(join(ROOT, "src"))) return undefined;
         const stem = resolve(a.resolveDir, a.path).replace(/\.js$/, "");
         for (const cand of [`${stem}.browser.ts`, `${stem}/index.browser.ts`]) {
