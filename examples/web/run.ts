@@ -25,5 +25,5 @@ if (b >= 0) {
 } else {
   const server = await vite.createServer({ ...demoConfig({ browserDist: dist }), configFile: false });
   await server.listen();
-  server.printUrls();
+  console.log(`tspto demo: ${server.resolvedUrls?.local[0] ?? "(no url)"} (Ctrl-C to stop)`);
 }
