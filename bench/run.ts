@@ -622,7 +622,7 @@ async function main() {
     notes.push(...r.notes);
   }
   if (want("16") || want("browser")) {
-    log("16. browser build size");
+    log("16. tspto in a browser: sizes, first result, onnxruntime-web side by side");
     for (const x of await browserBench(ROOT)) row(x);
   }
   const curves = want("10") ? await sweeps(ort) : [];
