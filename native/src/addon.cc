@@ -15,6 +15,7 @@
 #include "addon_args.h"
 #include "addon_env.h"
 #include "cuda_device.h"
+#include "cuda_host.h"
 #include "device.h"
 #include "device_wrap.h"
 #include "mpi.h"
@@ -24,6 +25,45 @@
 namespace tspto {
 using namespace addon;
 namespace {
+
+// ---------------------------------------------------------------------------------------
+// cudaHost: the cuda device's host logic that needs no GPU, for tests (cuda_host.h).
+
+// tensorMapArgs(row: number[9], kernels, maxSlots) -> the cuTensorMapEncodeTiled arguments,
+// or throws the loader's message for a bad row.
+Napi::Value TensorMapArgsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsArray()) throw Napi::TypeError::New(env, "tensorMapArgs(row, kernels, maxSlots)");
+  Napi::Array a = info[0].As<Napi::Array>();
+  if (a.Length() != 9) throw Napi::TypeError::New(env, "tensorMapArgs: a row has 9 numbers");
+  int64_t row[9];
+  for (uint32_t i = 0; i < 9; ++i) row[i] = a.Get(i).As<Napi::Number>().Int64Value();
+  TensorMapSpec s;
+  std::string why;
+  if (!ParseTensorMapRow(row, info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value(), &s, &why)) throw Napi::Error::New(env, why);
+  const TensorMapArgs t = TensorMapEncodeArgs(s);
+  Napi::Object o = Napi::Object::New(env);
+  auto arr = [&](std::initializer_list<double> v) { Napi::Array r = Napi::Array::New(env, v.size()); uint32_t i = 0; for (double x : v) r.Set(i++, Napi::Number::New(env, x)); return r; };
+  o.Set("kernel", s.kernel);
+  o.Set("slot", s.slot);
+  o.Set("dtype", t.dtype);
+  o.Set("rank", t.rank);
+  o.Set("dims", arr({static_cast<double>(t.dims[0]), static_cast<double>(t.dims[1])}));
+  o.Set("strides", arr({static_cast<double>(t.strides[0])}));
+  o.Set("box", arr({static_cast<double>(t.box[0]), static_cast<double>(t.box[1])}));
+  o.Set("elementStrides", arr({static_cast<double>(t.element_strides[0]), static_cast<double>(t.element_strides[1])}));
+  o.Set("interleave", t.interleave);
+  o.Set("swizzle", t.swizzle);
+  o.Set("l2Promotion", t.l2_promotion);
+  o.Set("oobFill", t.oob_fill);
+  return o;
+}
+
+Napi::Object CudaHostBinding(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("tensorMapArgs", Napi::Function::New(env, TensorMapArgsJs, "tensorMapArgs"));
+  return o;
+}
 
 // ---------------------------------------------------------------------------------------
 // Module init (runs once per environment: main thread and each worker_thread)
@@ -38,6 +78,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Device", device);
   exports.Set("CudaDevice", DeviceWrap<CudaDeviceCore>::Define(env, "CudaDevice"));
   exports.Set("mpi", MpiBinding(env));
+  exports.Set("cudaHost", CudaHostBinding(env));
   exports.Set("abiVersion", Napi::Number::New(env, TSPTO_ABI_VERSION));
   return exports;
 }

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "cuda_host.h"
 #include "errors.h"
 
 namespace tspto {
@@ -63,6 +64,10 @@ struct CudaApi {
   // v2 kernels (optional: null on a driver without them; the v2 grid sizing is then off)
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
+  // TMA tensor maps (CUDA 12+; optional: a module with tensor maps fails to load without it).
+  // (CUtensorMap*, CUtensorMapDataType, rank, globalAddress, globalDim, globalStrides, boxDim,
+  //  elementStrides, interleave, swizzle, l2Promotion, oobFill)
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*, const uint32_t*, int, int, int, int) = nullptr;
 
   ~CudaApi() { if (lib) dlclose(lib); }
 };
@@ -127,6 +132,7 @@ std::shared_ptr<CudaApi> LoadDriver() {
   api->cuDeviceGetAttribute = reinterpret_cast<decltype(api->cuDeviceGetAttribute)>(dlsym(api->lib, "cuDeviceGetAttribute"));
   api->cuOccupancyMaxActiveBlocksPerMultiprocessor =
       reinterpret_cast<decltype(api->cuOccupancyMaxActiveBlocksPerMultiprocessor)>(dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  api->cuTensorMapEncodeTiled = reinterpret_cast<decltype(api->cuTensorMapEncodeTiled)>(dlsym(api->lib, "cuTensorMapEncodeTiled"));
   return api;
 }
 
@@ -134,6 +140,16 @@ constexpr int kDescriptorSlots = 6;  // lo_slot, hi_slot, start, step, trips, gr
 constexpr int kMaxSlots = 48;        // CUDA_MAX_SLOTS
 constexpr int kErrWords = 16;        // CUDA_ERR_WORDS
 constexpr uint64_t kStagingChunk = 64ull << 20;
+constexpr int kTmapWords = 9;  // a row of tspto_cuda_tmaps (src/codegen/cuda/tma_gemm.ts, tmapTable)
+constexpr size_t kMaxTmaps = 4;  // tensor maps one kernel takes after its argument block
+
+// One tensor map of a kernel: the table row (TensorMapSpec, cuda_device.h) and its encoding for
+// the address it was last encoded with (a CUtensorMap is 128 bytes, 128-byte aligned).
+struct TensorMapSlot {
+  TensorMapSpec spec;
+  int64_t addr = -1;
+  alignas(128) unsigned char map[128] = {};
+};
 
 // The kernel parameter block (TsptoCudaArgs in src/codegen/cuda/prelude.ts).
 struct KernelArgs {
@@ -170,6 +186,9 @@ struct CudaDeviceCore::Module {
   // at once (SMs x resident blocks per SM); an SPMD launch's grid is capped to it (each block
   // then runs a band of iterations). 0: uncapped (v1).
   std::vector<int64_t> grid_cap;
+  // TMA tensor maps per kernel (v2 TMA GEMM), each encoded once per tensor address and passed
+  // as a `const __grid_constant__ CUtensorMap` parameter after the argument block.
+  std::vector<std::vector<TensorMapSlot>> tmaps;
   int kernels_version = 1;
   int block_threads = 256;
   std::string path;
@@ -511,6 +530,22 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes
   m->block_threads = *threads;
   auto version = static_cast<const int*>(dlsym(m->handle, "tspto_cuda_kernels_version"));  // absent: v1 (older artifacts)
   m->kernels_version = version ? *version : 1;
+  auto tmap_count = static_cast<const int*>(dlsym(m->handle, "tspto_cuda_tmap_count"));  // absent: no tensor maps
+  auto tmap_rows = static_cast<const int64_t*>(dlsym(m->handle, "tspto_cuda_tmaps"));
+  m->tmaps.resize(static_cast<size_t>(*count));
+  if (tmap_count && *tmap_count > 0) {
+    if (!tmap_rows) fail("the kernel table lists tensor maps but not their rows");
+    if (!api_->cuTensorMapEncodeTiled) fail("its kernels use TMA tensor maps and this CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or later is needed)");
+    for (int r = 0; r < *tmap_count; ++r) {
+      TensorMapSpec sp;
+      std::string why;
+      if (!ParseTensorMapRow(tmap_rows + static_cast<ptrdiff_t>(r) * kTmapWords, *count, kMaxSlots, &sp, &why)) fail("tensor map " + std::to_string(r) + ": " + why);
+      auto& v = m->tmaps[static_cast<size_t>(sp.kernel)];
+      if (v.size() >= kMaxTmaps) fail("kernel " + std::string(names[sp.kernel]) + " takes more than " + std::to_string(kMaxTmaps) + " tensor maps");
+      v.emplace_back();
+      v.back().spec = sp;
+    }
+  }
   std::unique_lock<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CUresult rc = api_->cuModuleLoadData(&m->cumod, image.data());
@@ -787,7 +822,22 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       self->Check(self->api_->cuEventRecord(self->ev_start_, self->stream_), "cuEventRecord");
       self->started_ = true;
     }
-    void* params[] = {&ka};
+    void* params[1 + kMaxTmaps] = {&ka};
+    // TMA tensor maps: encoded when the tensor's address changed since the last launch
+    // (under launch_mu_; cuLaunchKernel copies the parameters, so a later re-encode is safe)
+    std::vector<TensorMapSlot>& maps = m->tmaps[index];
+    for (size_t t = 0; t < maps.size(); ++t) {
+      TensorMapSlot& ms = maps[t];
+      const int64_t addr = ka.v[ms.spec.slot];
+      if (addr != ms.addr) {
+        TensorMapArgs ta = TensorMapEncodeArgs(ms.spec);
+        const CUresult trc = self->api_->cuTensorMapEncodeTiled(ms.map, ta.dtype, ta.rank, reinterpret_cast<void*>(static_cast<intptr_t>(addr)), ta.dims, ta.strides,
+                                                                ta.box, ta.element_strides, ta.interleave, ta.swizzle, ta.l2_promotion, ta.oob_fill);
+        if (trc != 0) self->Check(trc, (std::string("cuTensorMapEncodeTiled for '") + m->names[index] + "'").c_str());
+        ms.addr = addr;
+      }
+      params[1 + t] = ms.map;
+    }
     const CUresult lrc = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
                                                     static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
     // (the message is built only on failure: no string per launch)

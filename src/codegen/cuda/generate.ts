@@ -32,6 +32,7 @@ import { SimtKernelGen, type FailSite } from "../simt/index.js";
 import { CUDA_BLOCK_THREADS, CUDA_MAX_SLOTS, CUDA_PRELUDE } from "./prelude.js";
 import { CUDA_LANG, SHARED_LIMIT } from "./lang.js";
 import { cudaLangV2, v2Prelude, type CudaGenOptions } from "./v2.js";
+import { emitTmaGemm, matchTmaGemm, tmapTable, type TmaGemmPlan } from "./tma_gemm.js";
 
 export { SHARED_LIMIT };
 /** Slots of the launch descriptor appended to every submit's kernel slots. */
@@ -50,6 +51,8 @@ export interface CudaKernelInfo {
   globalScratch: boolean;
   /** Kernel argument slots. */
   nslots: number;
+  /** v2 on sm_90a: the kernel is the TMA + wgmma GEMM (./tma_gemm.ts), with its tensor maps. */
+  tmaGemm?: TmaGemmPlan;
 }
 export interface GeneratedCuda {
   /** kernels/program.cu */
@@ -81,6 +84,13 @@ export function generateCuda(program: Program, opts: CudaGenOptions = {}): Gener
     if (f === entry) continue;
     const sym = kernelNames.get(f.name)!; // the cpu generator's names (it checks every function is InCore)
     const index = kernels.length;
+    const tma = v2 && opts.wgmma && opts.tma !== false ? matchTmaGemm(program, f) : null;
+    if (tma) {
+      parts.push(emitTmaGemm(tma, sym, comment(spanWhere(f.span))));
+      kernels.push({ name: f.name, symbol: sym, index, scratchBytes: 0, sharedBytes: tma.sharedBytes, globalScratch: false, nslots: f.params.length, tmaGemm: tma });
+      symbols.set(f.name, `TSPTO_CUDA_KERNEL(${index})`);
+      continue;
+    }
     const g = new SimtKernelGen(f, sym, sites, lang);
     parts.push(g.generate());
     kernels.push({ name: f.name, symbol: sym, index, scratchBytes: g.scratchBytes, sharedBytes: g.global ? 0 : g.scratchBytes,
@@ -101,6 +111,7 @@ export function generateCuda(program: Program, opts: CudaGenOptions = {}): Gener
     `extern "C" const char* const tspto_cuda_kernel_names[${Math.max(1, kernels.length)}] = { ${kernels.map((k) => cstr(k.symbol)).join(", ") || "0"} };`,
     `extern "C" const int64_t tspto_cuda_kernel_shared[${Math.max(1, kernels.length)}] = { ${kernels.map((k) => k.sharedBytes).join(", ") || "0"} };`,
     `extern "C" const int64_t tspto_cuda_kernel_gscratch[${Math.max(1, kernels.length)}] = { ${kernels.map((k) => (k.globalScratch ? k.scratchBytes : 0)).join(", ") || "0"} };`,
+    tmapTable(kernels.flatMap((k) => (k.tmaGemm ? [{ index: k.index, plan: k.tmaGemm }] : []))),
     reportFunction(sites),
     generateEntryCpp(program, symbols, cudaSubmit, "cuda"),
   ].join("\n");
