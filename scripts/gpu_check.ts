@@ -38,6 +38,8 @@ async function verifyPrebuilt(): Promise<void> {
   tryBuild("gpuSoftmax", () => { const a = zeros([k.SMX_ROWS, k.SMX_COLS]); k.gpuSoftmax.compile(a, a, cfg); });
   tryBuild("gpuMatmul", () => { const a = zeros([k.GMM, k.GMM], "bfloat16"); k.gpuMatmul.compile(a, a, zeros([k.GMM, k.GMM]), cfg); });
   tryBuild("tinyAdd", () => { k.tinyAdd.compile(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]), cfg); });
+  tryBuild("gpuGemv", () => { k.gpuGemv.compile(zeros([k.GV_ROWS, k.GV_K], "bfloat16"), zeros([k.GV_K, k.GV_N], "bfloat16"), zeros([k.GV_ROWS, k.GV_N]), cfg); });
+  for (const c of k.V2_MATMUL_CHECKS) tryBuild(c.name, () => { c.fn.compile(zeros([...c.a], c.dtype), zeros([...c.b], c.dtype), zeros([...c.c]), cfg); });
   for (const f of cudaExampleFiles()) {
     try { await runExample(f, "cuda"); found++; } catch (e) {
       const code = (e as { code?: string }).code;

@@ -99,8 +99,25 @@ function kStep(stmts: readonly Stmt[], op: "tile.matmul" | "tile.matmulAcc", acc
 const tensorShape = (v: Var): readonly number[] => (v.type.kind === "tensor" ? (v.type as { shape: readonly number[] }).shape : []);
 const tensorDtype = (v: Var): string => (v.type as { dtype?: string }).dtype ?? "";
 
-/** The TMA GEMM plan of an InCore function, or null when it is not such a contraction (or not provably in bounds). */
-export function matchTmaGemm(program: Program, f: Func): TmaGemmPlan | null {
+/**
+ * A tiled contraction C[i.., j..] = sum_k A[i.., k] B[k, j..] over the whole of an InCore function
+ * (the loop nest of this file's header), with every bound proven in range; null otherwise.
+ */
+export interface Contraction {
+  readonly dt: "bfloat16" | "float16";
+  readonly M: number; readonly N: number; readonly K: number;
+  /** The i step (rows of one A tile) and the j step. */
+  readonly tm: number; readonly tn: number;
+  readonly j0: number; readonly j1: number;
+  readonly k0: number; readonly k1: number;
+  readonly lo: { slot: number } | { value: number };
+  readonly hi: { slot: number } | { value: number };
+  readonly slots: { a: number; b: number; c: number };
+  /** [lo, hi) of i over every call. */
+  readonly ranges: readonly (readonly [number, number])[];
+}
+
+export function matchContraction(program: Program, f: Func): Contraction | null {
   const body = f.body.filter((s) => !(s.kind === "return" && s.values.length === 0));
   if (body.length !== 1 || body[0].kind !== "for") return null;
   const li = body[0];
@@ -150,13 +167,9 @@ export function matchTmaGemm(program: Program, f: Func): TmaGemmPlan | null {
   const cdt = tensorDtype(C);
   if (cdt !== "float32") return null;
   if (first.a.shape[0] !== tm || first.b.shape[0] !== tk || first.b.shape[1] !== tn) return null;
-  if (!(tm === 64 || tm === 128) || tk % BK !== 0 || K % 8 !== 0 || N % 8 !== 0) return null;
-  // columns [j0, j1) in consumer tiles of bn
+  if (K % 8 !== 0 || N % 8 !== 0) return null;
   const j1 = j0 + tn * Math.ceil((jStop - j0) / tn);
   if (j0 < 0 || j1 > N || kEnd > K || k0 < 0) return null;
-  const maxBn = tm === 64 ? 256 : 128;
-  const bn = [256, 128, 64].find((w) => w <= maxBn && (j1 - j0) % w === 0);
-  if (!bn) return null;
   // i bounds: constants, or parameters whose every call passes constants (the SPMD split keeps the range)
   const paramSlot = (e: Expr) => (e.kind === "var" ? f.params.findIndex((p) => p.var.id === e.id) : -1);
   const bound = (e: Expr): { slot: number } | { value: number } | null => {
@@ -171,6 +184,19 @@ export function matchTmaGemm(program: Program, f: Func): TmaGemmPlan | null {
   if (!ranges || ranges.some(([a, b]) => a < 0 || (b > a && a + tm * Math.ceil((b - a) / tm) > M))) return null;
   const slots = { a: paramSlot(A), b: paramSlot(B), c: paramSlot(C) };
   if (slots.a < 0 || slots.b < 0 || slots.c < 0 || f.params[slots.c].dir === "in") return null;
+  return { dt: dt as "bfloat16" | "float16", M, N, K, tm, tn, j0, j1, k0, k1: kEnd, lo, hi, slots, ranges };
+}
+
+/** The TMA GEMM plan of an InCore function, or null when it is not such a contraction (or not provably in bounds). */
+export function matchTmaGemm(program: Program, f: Func): TmaGemmPlan | null {
+  const c = matchContraction(program, f);
+  if (!c) return null;
+  const { dt, M, N, K, tm, j0, j1, k0, k1: kEnd, lo, hi, slots } = c;
+  // k in 64-column boxes (128 bytes: the 128B swizzle); columns [j0, j1) in consumer tiles of bn
+  if (!(tm === 64 || tm === 128) || (kEnd - k0) % BK !== 0) return null;
+  const maxBn = tm === 64 ? 256 : 128;
+  const bn = [256, 128, 64].find((w) => w <= maxBn && (j1 - j0) % w === 0);
+  if (!bn) return null;
   const stageBytes = tm * BK * 2 + bn * BK * 2;
   const stages = Math.max(2, Math.min(6, Math.floor(SHARED_BUDGET / stageBytes)));
   const tmaType = dt === "float16" ? 6 : 9;

@@ -15,7 +15,8 @@
 //    commit_group / wait_group (one site of a kernel's tile lowering);
 //  - a whole InCore function that is a tiled fp16 / bf16 contraction with an fp32 result, on
 //    sm_90a: the TMA GEMM of ./tma_gemm.ts (TMA into 128B-swizzled stages, an mbarrier ring, a
-//    producer warpgroup and a consumer warpgroup; `tma: false` keeps the tile lowering).
+//    producer warpgroup and a consumer warpgroup; `tma: false` keeps the tile lowering);
+//  - such a contraction of at most 16 rows (decode): the GEMV of ./gemv.ts, any architecture.
 // Numerics of these paths are unverified until they run on a GPU (the GPU pack's v2 checks).
 import type { DType } from "../../ir/index.js";
 import type { MatmulParts, SimtCtx, SimtLang } from "../simt/lang.js";
@@ -31,6 +32,8 @@ export interface CudaGenOptions {
   readonly wgmma?: boolean;
   /** v2 + wgmma: tiled contractions as the TMA GEMM (./tma_gemm.ts); false keeps them on the tile lowering. */
   readonly tma?: boolean;
+  /** v2: contractions of ≤ 16 rows as the decode GEMV (./gemv.ts); false keeps them on the tile lowering. */
+  readonly gemv?: boolean;
 }
 
 /** Elements (uint16) of the wgmma staging area, one per translation unit (24 KiB). */
