@@ -47,7 +47,7 @@ if (!existsSync(addon)) throw new Error(`${addon} is missing: run npm install fi
 log(`staging ${STAGE}`);
 rmSync(BASE, { recursive: true, force: true });
 mkdirSync(STAGE, { recursive: true });
-for (const p of ["package.json", "tsconfig.json", "src", "examples", "bench", "scripts/gpu_check.ts", "scripts/gpu_prebuild.ts", "test/targets/cuda", "native/include"]) {
+for (const p of ["package.json", "tsconfig.json", "src", "examples", "bench", "scripts/gpu_check.ts", "scripts/gpu_prebuild.ts", "test/targets/cuda", "test/passes/fixtures", "test/ops/fixtures", "native/include"]) {
   cpSync(join(ROOT, p), join(STAGE, p), { recursive: true });
 }
 mkdirSync(join(STAGE, "native", "build", "Release"), { recursive: true });

@@ -9,6 +9,7 @@
 // launch_worker.h (launchAsync), device_wrap.h (the Device / CudaDevice classes).
 #include <napi.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -59,8 +60,52 @@ Napi::Value TensorMapArgsJs(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// graphDecisions(runs) -> for each run of an orchestration (a list of segments, each a list of
+// launches [kernel, grid, block, shared, slot values...]), per segment { rebuild, patch }:
+// what the cuda device does with that segment's CUDA graph (GraphBook, cuda_host.h).
+Napi::Value GraphDecisionsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "graphDecisions(runs)");
+  Napi::Array runs = info[0].As<Napi::Array>();
+  GraphBook book;
+  std::vector<GraphNodeDesc> nodes;
+  GraphDecision d;
+  Napi::Array out = Napi::Array::New(env, runs.Length());
+  for (uint32_t r = 0; r < runs.Length(); ++r) {
+    Napi::Array segs = runs.Get(r).As<Napi::Array>();
+    Napi::Array rout = Napi::Array::New(env, segs.Length());
+    for (uint32_t sg = 0; sg < segs.Length(); ++sg) {
+      Napi::Array launches = segs.Get(sg).As<Napi::Array>();
+      nodes.assign(launches.Length(), GraphNodeDesc{});
+      for (uint32_t i = 0; i < launches.Length(); ++i) {
+        Napi::Array l = launches.Get(i).As<Napi::Array>();
+        if (l.Length() < 4 || l.Length() - 4 > kGraphArgsBytes / 8) throw Napi::TypeError::New(env, "graphDecisions: a launch is [kernel, grid, block, shared, slots...]");
+        GraphNodeDesc& nd = nodes[i];
+        nd.kernel = l.Get(0u).As<Napi::Number>().Int32Value();
+        nd.grid = l.Get(1u).As<Napi::Number>().Uint32Value();
+        nd.block = l.Get(2u).As<Napi::Number>().Uint32Value();
+        nd.shared = l.Get(3u).As<Napi::Number>().Uint32Value();
+        for (uint32_t w = 4; w < l.Length(); ++w) {
+          const int64_t v = l.Get(w).As<Napi::Number>().Int64Value();
+          std::memcpy(nd.args() + (w - 4) * 8, &v, 8);
+        }
+      }
+      book.Decide(sg, nodes, nodes.size(), &d);
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("rebuild", d.rebuild);
+      Napi::Array patch = Napi::Array::New(env, d.patch.size());
+      for (size_t i = 0; i < d.patch.size(); ++i) patch.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(d.patch[i])));
+      o.Set("patch", patch);
+      rout.Set(sg, o);
+    }
+    out.Set(r, rout);
+  }
+  return out;
+}
+
 Napi::Object CudaHostBinding(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
+  o.Set("graphDecisions", Napi::Function::New(env, GraphDecisionsJs, "graphDecisions"));
   o.Set("tensorMapArgs", Napi::Function::New(env, TensorMapArgsJs, "tensorMapArgs"));
   return o;
 }

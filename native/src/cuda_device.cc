@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -68,6 +69,14 @@ struct CudaApi {
   // (CUtensorMap*, CUtensorMapDataType, rank, globalAddress, globalDim, globalStrides, boxDim,
   //  elementStrides, interleave, swizzle, l2Promotion, oobFill)
   CUresult (*cuTensorMapEncodeTiled)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*, const uint32_t*, int, int, int, int) = nullptr;
+  // CUDA graphs (optional: TSPTO_CUDA_GRAPH=1 needs them)
+  CUresult (*cuGraphCreate)(void**, unsigned) = nullptr;
+  CUresult (*cuGraphAddKernelNode)(void**, void*, void* const*, size_t, const void*) = nullptr;  // _v2 params
+  CUresult (*cuGraphInstantiateWithFlags)(void**, void*, unsigned long long) = nullptr;
+  CUresult (*cuGraphExecKernelNodeSetParams)(void*, void*, const void*) = nullptr;  // _v2 params
+  CUresult (*cuGraphLaunch)(void*, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(void*) = nullptr;
+  CUresult (*cuGraphDestroy)(void*) = nullptr;
 
   ~CudaApi() { if (lib) dlclose(lib); }
 };
@@ -133,6 +142,15 @@ std::shared_ptr<CudaApi> LoadDriver() {
   api->cuOccupancyMaxActiveBlocksPerMultiprocessor =
       reinterpret_cast<decltype(api->cuOccupancyMaxActiveBlocksPerMultiprocessor)>(dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   api->cuTensorMapEncodeTiled = reinterpret_cast<decltype(api->cuTensorMapEncodeTiled)>(dlsym(api->lib, "cuTensorMapEncodeTiled"));
+#define TSPTO_CU_OPT(field, name) api->field = reinterpret_cast<decltype(api->field)>(dlsym(api->lib, name))
+  TSPTO_CU_OPT(cuGraphCreate, "cuGraphCreate");
+  TSPTO_CU_OPT(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2");
+  TSPTO_CU_OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  TSPTO_CU_OPT(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
+  TSPTO_CU_OPT(cuGraphLaunch, "cuGraphLaunch");
+  TSPTO_CU_OPT(cuGraphExecDestroy, "cuGraphExecDestroy");
+  TSPTO_CU_OPT(cuGraphDestroy, "cuGraphDestroy");
+#undef TSPTO_CU_OPT
   return api;
 }
 
@@ -151,6 +169,23 @@ struct TensorMapSlot {
   alignas(128) unsigned char map[128] = {};
 };
 
+// CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h).
+struct KernelNodeParams {
+  CUfunction func;
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+  void** params;
+  void** extra;
+  void* kern;
+  CUcontext ctx;
+};
+
+// One segment's graph: the instantiated executable and its nodes, in launch order.
+struct SegmentGraph {
+  void* graph = nullptr;  // CUgraph
+  void* exec = nullptr;   // CUgraphExec
+  std::vector<void*> nodes;
+};
+
 // The kernel parameter block (TsptoCudaArgs in src/codegen/cuda/prelude.ts).
 struct KernelArgs {
   int64_t v[kMaxSlots];
@@ -159,6 +194,8 @@ struct KernelArgs {
   int64_t err;      // device memory: the failure record
   int64_t errflag;  // host-mapped: set after a failure was recorded
 };
+static_assert(sizeof(KernelArgs) == kGraphArgsBytes, "GraphNodeDesc holds a KernelArgs");
+static_assert(kMaxTmaps == kGraphMaps, "GraphNodeDesc holds a kernel's tensor maps");
 
 
 }  // namespace
@@ -189,6 +226,9 @@ struct CudaDeviceCore::Module {
   // TMA tensor maps per kernel (v2 TMA GEMM), each encoded once per tensor address and passed
   // as a `const __grid_constant__ CUtensorMap` parameter after the argument block.
   std::vector<std::vector<TensorMapSlot>> tmaps;
+  // CUDA graphs (TSPTO_CUDA_GRAPH=1): one per segment of the orchestration, and their book
+  std::vector<SegmentGraph> graphs;
+  GraphBook book;
   int kernels_version = 1;
   int block_threads = 256;
   std::string path;
@@ -199,6 +239,10 @@ struct CudaDeviceCore::Module {
       std::lock_guard<std::mutex> l(context->mu);
       if (!context->released) {
         context->api->cuCtxSetCurrent(context->ctx);
+        for (SegmentGraph& g : graphs) {
+          if (g.exec && context->api->cuGraphExecDestroy) context->api->cuGraphExecDestroy(g.exec);
+          if (g.graph && context->api->cuGraphDestroy) context->api->cuGraphDestroy(g.graph);
+        }
         context->api->cuModuleUnload(cumod);
       }
     }
@@ -215,6 +259,11 @@ void CudaDeviceCore::Check(int rc, const char* what) {
 
 CudaDeviceCore::CudaDeviceCore(const DeviceOptions& options) : options_(options) {
   api_ = LoadDriver();
+  // CUDA graphs for v2 modules: opt-in, and only with every graph entry point in the driver
+  if (const char* g = std::getenv("TSPTO_CUDA_GRAPH"); g != nullptr && std::strcmp(g, "1") == 0) {
+    graphs_ = api_->cuGraphCreate && api_->cuGraphAddKernelNode && api_->cuGraphInstantiateWithFlags && api_->cuGraphExecKernelNodeSetParams &&
+              api_->cuGraphLaunch && api_->cuGraphExecDestroy && api_->cuGraphDestroy;
+  }
   CUresult rc = api_->cuInit(0);
   if (rc != 0) throw DeviceError("no GPU: the CUDA driver failed to initialize (" + CuMessage(api_.get(), rc) + ")", kCodeNoGpu);
   int count = 0;
@@ -727,6 +776,8 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
   failed_ = false;
   fail_message_.clear();
   orch_buffers_.clear();
+  pending_count_ = 0;
+  segment_ = 0;
   // Orchestration buffers are released when this scope ends, on success and on every
   // failure path, once the stream is idle (staging buffers belong to the plan).
   struct LaunchBuffers {
@@ -807,6 +858,8 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       const uint64_t need = static_cast<uint64_t>(gs) * static_cast<uint64_t>(grid);
       std::lock_guard<std::mutex> l(self->mem_mu_);
       if (self->gscratch_bytes_ < need) {
+        // (recorded graph launches use the old scratch: they run first)
+        if (self->pending_count_) self->FlushGraphLocked();
         if (self->gscratch_addr_) {
           self->api_->cuStreamSynchronize(self->stream_);
           self->FreeLocked(self->gscratch_addr_);
@@ -838,6 +891,19 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       }
       params[1 + t] = ms.map;
     }
+    if (self->graphs_ && m->kernels_version >= 2) {
+      // recorded: the segment's graph launches it at the next flush (wait, free, scratch growth)
+      if (self->pending_.size() <= self->pending_count_) self->pending_.emplace_back();
+      GraphNodeDesc& nd = self->pending_[self->pending_count_++];
+      nd.kernel = static_cast<int>(index);
+      nd.grid = static_cast<uint32_t>(grid);
+      nd.block = static_cast<uint32_t>(m->block_threads);
+      nd.shared = static_cast<uint32_t>(m->shared[index]);
+      nd.nmaps = static_cast<uint32_t>(maps.size());
+      std::memcpy(nd.args(), &ka, sizeof ka);
+      for (size_t t = 0; t < maps.size(); ++t) std::memcpy(nd.map(t), maps[t].map, kGraphMapBytes);
+      return 0;
+    }
     const CUresult lrc = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
                                                     static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
     // (the message is built only on failure: no string per launch)
@@ -850,8 +916,56 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
   return 0;
 }
 
+void CudaDeviceCore::FlushGraphLocked() {
+  if (pending_count_ == 0 || cur_ == nullptr) { pending_count_ = 0; return; }
+  Module* m = cur_;
+  const size_t seg = segment_++;
+  const size_t n = pending_count_;
+  pending_count_ = 0;
+  try {
+    m->book.Decide(seg, pending_, n, &decision_);
+    if (m->graphs.size() <= seg) m->graphs.resize(seg + 1);
+    SegmentGraph& g = m->graphs[seg];
+    void* ptrs[1 + kGraphMaps];
+    KernelNodeParams kp{};
+    auto params_of = [&](size_t i) {
+      GraphNodeDesc& nd = pending_[i];
+      ptrs[0] = nd.args();
+      for (uint32_t t = 0; t < nd.nmaps; ++t) ptrs[1 + t] = nd.map(t);
+      kp = KernelNodeParams{m->fns[static_cast<size_t>(nd.kernel)], nd.grid, 1, 1, nd.block, 1, 1, nd.shared, ptrs, nullptr, nullptr, nullptr};
+    };
+    if (decision_.rebuild || g.exec == nullptr) {
+      if (g.exec) { api_->cuGraphExecDestroy(g.exec); g.exec = nullptr; }
+      if (g.graph) { api_->cuGraphDestroy(g.graph); g.graph = nullptr; }
+      Check(api_->cuGraphCreate(&g.graph, 0), "cuGraphCreate");
+      g.nodes.assign(n, nullptr);
+      for (size_t i = 0; i < n; ++i) {
+        params_of(i);
+        void* dep = i ? g.nodes[i - 1] : nullptr;  // a chain: the stream's order
+        Check(api_->cuGraphAddKernelNode(&g.nodes[i], g.graph, i ? &dep : nullptr, i ? 1 : 0, &kp), "cuGraphAddKernelNode");
+      }
+      Check(api_->cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiateWithFlags");
+    } else {
+      for (size_t i : decision_.patch) {
+        params_of(i);
+        Check(api_->cuGraphExecKernelNodeSetParams(g.exec, g.nodes[i], &kp), "cuGraphExecKernelNodeSetParams");
+      }
+    }
+    if (!started_) {
+      Check(api_->cuEventRecord(ev_start_, stream_), "cuEventRecord");
+      started_ = true;
+    }
+    Check(api_->cuGraphLaunch(g.exec, stream_), "cuGraphLaunch");
+    tasks_run_ += n;
+  } catch (const DeviceError& e) {
+    m->book.Forget(seg);  // rebuilt next time
+    ApiFail(this, e.what());
+  }
+}
+
 int CudaDeviceCore::ApiWaitAll(void* ctx) {
   auto* self = static_cast<CudaDeviceCore*>(ctx);
+  if (self->pending_count_) self->FlushGraphLocked();
   if (self->started_) self->api_->cuEventRecord(self->ev_end_, self->stream_);
   const CUresult rc = self->api_->cuStreamSynchronize(self->stream_);
   if (rc != 0) {
@@ -886,6 +1000,7 @@ int64_t CudaDeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
 
 void CudaDeviceCore::ApiFree(void* ctx, int64_t addr) {
   auto* self = static_cast<CudaDeviceCore*>(ctx);
+  if (self->pending_count_) self->FlushGraphLocked();  // recorded launches may use the buffer
   std::lock_guard<std::mutex> l(self->mem_mu_);
   for (auto it = self->orch_buffers_.begin(); it != self->orch_buffers_.end(); ++it) {
     if (*it == static_cast<uint64_t>(addr)) {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_host.h"
 #include "device.h"
 #include "module_table.h"
 #include "scheduler.h"
@@ -121,6 +122,9 @@ class CudaDeviceCore {
   void ReleasePlan(Plan* plan);
   uint64_t LaunchLocked(Plan* plan);
 
+  // CUDA graphs (opt-in, TSPTO_CUDA_GRAPH=1 with v2 modules): the recorded launches of the
+  // current segment become one graph launch (built once per segment, parameters patched).
+  void FlushGraphLocked();
   static int ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,
                        int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
   static int ApiWaitAll(void* ctx);
@@ -168,6 +172,11 @@ class CudaDeviceCore {
   std::vector<uint64_t> gscratch_;  // device scratch of kernels whose tiles do not fit in shared memory: address, bytes
   uint64_t gscratch_bytes_ = 0;
   uint64_t gscratch_addr_ = 0;
+  bool graphs_ = false;                // TSPTO_CUDA_GRAPH=1 at device creation
+  std::vector<GraphNodeDesc> pending_; // the segment's launches, recorded (capacity kept)
+  size_t pending_count_ = 0;
+  size_t segment_ = 0;                 // flushes so far in this launch
+  GraphDecision decision_;
 
   std::atomic<uint64_t> launches_{0}, h2d_bytes_{0}, d2h_bytes_{0}, tasks_run_{0};
   std::deque<TraceTask> no_tasks_;

@@ -87,3 +87,65 @@ inline TensorMapArgs TensorMapEncodeArgs(const TensorMapSpec& s) {
 }
 
 }  // namespace tspto
+
+// ------------------------------------------------------------------ CUDA graphs (opt-in)
+#include <cstring>
+#include <vector>
+
+namespace tspto {
+
+// One kernel launch as a graph node: the launch shape and the bytes of its parameters —
+// up to kGraphMaps tensor maps (128 bytes each, 128-byte aligned) and then the argument block.
+constexpr size_t kGraphMaps = 4;
+constexpr size_t kGraphMapBytes = 128;
+constexpr size_t kGraphArgsBytes = 448;  // sizeof(KernelArgs) (cuda_device.cc checks it)
+constexpr size_t kGraphParamBytes = kGraphMaps * kGraphMapBytes + kGraphArgsBytes;
+struct GraphNodeDesc {
+  int kernel = -1;
+  uint32_t grid = 0, block = 0, shared = 0;
+  uint32_t nmaps = 0;
+  alignas(128) unsigned char params[kGraphParamBytes] = {};
+  unsigned char* map(size_t i) { return params + i * kGraphMapBytes; }
+  unsigned char* args() { return params + kGraphMaps * kGraphMapBytes; }
+  bool SameShape(const GraphNodeDesc& o) const { return kernel == o.kernel && grid == o.grid && block == o.block && shared == o.shared && nmaps == o.nmaps; }
+  bool SameParams(const GraphNodeDesc& o) const { return std::memcmp(params, o.params, sizeof params) == 0; }
+};
+
+// What a flush of recorded launches does with the instantiated graph of its segment (the
+// n-th flush of one run of the orchestration: before a free, a scratch reallocation or a wait).
+struct GraphDecision {
+  bool rebuild = false;         // no graph yet, or another sequence of kernels / grids: build and instantiate
+  std::vector<size_t> patch;    // otherwise: the nodes whose parameters changed (cuGraphExecKernelNodeSetParams)
+};
+
+// The graphs' bookkeeping, without CUDA: per segment the nodes last launched.
+class GraphBook {
+ public:
+  // Decides for `nodes` (the segment's launches, in order) and records them as launched.
+  void Decide(size_t segment, const std::vector<GraphNodeDesc>& nodes, size_t count, GraphDecision* out) {
+    out->rebuild = false;
+    out->patch.clear();
+    if (segment >= last_.size()) last_.resize(segment + 1);
+    std::vector<GraphNodeDesc>& prev = last_[segment];
+    bool same = prev.size() == count;
+    for (size_t i = 0; same && i < count; ++i) same = prev[i].SameShape(nodes[i]);
+    if (!same) {
+      out->rebuild = true;
+      prev.assign(nodes.begin(), nodes.begin() + static_cast<ptrdiff_t>(count));
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (!prev[i].SameParams(nodes[i])) {
+        out->patch.push_back(i);
+        std::memcpy(prev[i].params, nodes[i].params, sizeof prev[i].params);
+      }
+    }
+  }
+  void Forget(size_t segment) { if (segment < last_.size()) last_[segment].clear(); }
+  size_t segments() const { return last_.size(); }
+
+ private:
+  std::vector<std::vector<GraphNodeDesc>> last_;
+};
+
+}  // namespace tspto
