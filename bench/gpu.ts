@@ -139,15 +139,24 @@ export async function gpuBench(): Promise<Row[]> {
     w.copyFrom(O, ro, ro.nbytes);
     assertClose(O, A.add(B), { rtol: 1e-6, atol: 1e-6 });
     const per: number[] = [];
+    const ds0 = w.deviceStats;
+    let calls = 0;
     for (let r = 0; r < 10; r++) {
       const n = 500, t0 = performance.now();
       for (let i = 0; i < n; i++) h(ra, rb, ro);
       per.push(((performance.now() - t0) * 1e3) / n);
+      calls += n;
     }
+    const ds1 = w.deviceStats;
     w.close();
     const us = median(per);
-    add({ id: "G4", what: "registered-handle dispatch of a tiny kernel (launch + sync)", tspto: `${fmt(us, 1)} µs/call`, peer: "", result: `${fmt(us, 1)} µs`, goal: "≤ 8 µs", met: us <= 8 });
-  } catch (e) { add({ id: "G4", what: "dispatch", tspto: "failed", peer: "", result: (e as Error).message.split("\n")[0], goal: "≤ 8 µs", met: false }); }
+    add({ id: "G4a", what: "registered-handle dispatch of a tiny kernel (launch + sync)", tspto: `${fmt(us, 1)} µs/call`, peer: "", result: `${fmt(us, 1)} µs`, goal: "≤ 5 µs", met: us <= 5 });
+    // the device's split of the same calls: the orchestration up to its wait (enqueue) and the wait (sync)
+    const enq = ds0?.enqueueNs !== undefined && ds1?.enqueueNs !== undefined ? (ds1.enqueueNs - ds0.enqueueNs) / calls / 1e3 : NaN;
+    const syn = ds0?.syncNs !== undefined && ds1?.syncNs !== undefined ? (ds1.syncNs - ds0.syncNs) / calls / 1e3 : NaN;
+    add({ id: "G4b", what: `the same calls, enqueue (entry up to its wait)${process.env.TSPTO_CUDA_GRAPH === "1" ? ", CUDA graph" : ""}`, tspto: `${fmt(enq, 2)} µs/call`, peer: "", result: `${fmt(enq, 2)} µs`, goal: "≤ 3 µs", met: Number.isFinite(enq) ? enq <= 3 : null });
+    add({ id: "G4c", what: "the same calls, sync (the wait)", tspto: `${fmt(syn, 2)} µs/call`, peer: "", result: `${fmt(syn, 2)} µs`, goal: "—", met: null });
+  } catch (e) { add({ id: "G4", what: "dispatch", tspto: "failed", peer: "", result: (e as Error).message.split("\n")[0], goal: "≤ 5 µs", met: false }); }
 
   const table = [
     `GPU: ${String(torch.gpu ?? "?")}; torch ${String(torch.torch ?? "n/a")}${torch.error ? ` (${String(torch.error)})` : ""}; rounds ${ROUNDS}`,

@@ -9,7 +9,9 @@ import { gpuChecks, runChecks } from "../test/targets/cuda/gpu_checks.js";
 // every v2 path against interp; their numerics and speed are unverified until this has run on a GPU.
 const kernelsArg = process.argv.find((a) => a.startsWith("--kernels="));
 if (kernelsArg) process.env.TSPTO_CUDA_KERNELS = kernelsArg.slice("--kernels=".length);
-process.stdout.write(`cuda kernels: ${process.env.TSPTO_CUDA_KERNELS || "v1"}\n`);
+// --graph: v2 modules launch through CUDA graphs (TSPTO_CUDA_GRAPH=1: recorded per segment, built once, parameters patched)
+if (process.argv.includes("--graph")) process.env.TSPTO_CUDA_GRAPH = "1";
+process.stdout.write(`cuda kernels: ${process.env.TSPTO_CUDA_KERNELS || "v1"}${process.env.TSPTO_CUDA_GRAPH === "1" ? ", CUDA graphs" : ""}\n`);
 
 if (process.argv.includes("--verify-prebuilt")) {
   await verifyPrebuilt();

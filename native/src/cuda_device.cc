@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -82,6 +83,10 @@ struct CudaApi {
 };
 
 namespace {
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::string CuMessage(const CudaApi* api, CUresult rc) {
   const char* s = nullptr;
@@ -652,6 +657,8 @@ DeviceStats CudaDeviceCore::Stats() {
   s.modules_loaded = modules_.Loaded();
   s.module_loads = modules_.Loads();
   s.tasks_run = tasks_run_;
+  s.enqueue_ns = enqueue_ns_;
+  s.sync_ns = sync_ns_;
   return s;
 }
 
@@ -801,6 +808,7 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     // host kinds: the staging buffer; a device tensor: pinned by Prepare (live when queued)
     launch_slots_[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
   }
+  mark_ns_ = SteadyNs();
   const int rc = mod->entry(&rt_, launch_slots_.data());
   if (rc != 0 || failed_) {
     ApiWaitAll(this);
@@ -967,7 +975,11 @@ int CudaDeviceCore::ApiWaitAll(void* ctx) {
   auto* self = static_cast<CudaDeviceCore*>(ctx);
   if (self->pending_count_) self->FlushGraphLocked();
   if (self->started_) self->api_->cuEventRecord(self->ev_end_, self->stream_);
+  const int64_t queued = SteadyNs();
+  self->enqueue_ns_ += static_cast<uint64_t>(queued - self->mark_ns_);
   const CUresult rc = self->api_->cuStreamSynchronize(self->stream_);
+  self->mark_ns_ = SteadyNs();
+  self->sync_ns_ += static_cast<uint64_t>(self->mark_ns_ - queued);
   if (rc != 0) {
     ApiFail(ctx, ("a kernel failed on the GPU: " + CuMessage(self->api_.get(), rc)).c_str());
     return 1;

@@ -179,6 +179,8 @@ class CudaDeviceCore {
   GraphDecision decision_;
 
   std::atomic<uint64_t> launches_{0}, h2d_bytes_{0}, d2h_bytes_{0}, tasks_run_{0};
+  std::atomic<uint64_t> enqueue_ns_{0}, sync_ns_{0};
+  int64_t mark_ns_ = 0;  // the current launch's last enqueue / sync boundary (steady clock)
   std::deque<TraceTask> no_tasks_;
   std::vector<TraceEdge> no_edges_;
 };
