@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -347,6 +348,8 @@ void CudaDeviceCore::Close() {
   err_dev_ = 0;
   if (ev_start_) api_->cuEventDestroy(ev_start_);
   if (ev_end_) api_->cuEventDestroy(ev_end_);
+  for (void* ev : rec_events_) api_->cuEventDestroy(ev);
+  rec_events_.clear();
   if (stream_) api_->cuStreamDestroy(stream_);
   stream_ = ev_start_ = ev_end_ = nullptr;
   {
@@ -809,7 +812,11 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     launch_slots_[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
   }
   mark_ns_ = SteadyNs();
+  recording_ = (rec_mask_.load() & kTraceTasks) != 0;
+  rec_kernels_.clear();
+  const int64_t launch_start_ns = mark_ns_;
   const int rc = mod->entry(&rt_, launch_slots_.data());
+  const int64_t entry_end_ns = SteadyNs();
   if (rc != 0 || failed_) {
     ApiWaitAll(this);
     const std::string msg = fail_message_.empty() ? "the orchestration returned " + std::to_string(rc) : fail_message_;
@@ -821,6 +828,7 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     Check(api_->cuEventElapsedTime(&ms, ev_start_, ev_end_), "cuEventElapsedTime");
     ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
   }
+  if (recording_) FinishTraceLocked(launch_start_ns, entry_end_ns);
   // Results of host Out / InOut arguments, only for successful launches. A synchronous
   // launch runs on the JS thread, so its views are as Prepare validated them; a prestaged
   // (async) launch is copied back by CopyResults on the JS thread.
@@ -899,6 +907,23 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       }
       params[1 + t] = ms.map;
     }
+    if (self->recording_) {
+      // DFX: an event pair around the launch (the pool grows to the launch's kernel count once)
+      const size_t k = self->rec_kernels_.size();
+      while (self->rec_events_.size() < 2 * (k + 1)) {
+        CUevent ev = nullptr;
+        self->Check(self->api_->cuEventCreate(&ev, 0), "cuEventCreate");
+        self->rec_events_.push_back(ev);
+      }
+      self->rec_kernels_.push_back({m->names[index], SteadyNs()});
+      self->Check(self->api_->cuEventRecord(self->rec_events_[2 * k], self->stream_), "cuEventRecord");
+      const CUresult r = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
+                                                    static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
+      if (r != 0) self->Check(r, (std::string("cuLaunchKernel of '") + m->names[index] + "'").c_str());
+      self->Check(self->api_->cuEventRecord(self->rec_events_[2 * k + 1], self->stream_), "cuEventRecord");
+      self->tasks_run_++;
+      return 0;
+    }
     if (self->graphs_ && m->kernels_version >= 2) {
       // recorded: the segment's graph launches it at the next flush (wait, free, scratch growth)
       if (self->pending_.size() <= self->pending_count_) self->pending_.emplace_back();
@@ -922,6 +947,40 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
     return 1;
   }
   return 0;
+}
+
+// The recorded launch's trace (after its wait): one task per kernel on core 0 (the stream),
+// its start / end the events' offsets from the first kernel's start event, anchored at that
+// kernel's submit time on the host clock.
+void CudaDeviceCore::FinishTraceLocked(int64_t start_ns, int64_t entry_end_ns) {
+  trace_tasks_.clear();
+  trace_names_.clear();
+  const size_t n = rec_kernels_.size();
+  const int64_t anchor = n ? rec_kernels_[0].submit_ns : start_ns;
+  int64_t last_end = anchor;
+  for (size_t i = 0; i < n; ++i) {
+    float s_ms = 0, e_ms = 0;
+    if (api_->cuEventElapsedTime(&s_ms, rec_events_[0], rec_events_[2 * i]) != 0) s_ms = 0;
+    if (api_->cuEventElapsedTime(&e_ms, rec_events_[0], rec_events_[2 * i + 1]) != 0) e_ms = s_ms;
+    trace_names_.push_back(rec_kernels_[i].name);
+    TraceTask t;
+    t.id = static_cast<uint32_t>(i);
+    t.name = trace_names_.back().c_str();
+    t.core = 0;
+    t.dispatch_ns = rec_kernels_[i].submit_ns;
+    t.start_ns = anchor + static_cast<int64_t>(static_cast<double>(s_ms) * 1e6);
+    t.end_ns = anchor + static_cast<int64_t>(static_cast<double>(e_ms) * 1e6);
+    if (t.end_ns > last_end) last_end = t.end_ns;
+    trace_tasks_.push_back(std::move(t));
+  }
+  trace_.valid = true;
+  trace_.mask = kTraceTasks;
+  trace_.start_ns = start_ns;
+  trace_.entry_end_ns = entry_end_ns;
+  trace_.end_ns = std::max(last_end, SteadyNs());
+  trace_.slots = launch_slots_;
+  trace_.orch_buffers.clear();
+  recording_ = false;
 }
 
 void CudaDeviceCore::FlushGraphLocked() {
