@@ -161,6 +161,8 @@ export function matchContraction(program: Program, f: Func): Contraction | null 
   const [M, K] = tensorShape(A), [K2, N] = tensorShape(B), [CM, CN] = tensorShape(C);
   const dt = tensorDtype(A);
   if (tensorShape(A).length !== 2 || tensorShape(B).length !== 2 || tensorShape(C).length !== 2) return null;
+  // static shapes only (a dynamic dimension is a name)
+  if (![...tensorShape(A), ...tensorShape(B), ...tensorShape(C)].every((d) => typeof d === "number")) return null;
   if (!(dt === "bfloat16" || dt === "float16") || tensorDtype(B) !== dt || K2 !== K || CM !== M || CN !== N) return null;
   // fp32 results only: a narrowing store or cast rounds with the cast modes of the tile
   // lowering (ties away from zero by default), which the pair stores here do not implement
