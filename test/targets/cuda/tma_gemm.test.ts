@@ -3,12 +3,17 @@
 // the cuTensorMapEncodeTiled arguments it derives (native/src/cuda_host.h, through the addon's
 // cudaHost export: host logic, no GPU). The nvcc / ptxas gates of the kernel are in
 // static_gates.test.ts. Numerics need a GPU (the GPU pack's v2 checks).
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { RunConfig, pl, zeros } from "tspto";
 import { generateCuda } from "../../../src/codegen/cuda/index.js";
 import { matchTmaGemm } from "../../../src/codegen/cuda/tma_gemm.js";
 import { loadNative } from "../../../src/targets/native.js";
-import { GMM, gpuMatmul } from "../../../bench/gpu_kernels.js";
+import { GMM, V2_MATMUL_CHECKS, gpuMatmul } from "../../../bench/gpu_kernels.js";
+import { findNvcc } from "../../../src/targets/cuda/index.js";
+import { compileSource, gateFailures, ptxEntry } from "./gates.js";
 import type { Program } from "../../../src/ir/index.js";
 
 const V2 = { kernels: "v2", wgmma: true } as const;
@@ -164,4 +169,24 @@ describe("cuda device host logic: tensor-map rows -> cuTensorMapEncodeTiled argu
     expect(() => host.tensorMapArgs(bad(7, 300), 1, 48)).toThrow("box out of range");
     expect(() => host.tensorMapArgs(bad(8, 7), 1, 48)).toThrow("unsupported swizzle 7");
   });
+});
+
+describe.runIf(findNvcc())("cuda v2: the TMA GEMMs of the GPU checks under the static gates (nvcc + ptxas, sm_90a)", () => {
+  const root = mkdtempSync(join(tmpdir(), "tspto-cuda-tma-"));
+  afterAll(() => { rmSync(root, { recursive: true, force: true }); });
+  it("64-row (n256) and 128-row (two m64 rows, n128) tiles: 0 spills, ≤ 168 registers, no C7510, the shared ring within 227 KiB", async () => {
+    for (const [i, k] of V2_MATMUL_CHECKS.slice(0, 2).entries()) {
+      const p = k.fn.lower(zeros([...k.a], k.dtype), zeros([...k.b], k.dtype), zeros([...k.c]), cfg);
+      const g = generateCuda(p, V2);
+      const kern = g.kernels[0];
+      expect(kern.tmaGemm, k.name).toBeDefined();
+      const out = await compileSource(findNvcc()!.path, root, `chk${i}.cu`, g.source, "sm_90a");
+      expect(out.status, out.ptxas).toBe(0);
+      expect(gateFailures(out.ptxas, new Map([[kern.symbol, { registers: 168, smem: 227 * 1024 }]]), new Map([[kern.symbol, kern.sharedBytes]])), k.name).toEqual([]);
+      const ptx = ptxEntry(out.ptx, kern.symbol);
+      const ty = k.dtype === "float16" ? "f16" : "bf16";
+      expect(ptx).toContain(`wgmma.mma_async.sync.aligned.m64n${kern.tmaGemm!.bn}k16.f32.${ty}.${ty}`);
+      expect(ptx).toContain("cp.async.bulk.tensor.2d");
+    }
+  }, 300_000);
 });
