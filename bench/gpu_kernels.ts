@@ -49,3 +49,67 @@ export const tinyAdd = pl.jit(function tinyAdd(a: pl.Tensor, b: pl.Tensor, out: 
   });
   return out;
 });
+
+/** Decode GEMV: x [GV_ROWS, GV_K] @ W [GV_K, GV_N] bf16 (128 MiB of weights), fp32 out (the v2 GEMV). */
+export const GV_ROWS = 1, GV_K = 8192, GV_N = 8192, GV_TILE = 256;
+export const gpuGemv = pl.jit(function gpuGemv(x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const i of pl.range(0, GV_ROWS, GV_ROWS)) {
+      for (const j of pl.range(0, GV_N, GV_TILE)) {
+        let acc = pl.matmul(pl.load(x, [i, 0], [GV_ROWS, GV_TILE]), pl.load(w, [0, j], [GV_TILE, GV_TILE]));
+        for (const k of pl.range(GV_TILE, GV_K, GV_TILE)) acc = pl.matmulAcc(acc, pl.load(x, [i, k], [GV_ROWS, GV_TILE]), pl.load(w, [k, j], [GV_TILE, GV_TILE]));
+        pl.store(acc, [i, j], y);
+      }
+    }
+  });
+  return y;
+});
+
+/**
+ * Small contractions for the GPU checks of the v2 matmul kernels against interp: a 64-row band
+ * (the TMA GEMM, 256-wide consumer tiles), 128-row tiles (two wgmma rows, 128-wide) and a
+ * 4-row GEMV. Shapes: a [CK_M, CK_K] @ b [CK_K, CK_N] (GEMV: [4, CK_K]).
+ */
+export const CK_M = 256, CK_K = 320, CK_N = 512;
+export const checkGemm64 = pl.jit(function checkGemm64(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const i of pl.range(0, CK_M, 64)) {
+      for (const j of pl.range(0, CK_N, 64)) {
+        let acc = pl.matmul(pl.load(a, [i, 0], [64, 64]), pl.load(b, [0, j], [64, 64]));
+        for (const k of pl.range(64, CK_K, 64)) acc = pl.matmulAcc(acc, pl.load(a, [i, k], [64, 64]), pl.load(b, [k, j], [64, 64]));
+        pl.store(acc, [i, j], c);
+      }
+    }
+  });
+  return c;
+});
+export const checkGemm128 = pl.jit(function checkGemm128(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const i of pl.range(0, CK_M, 128)) {
+      for (const j of pl.range(0, CK_N, 128)) {
+        let acc = pl.matmul(pl.load(a, [i, 0], [128, 64]), pl.load(b, [0, j], [64, 128]));
+        for (const k of pl.range(64, CK_K, 64)) acc = pl.matmulAcc(acc, pl.load(a, [i, k], [128, 64]), pl.load(b, [k, j], [64, 128]));
+        pl.store(acc, [i, j], c);
+      }
+    }
+  });
+  return c;
+});
+export const checkGemv4 = pl.jit(function checkGemv4(x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const i of pl.range(0, 4, 4)) {
+      for (const j of pl.range(0, CK_N, 64)) {
+        let acc = pl.matmul(pl.load(x, [i, 0], [4, 64]), pl.load(w, [0, j], [64, 64]));
+        for (const k of pl.range(64, CK_K, 64)) acc = pl.matmulAcc(acc, pl.load(x, [i, k], [4, 64]), pl.load(w, [k, j], [64, 64]));
+        pl.store(acc, [i, j], y);
+      }
+    }
+  });
+  return y;
+});
+/** The check programs with their argument specs (dtype of a and b; c is fp32). */
+export const V2_MATMUL_CHECKS = [
+  { name: "checkGemm64 (bf16)", fn: checkGemm64, a: [CK_M, CK_K], b: [CK_K, CK_N], c: [CK_M, CK_N], dtype: "bfloat16" },
+  { name: "checkGemm128 (f16)", fn: checkGemm128, a: [CK_M, CK_K], b: [CK_K, CK_N], c: [CK_M, CK_N], dtype: "float16" },
+  { name: "checkGemv4 (bf16)", fn: checkGemv4, a: [4, CK_K], b: [CK_K, CK_N], c: [4, CK_N], dtype: "bfloat16" },
+] as const;

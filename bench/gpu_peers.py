@@ -35,4 +35,9 @@ out["softmax_only_ms"] = timed(lambda: torch.softmax(x, dim=-1))
 del x, y
 m = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16); n = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 out["matmul_ms"] = timed(lambda: torch.matmul(m, n))
+del m, n
+# decode GEMV (bench/gpu_kernels.ts, gpuGemv): x [1, 8192] @ W [8192, 8192] bf16 -> fp32
+gx = torch.randn(1, 8192, device=dev, dtype=torch.bfloat16); gw = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+out["gemv_ms"] = timed(lambda: torch.matmul(gx, gw).float())
+out["gemv_bf16_ms"] = timed(lambda: torch.matmul(gx, gw))
 print(json.dumps(out))

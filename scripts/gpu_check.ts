@@ -9,7 +9,9 @@ import { gpuChecks, runChecks } from "../test/targets/cuda/gpu_checks.js";
 // every v2 path against interp; their numerics and speed are unverified until this has run on a GPU.
 const kernelsArg = process.argv.find((a) => a.startsWith("--kernels="));
 if (kernelsArg) process.env.TSPTO_CUDA_KERNELS = kernelsArg.slice("--kernels=".length);
-process.stdout.write(`cuda kernels: ${process.env.TSPTO_CUDA_KERNELS || "v1"}\n`);
+// --graph: v2 modules launch through CUDA graphs (TSPTO_CUDA_GRAPH=1: recorded per segment, built once, parameters patched)
+if (process.argv.includes("--graph")) process.env.TSPTO_CUDA_GRAPH = "1";
+process.stdout.write(`cuda kernels: ${process.env.TSPTO_CUDA_KERNELS || "v1"}${process.env.TSPTO_CUDA_GRAPH === "1" ? ", CUDA graphs" : ""}\n`);
 
 if (process.argv.includes("--verify-prebuilt")) {
   await verifyPrebuilt();
@@ -38,6 +40,8 @@ async function verifyPrebuilt(): Promise<void> {
   tryBuild("gpuSoftmax", () => { const a = zeros([k.SMX_ROWS, k.SMX_COLS]); k.gpuSoftmax.compile(a, a, cfg); });
   tryBuild("gpuMatmul", () => { const a = zeros([k.GMM, k.GMM], "bfloat16"); k.gpuMatmul.compile(a, a, zeros([k.GMM, k.GMM]), cfg); });
   tryBuild("tinyAdd", () => { k.tinyAdd.compile(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]), cfg); });
+  tryBuild("gpuGemv", () => { k.gpuGemv.compile(zeros([k.GV_ROWS, k.GV_K], "bfloat16"), zeros([k.GV_K, k.GV_N], "bfloat16"), zeros([k.GV_ROWS, k.GV_N]), cfg); });
+  for (const c of k.V2_MATMUL_CHECKS) tryBuild(c.name, () => { c.fn.compile(zeros([...c.a], c.dtype), zeros([...c.b], c.dtype), zeros([...c.c]), cfg); });
   for (const f of cudaExampleFiles()) {
     try { await runExample(f, "cuda"); found++; } catch (e) {
       const code = (e as { code?: string }).code;

@@ -47,7 +47,7 @@ if (!existsSync(addon)) throw new Error(`${addon} is missing: run npm install fi
 log(`staging ${STAGE}`);
 rmSync(BASE, { recursive: true, force: true });
 mkdirSync(STAGE, { recursive: true });
-for (const p of ["package.json", "tsconfig.json", "src", "examples", "bench", "scripts/gpu_check.ts", "scripts/gpu_prebuild.ts", "test/targets/cuda", "native/include"]) {
+for (const p of ["package.json", "tsconfig.json", "src", "examples", "bench", "scripts/gpu_check.ts", "scripts/gpu_prebuild.ts", "test/targets/cuda", "test/passes/fixtures", "test/ops/fixtures", "native/include"]) {
   cpSync(join(ROOT, p), join(STAGE, p), { recursive: true });
 }
 mkdirSync(join(STAGE, "native", "build", "Release"), { recursive: true });
@@ -94,7 +94,7 @@ exec timeout \${TSPTO_GPU_TIMEOUT:-470} "$BASE/node" --import tsx scripts/gpu_ch
 `;
 writeFileSync(join(OUT, "run.sh"), runSh);
 chmodSync(join(OUT, "run.sh"), 0o755);
-writeFileSync(join(OUT, "README.md"), `# tspto GPU check\n\nCopy this folder to the GPU machine and run \`sh run.sh\`. It prints one line per check, \`N passed, M failed\`, then the GPU benchmark table (goals in the last columns).\n\n\`sh run.sh --kernels=v2\` runs the same checks (against interp) and the same table with the opt-in v2 kernels (TSPTO_CUDA_KERNELS=v2: 16-byte elementwise words, split-row reductions, wgmma matmul on sm_90a, grids capped to resident blocks), which have not run on a GPU before.\nBuilt ${new Date().toISOString()} from ${ROOT}.\n`);
+writeFileSync(join(OUT, "README.md"), `# tspto GPU check\n\nCopy this folder to the GPU machine and run \`sh run.sh\`. It prints one line per check, \`N passed, M failed\`, then the GPU benchmark table (goals in the last columns).\n\n\`sh run.sh --kernels=v2\` runs the same checks (against interp) and the same table with the opt-in v2 kernels (TSPTO_CUDA_KERNELS=v2: 16-byte elementwise words, split-row reductions, wgmma matmul on sm_90a, grids capped to resident blocks), which have not run on a GPU before (v2 adds the TMA + wgmma GEMM and the decode GEMV). \`sh run.sh --kernels=v2 --graph\` also launches v2 programs through CUDA graphs (TSPTO_CUDA_GRAPH=1).\nBuilt ${new Date().toISOString()} from ${ROOT}.\n`);
 let total = 0;
 for (const f of ["app.tar.xz", "node.xz", "run.sh", "README.md"]) total += statSync(join(OUT, f)).size;
 log(`wrote ${OUT}: ${(total / 2 ** 20).toFixed(1)} MiB in ${((performance.now() - t0) / 1000).toFixed(0)} s`);

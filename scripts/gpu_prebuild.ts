@@ -11,7 +11,7 @@ import type { Program } from "../src/ir/index.js";
 import { buildCudaAsync, prebuiltName } from "../src/targets/cuda/index.js";
 import { PACKAGE_VERSION } from "../src/version.js";
 import { corpusPrograms } from "../test/targets/cuda/corpus.js";
-import { ADD_COLS, ADD_ROWS, GMM, SMX_COLS, SMX_ROWS, gpuAdd, gpuMatmul, gpuSoftmax, tinyAdd } from "../bench/gpu_kernels.js";
+import { ADD_COLS, ADD_ROWS, GMM, GV_K, GV_N, GV_ROWS, SMX_COLS, SMX_ROWS, V2_MATMUL_CHECKS, gpuAdd, gpuGemv, gpuMatmul, gpuSoftmax, tinyAdd } from "../bench/gpu_kernels.js";
 
 const out = process.env.TSPTO_CUDA_PREBUILT_OUT;
 if (!out) throw new Error("set TSPTO_CUDA_PREBUILT_OUT");
@@ -30,6 +30,8 @@ const programs: [string, Program][] = [...(await corpusPrograms()).entries()];
   programs.push(["gpuMatmul", gpuMatmul.lower(a, a, c)]);
 }
 programs.push(["tinyAdd", tinyAdd.lower(zeros([8, 8]), zeros([8, 8]), zeros([8, 8]))]);
+programs.push(["gpuGemv", gpuGemv.lower(zeros([GV_ROWS, GV_K], "bfloat16"), zeros([GV_K, GV_N], "bfloat16"), zeros([GV_ROWS, GV_N]))]);
+for (const k of V2_MATMUL_CHECKS) programs.push([k.name, k.fn.lower(zeros([...k.a], k.dtype), zeros([...k.b], k.dtype), zeros([...k.c]))]);
 // both kernel sets (v1, the default, and the opt-in v2: TSPTO_CUDA_KERNELS=v2 on the GPU machine)
 const kernelSets = (process.env.TSPTO_CUDA_PREBUILT_KERNELS ?? "v1,v2").split(",").filter(Boolean);
 const builds = kernelSets.flatMap((k) => programs.map(([name, p]) => [`${name} (${k})`, p, { packageVersion: PACKAGE_VERSION, options: { cudaArch: process.env.TSPTO_CUDA_ARCH ?? "sm_90", cudaKernels: k } }] as const));

@@ -4,11 +4,15 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
+#include "cuda_host.h"
 #include "errors.h"
 
 namespace tspto {
@@ -63,11 +67,27 @@ struct CudaApi {
   // v2 kernels (optional: null on a driver without them; the v2 grid sizing is then off)
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
+  // TMA tensor maps (CUDA 12+; optional: a module with tensor maps fails to load without it).
+  // (CUtensorMap*, CUtensorMapDataType, rank, globalAddress, globalDim, globalStrides, boxDim,
+  //  elementStrides, interleave, swizzle, l2Promotion, oobFill)
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*, const uint32_t*, int, int, int, int) = nullptr;
+  // CUDA graphs (optional: TSPTO_CUDA_GRAPH=1 needs them)
+  CUresult (*cuGraphCreate)(void**, unsigned) = nullptr;
+  CUresult (*cuGraphAddKernelNode)(void**, void*, void* const*, size_t, const void*) = nullptr;  // _v2 params
+  CUresult (*cuGraphInstantiateWithFlags)(void**, void*, unsigned long long) = nullptr;
+  CUresult (*cuGraphExecKernelNodeSetParams)(void*, void*, const void*) = nullptr;  // _v2 params
+  CUresult (*cuGraphLaunch)(void*, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(void*) = nullptr;
+  CUresult (*cuGraphDestroy)(void*) = nullptr;
 
   ~CudaApi() { if (lib) dlclose(lib); }
 };
 
 namespace {
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::string CuMessage(const CudaApi* api, CUresult rc) {
   const char* s = nullptr;
@@ -127,6 +147,16 @@ std::shared_ptr<CudaApi> LoadDriver() {
   api->cuDeviceGetAttribute = reinterpret_cast<decltype(api->cuDeviceGetAttribute)>(dlsym(api->lib, "cuDeviceGetAttribute"));
   api->cuOccupancyMaxActiveBlocksPerMultiprocessor =
       reinterpret_cast<decltype(api->cuOccupancyMaxActiveBlocksPerMultiprocessor)>(dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  api->cuTensorMapEncodeTiled = reinterpret_cast<decltype(api->cuTensorMapEncodeTiled)>(dlsym(api->lib, "cuTensorMapEncodeTiled"));
+#define TSPTO_CU_OPT(field, name) api->field = reinterpret_cast<decltype(api->field)>(dlsym(api->lib, name))
+  TSPTO_CU_OPT(cuGraphCreate, "cuGraphCreate");
+  TSPTO_CU_OPT(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2");
+  TSPTO_CU_OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  TSPTO_CU_OPT(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
+  TSPTO_CU_OPT(cuGraphLaunch, "cuGraphLaunch");
+  TSPTO_CU_OPT(cuGraphExecDestroy, "cuGraphExecDestroy");
+  TSPTO_CU_OPT(cuGraphDestroy, "cuGraphDestroy");
+#undef TSPTO_CU_OPT
   return api;
 }
 
@@ -134,6 +164,33 @@ constexpr int kDescriptorSlots = 6;  // lo_slot, hi_slot, start, step, trips, gr
 constexpr int kMaxSlots = 48;        // CUDA_MAX_SLOTS
 constexpr int kErrWords = 16;        // CUDA_ERR_WORDS
 constexpr uint64_t kStagingChunk = 64ull << 20;
+constexpr int kTmapWords = 9;  // a row of tspto_cuda_tmaps (src/codegen/cuda/tma_gemm.ts, tmapTable)
+constexpr size_t kMaxTmaps = 4;  // tensor maps one kernel takes after its argument block
+
+// One tensor map of a kernel: the table row (TensorMapSpec, cuda_device.h) and its encoding for
+// the address it was last encoded with (a CUtensorMap is 128 bytes, 128-byte aligned).
+struct TensorMapSlot {
+  TensorMapSpec spec;
+  int64_t addr = -1;
+  alignas(128) unsigned char map[128] = {};
+};
+
+// CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h).
+struct KernelNodeParams {
+  CUfunction func;
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+  void** params;
+  void** extra;
+  void* kern;
+  CUcontext ctx;
+};
+
+// One segment's graph: the instantiated executable and its nodes, in launch order.
+struct SegmentGraph {
+  void* graph = nullptr;  // CUgraph
+  void* exec = nullptr;   // CUgraphExec
+  std::vector<void*> nodes;
+};
 
 // The kernel parameter block (TsptoCudaArgs in src/codegen/cuda/prelude.ts).
 struct KernelArgs {
@@ -143,6 +200,8 @@ struct KernelArgs {
   int64_t err;      // device memory: the failure record
   int64_t errflag;  // host-mapped: set after a failure was recorded
 };
+static_assert(sizeof(KernelArgs) == kGraphArgsBytes, "GraphNodeDesc holds a KernelArgs");
+static_assert(kMaxTmaps == kGraphMaps, "GraphNodeDesc holds a kernel's tensor maps");
 
 
 }  // namespace
@@ -170,6 +229,12 @@ struct CudaDeviceCore::Module {
   // at once (SMs x resident blocks per SM); an SPMD launch's grid is capped to it (each block
   // then runs a band of iterations). 0: uncapped (v1).
   std::vector<int64_t> grid_cap;
+  // TMA tensor maps per kernel (v2 TMA GEMM), each encoded once per tensor address and passed
+  // as a `const __grid_constant__ CUtensorMap` parameter after the argument block.
+  std::vector<std::vector<TensorMapSlot>> tmaps;
+  // CUDA graphs (TSPTO_CUDA_GRAPH=1): one per segment of the orchestration, and their book
+  std::vector<SegmentGraph> graphs;
+  GraphBook book;
   int kernels_version = 1;
   int block_threads = 256;
   std::string path;
@@ -180,6 +245,10 @@ struct CudaDeviceCore::Module {
       std::lock_guard<std::mutex> l(context->mu);
       if (!context->released) {
         context->api->cuCtxSetCurrent(context->ctx);
+        for (SegmentGraph& g : graphs) {
+          if (g.exec && context->api->cuGraphExecDestroy) context->api->cuGraphExecDestroy(g.exec);
+          if (g.graph && context->api->cuGraphDestroy) context->api->cuGraphDestroy(g.graph);
+        }
         context->api->cuModuleUnload(cumod);
       }
     }
@@ -196,6 +265,11 @@ void CudaDeviceCore::Check(int rc, const char* what) {
 
 CudaDeviceCore::CudaDeviceCore(const DeviceOptions& options) : options_(options) {
   api_ = LoadDriver();
+  // CUDA graphs for v2 modules: opt-in, and only with every graph entry point in the driver
+  if (const char* g = std::getenv("TSPTO_CUDA_GRAPH"); g != nullptr && std::strcmp(g, "1") == 0) {
+    graphs_ = api_->cuGraphCreate && api_->cuGraphAddKernelNode && api_->cuGraphInstantiateWithFlags && api_->cuGraphExecKernelNodeSetParams &&
+              api_->cuGraphLaunch && api_->cuGraphExecDestroy && api_->cuGraphDestroy;
+  }
   CUresult rc = api_->cuInit(0);
   if (rc != 0) throw DeviceError("no GPU: the CUDA driver failed to initialize (" + CuMessage(api_.get(), rc) + ")", kCodeNoGpu);
   int count = 0;
@@ -274,6 +348,8 @@ void CudaDeviceCore::Close() {
   err_dev_ = 0;
   if (ev_start_) api_->cuEventDestroy(ev_start_);
   if (ev_end_) api_->cuEventDestroy(ev_end_);
+  for (void* ev : rec_events_) api_->cuEventDestroy(ev);
+  rec_events_.clear();
   if (stream_) api_->cuStreamDestroy(stream_);
   stream_ = ev_start_ = ev_end_ = nullptr;
   {
@@ -511,6 +587,22 @@ uint32_t CudaDeviceCore::LoadModule(const std::string& path, ArgLayout arg_bytes
   m->block_threads = *threads;
   auto version = static_cast<const int*>(dlsym(m->handle, "tspto_cuda_kernels_version"));  // absent: v1 (older artifacts)
   m->kernels_version = version ? *version : 1;
+  auto tmap_count = static_cast<const int*>(dlsym(m->handle, "tspto_cuda_tmap_count"));  // absent: no tensor maps
+  auto tmap_rows = static_cast<const int64_t*>(dlsym(m->handle, "tspto_cuda_tmaps"));
+  m->tmaps.resize(static_cast<size_t>(*count));
+  if (tmap_count && *tmap_count > 0) {
+    if (!tmap_rows) fail("the kernel table lists tensor maps but not their rows");
+    if (!api_->cuTensorMapEncodeTiled) fail("its kernels use TMA tensor maps and this CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or later is needed)");
+    for (int r = 0; r < *tmap_count; ++r) {
+      TensorMapSpec sp;
+      std::string why;
+      if (!ParseTensorMapRow(tmap_rows + static_cast<ptrdiff_t>(r) * kTmapWords, *count, kMaxSlots, &sp, &why)) fail("tensor map " + std::to_string(r) + ": " + why);
+      auto& v = m->tmaps[static_cast<size_t>(sp.kernel)];
+      if (v.size() >= kMaxTmaps) fail("kernel " + std::string(names[sp.kernel]) + " takes more than " + std::to_string(kMaxTmaps) + " tensor maps");
+      v.emplace_back();
+      v.back().spec = sp;
+    }
+  }
   std::unique_lock<std::mutex> l(mem_mu_);
   api_->cuCtxSetCurrent(ctx_);
   CUresult rc = api_->cuModuleLoadData(&m->cumod, image.data());
@@ -568,6 +660,8 @@ DeviceStats CudaDeviceCore::Stats() {
   s.modules_loaded = modules_.Loaded();
   s.module_loads = modules_.Loads();
   s.tasks_run = tasks_run_;
+  s.enqueue_ns = enqueue_ns_;
+  s.sync_ns = sync_ns_;
   return s;
 }
 
@@ -692,6 +786,8 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
   failed_ = false;
   fail_message_.clear();
   orch_buffers_.clear();
+  pending_count_ = 0;
+  segment_ = 0;
   // Orchestration buffers are released when this scope ends, on success and on every
   // failure path, once the stream is idle (staging buffers belong to the plan).
   struct LaunchBuffers {
@@ -715,7 +811,12 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     // host kinds: the staging buffer; a device tensor: pinned by Prepare (live when queued)
     launch_slots_[i] = a.kind <= kArgHostInOut ? static_cast<int64_t>(a.staged) : a.value;
   }
+  mark_ns_ = SteadyNs();
+  recording_ = (rec_mask_.load() & kTraceTasks) != 0;
+  rec_kernels_.clear();
+  const int64_t launch_start_ns = mark_ns_;
   const int rc = mod->entry(&rt_, launch_slots_.data());
+  const int64_t entry_end_ns = SteadyNs();
   if (rc != 0 || failed_) {
     ApiWaitAll(this);
     const std::string msg = fail_message_.empty() ? "the orchestration returned " + std::to_string(rc) : fail_message_;
@@ -727,6 +828,7 @@ uint64_t CudaDeviceCore::LaunchLocked(Plan* plan) {
     Check(api_->cuEventElapsedTime(&ms, ev_start_, ev_end_), "cuEventElapsedTime");
     ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
   }
+  if (recording_) FinishTraceLocked(launch_start_ns, entry_end_ns);
   // Results of host Out / InOut arguments, only for successful launches. A synchronous
   // launch runs on the JS thread, so its views are as Prepare validated them; a prestaged
   // (async) launch is copied back by CopyResults on the JS thread.
@@ -772,6 +874,8 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       const uint64_t need = static_cast<uint64_t>(gs) * static_cast<uint64_t>(grid);
       std::lock_guard<std::mutex> l(self->mem_mu_);
       if (self->gscratch_bytes_ < need) {
+        // (recorded graph launches use the old scratch: they run first)
+        if (self->pending_count_) self->FlushGraphLocked();
         if (self->gscratch_addr_) {
           self->api_->cuStreamSynchronize(self->stream_);
           self->FreeLocked(self->gscratch_addr_);
@@ -787,7 +891,52 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
       self->Check(self->api_->cuEventRecord(self->ev_start_, self->stream_), "cuEventRecord");
       self->started_ = true;
     }
-    void* params[] = {&ka};
+    void* params[1 + kMaxTmaps] = {&ka};
+    // TMA tensor maps: encoded when the tensor's address changed since the last launch
+    // (under launch_mu_; cuLaunchKernel copies the parameters, so a later re-encode is safe)
+    std::vector<TensorMapSlot>& maps = m->tmaps[index];
+    for (size_t t = 0; t < maps.size(); ++t) {
+      TensorMapSlot& ms = maps[t];
+      const int64_t addr = ka.v[ms.spec.slot];
+      if (addr != ms.addr) {
+        TensorMapArgs ta = TensorMapEncodeArgs(ms.spec);
+        const CUresult trc = self->api_->cuTensorMapEncodeTiled(ms.map, ta.dtype, ta.rank, reinterpret_cast<void*>(static_cast<intptr_t>(addr)), ta.dims, ta.strides,
+                                                                ta.box, ta.element_strides, ta.interleave, ta.swizzle, ta.l2_promotion, ta.oob_fill);
+        if (trc != 0) self->Check(trc, (std::string("cuTensorMapEncodeTiled for '") + m->names[index] + "'").c_str());
+        ms.addr = addr;
+      }
+      params[1 + t] = ms.map;
+    }
+    if (self->recording_) {
+      // DFX: an event pair around the launch (the pool grows to the launch's kernel count once)
+      const size_t k = self->rec_kernels_.size();
+      while (self->rec_events_.size() < 2 * (k + 1)) {
+        CUevent ev = nullptr;
+        self->Check(self->api_->cuEventCreate(&ev, 0), "cuEventCreate");
+        self->rec_events_.push_back(ev);
+      }
+      self->rec_kernels_.push_back({m->names[index], SteadyNs()});
+      self->Check(self->api_->cuEventRecord(self->rec_events_[2 * k], self->stream_), "cuEventRecord");
+      const CUresult r = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
+                                                    static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
+      if (r != 0) self->Check(r, (std::string("cuLaunchKernel of '") + m->names[index] + "'").c_str());
+      self->Check(self->api_->cuEventRecord(self->rec_events_[2 * k + 1], self->stream_), "cuEventRecord");
+      self->tasks_run_++;
+      return 0;
+    }
+    if (self->graphs_ && m->kernels_version >= 2) {
+      // recorded: the segment's graph launches it at the next flush (wait, free, scratch growth)
+      if (self->pending_.size() <= self->pending_count_) self->pending_.emplace_back();
+      GraphNodeDesc& nd = self->pending_[self->pending_count_++];
+      nd.kernel = static_cast<int>(index);
+      nd.grid = static_cast<uint32_t>(grid);
+      nd.block = static_cast<uint32_t>(m->block_threads);
+      nd.shared = static_cast<uint32_t>(m->shared[index]);
+      nd.nmaps = static_cast<uint32_t>(maps.size());
+      std::memcpy(nd.args(), &ka, sizeof ka);
+      for (size_t t = 0; t < maps.size(); ++t) std::memcpy(nd.map(t), maps[t].map, kGraphMapBytes);
+      return 0;
+    }
     const CUresult lrc = self->api_->cuLaunchKernel(m->fns[index], static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(m->block_threads), 1, 1,
                                                     static_cast<unsigned>(m->shared[index]), self->stream_, params, nullptr);
     // (the message is built only on failure: no string per launch)
@@ -800,10 +949,96 @@ int CudaDeviceCore::ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int
   return 0;
 }
 
+// The recorded launch's trace (after its wait): one task per kernel on core 0 (the stream),
+// its start / end the events' offsets from the first kernel's start event, anchored at that
+// kernel's submit time on the host clock.
+void CudaDeviceCore::FinishTraceLocked(int64_t start_ns, int64_t entry_end_ns) {
+  trace_tasks_.clear();
+  trace_names_.clear();
+  const size_t n = rec_kernels_.size();
+  const int64_t anchor = n ? rec_kernels_[0].submit_ns : start_ns;
+  int64_t last_end = anchor;
+  for (size_t i = 0; i < n; ++i) {
+    float s_ms = 0, e_ms = 0;
+    if (api_->cuEventElapsedTime(&s_ms, rec_events_[0], rec_events_[2 * i]) != 0) s_ms = 0;
+    if (api_->cuEventElapsedTime(&e_ms, rec_events_[0], rec_events_[2 * i + 1]) != 0) e_ms = s_ms;
+    trace_names_.push_back(rec_kernels_[i].name);
+    TraceTask t;
+    t.id = static_cast<uint32_t>(i);
+    t.name = trace_names_.back().c_str();
+    t.core = 0;
+    t.dispatch_ns = rec_kernels_[i].submit_ns;
+    t.start_ns = anchor + static_cast<int64_t>(static_cast<double>(s_ms) * 1e6);
+    t.end_ns = anchor + static_cast<int64_t>(static_cast<double>(e_ms) * 1e6);
+    if (t.end_ns > last_end) last_end = t.end_ns;
+    trace_tasks_.push_back(std::move(t));
+  }
+  trace_.valid = true;
+  trace_.mask = kTraceTasks;
+  trace_.start_ns = start_ns;
+  trace_.entry_end_ns = entry_end_ns;
+  trace_.end_ns = std::max(last_end, SteadyNs());
+  trace_.slots = launch_slots_;
+  trace_.orch_buffers.clear();
+  recording_ = false;
+}
+
+void CudaDeviceCore::FlushGraphLocked() {
+  if (pending_count_ == 0 || cur_ == nullptr) { pending_count_ = 0; return; }
+  Module* m = cur_;
+  const size_t seg = segment_++;
+  const size_t n = pending_count_;
+  pending_count_ = 0;
+  try {
+    m->book.Decide(seg, pending_, n, &decision_);
+    if (m->graphs.size() <= seg) m->graphs.resize(seg + 1);
+    SegmentGraph& g = m->graphs[seg];
+    void* ptrs[1 + kGraphMaps];
+    KernelNodeParams kp{};
+    auto params_of = [&](size_t i) {
+      GraphNodeDesc& nd = pending_[i];
+      ptrs[0] = nd.args();
+      for (uint32_t t = 0; t < nd.nmaps; ++t) ptrs[1 + t] = nd.map(t);
+      kp = KernelNodeParams{m->fns[static_cast<size_t>(nd.kernel)], nd.grid, 1, 1, nd.block, 1, 1, nd.shared, ptrs, nullptr, nullptr, nullptr};
+    };
+    if (decision_.rebuild || g.exec == nullptr) {
+      if (g.exec) { api_->cuGraphExecDestroy(g.exec); g.exec = nullptr; }
+      if (g.graph) { api_->cuGraphDestroy(g.graph); g.graph = nullptr; }
+      Check(api_->cuGraphCreate(&g.graph, 0), "cuGraphCreate");
+      g.nodes.assign(n, nullptr);
+      for (size_t i = 0; i < n; ++i) {
+        params_of(i);
+        void* dep = i ? g.nodes[i - 1] : nullptr;  // a chain: the stream's order
+        Check(api_->cuGraphAddKernelNode(&g.nodes[i], g.graph, i ? &dep : nullptr, i ? 1 : 0, &kp), "cuGraphAddKernelNode");
+      }
+      Check(api_->cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiateWithFlags");
+    } else {
+      for (size_t i : decision_.patch) {
+        params_of(i);
+        Check(api_->cuGraphExecKernelNodeSetParams(g.exec, g.nodes[i], &kp), "cuGraphExecKernelNodeSetParams");
+      }
+    }
+    if (!started_) {
+      Check(api_->cuEventRecord(ev_start_, stream_), "cuEventRecord");
+      started_ = true;
+    }
+    Check(api_->cuGraphLaunch(g.exec, stream_), "cuGraphLaunch");
+    tasks_run_ += n;
+  } catch (const DeviceError& e) {
+    m->book.Forget(seg);  // rebuilt next time
+    ApiFail(this, e.what());
+  }
+}
+
 int CudaDeviceCore::ApiWaitAll(void* ctx) {
   auto* self = static_cast<CudaDeviceCore*>(ctx);
+  if (self->pending_count_) self->FlushGraphLocked();
   if (self->started_) self->api_->cuEventRecord(self->ev_end_, self->stream_);
+  const int64_t queued = SteadyNs();
+  self->enqueue_ns_ += static_cast<uint64_t>(queued - self->mark_ns_);
   const CUresult rc = self->api_->cuStreamSynchronize(self->stream_);
+  self->mark_ns_ = SteadyNs();
+  self->sync_ns_ += static_cast<uint64_t>(self->mark_ns_ - queued);
   if (rc != 0) {
     ApiFail(ctx, ("a kernel failed on the GPU: " + CuMessage(self->api_.get(), rc)).c_str());
     return 1;
@@ -836,6 +1071,7 @@ int64_t CudaDeviceCore::ApiAlloc(void* ctx, int64_t nbytes) {
 
 void CudaDeviceCore::ApiFree(void* ctx, int64_t addr) {
   auto* self = static_cast<CudaDeviceCore*>(ctx);
+  if (self->pending_count_) self->FlushGraphLocked();  // recorded launches may use the buffer
   std::lock_guard<std::mutex> l(self->mem_mu_);
   for (auto it = self->orch_buffers_.begin(); it != self->orch_buffers_.end(); ++it) {
     if (*it == static_cast<uint64_t>(addr)) {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_host.h"
 #include "device.h"
 #include "module_table.h"
 #include "scheduler.h"
@@ -86,7 +87,11 @@ class CudaDeviceCore {
                    const std::vector<std::pair<uint8_t*, uint64_t>>& hosts);
   DeviceStats Stats();
 
-  void SetRecording(uint32_t mask, uint64_t dump_bytes) { (void)mask; (void)dump_bytes; }
+  // DFX: mask & kTraceTasks records a CUDA event pair around each kernel launch of the
+  // following launches (not through graphs); argument dumps and hardware counters are not
+  // recorded on the GPU. The trace's times are host ns: each kernel's start / end are its
+  // events' offsets from the launch's first event, anchored at that kernel's submit time.
+  void SetRecording(uint32_t mask, uint64_t dump_bytes) { (void)dump_bytes; rec_mask_ = mask; }
   struct LaunchTrace {
     bool valid = false;
     uint32_t mask = 0;
@@ -97,7 +102,11 @@ class CudaDeviceCore {
   // No per-task recording on the GPU yet: always "no trace".
   template <typename Fn>
   void TakeTrace(Fn fn) {
-    fn(nullptr, no_tasks_, no_edges_, std::string("hardware counters are not recorded on the cuda platform"));
+    const std::string why = "hardware counters and argument dumps are not recorded on the cuda platform";
+    if (!trace_.valid) { fn(nullptr, no_tasks_, no_edges_, why); return; }
+    fn(&trace_, trace_tasks_, no_edges_, why);
+    trace_.valid = false;
+    trace_tasks_.clear();
   }
 
  private:
@@ -121,6 +130,9 @@ class CudaDeviceCore {
   void ReleasePlan(Plan* plan);
   uint64_t LaunchLocked(Plan* plan);
 
+  // CUDA graphs (opt-in, TSPTO_CUDA_GRAPH=1 with v2 modules): the recorded launches of the
+  // current segment become one graph launch (built once per segment, parameters patched).
+  void FlushGraphLocked();
   static int ApiSubmit(void* ctx, TsptoKernelFn fn, const char* name, int32_t scope_id, const int64_t* args,
                        int32_t nargs, const TsptoAccess* accesses, int32_t naccesses);
   static int ApiWaitAll(void* ctx);
@@ -168,9 +180,27 @@ class CudaDeviceCore {
   std::vector<uint64_t> gscratch_;  // device scratch of kernels whose tiles do not fit in shared memory: address, bytes
   uint64_t gscratch_bytes_ = 0;
   uint64_t gscratch_addr_ = 0;
+  bool graphs_ = false;                // TSPTO_CUDA_GRAPH=1 at device creation
+  std::vector<GraphNodeDesc> pending_; // the segment's launches, recorded (capacity kept)
+  size_t pending_count_ = 0;
+  size_t segment_ = 0;                 // flushes so far in this launch
+  GraphDecision decision_;
 
   std::atomic<uint64_t> launches_{0}, h2d_bytes_{0}, d2h_bytes_{0}, tasks_run_{0};
+  std::atomic<uint64_t> enqueue_ns_{0}, sync_ns_{0};
+  int64_t mark_ns_ = 0;  // the current launch's last enqueue / sync boundary (steady clock)
   std::deque<TraceTask> no_tasks_;
+  // DFX (launch_mu_): the recording mask, the event pool (2 per kernel, kept), the current
+  // launch's kernels, and the last recorded launch's trace
+  std::atomic<uint32_t> rec_mask_{0};
+  bool recording_ = false;
+  std::vector<void*> rec_events_;
+  struct RecordedKernel { std::string name; int64_t submit_ns; };
+  std::vector<RecordedKernel> rec_kernels_;
+  LaunchTrace trace_;
+  std::deque<TraceTask> trace_tasks_;
+  std::deque<std::string> trace_names_;
+  void FinishTraceLocked(int64_t start_ns, int64_t entry_end_ns);
   std::vector<TraceEdge> no_edges_;
 };
 

@@ -143,6 +143,9 @@ void CheckResultViews(const std::vector<LaunchArg>& args,
 struct DeviceStats {
   uint64_t launches, h2d_bytes, d2h_bytes, bytes_in_use, live_allocations, pending_frees, capacity;
   uint64_t modules_loaded, module_loads, tasks_run;
+  // cuda: host time of launches split at the wait, cumulative ns: enqueueing (the orchestration
+  // up to its wait: argument staging excluded) and synchronizing (the wait). 0 on other devices.
+  uint64_t enqueue_ns = 0, sync_ns = 0;
 };
 
 class DeviceCore {

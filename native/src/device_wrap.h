@@ -301,6 +301,8 @@ class DeviceWrap : public Napi::ObjectWrap<DeviceWrap<CoreT>> {
     set("modulesLoaded", s.modules_loaded);
     set("moduleLoads", s.module_loads);
     set("tasksRun", s.tasks_run);
+    set("enqueueNs", s.enqueue_ns);
+    set("syncNs", s.sync_ns);
     return o;
   }
 

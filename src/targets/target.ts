@@ -60,6 +60,9 @@ export interface DeviceStats {
   moduleLoads: number;
   /** Kernel tasks executed. */
   tasksRun: number;
+  /** cuda: cumulative host ns of launches up to their wait (enqueueing) and in it (synchronizing). */
+  enqueueNs?: number;
+  syncNs?: number;
 }
 
 /** What a recording launch leaves (DFX): tasks with their cores, times and accesses. */

@@ -12,12 +12,17 @@
 //    converted from the fp32 tile scratch into a shared staging area in the canonical K-major
 //    layout without swizzle (8 x 8 core matrices of 128 contiguous bytes), described by 64-bit
 //    shared-memory matrix descriptors, then fence.proxy.async / wgmma.fence / mma_async /
-//    commit_group / wait_group. No TMA, no multi-stage pipeline yet (see README, "cuda v2").
+//    commit_group / wait_group (one site of a kernel's tile lowering);
+//  - a whole InCore function that is a tiled fp16 / bf16 contraction with an fp32 result, on
+//    sm_90a: the TMA GEMM of ./tma_gemm.ts (TMA into 128B-swizzled stages, an mbarrier ring, a
+//    producer warpgroup and a consumer warpgroup; `tma: false` keeps the tile lowering);
+//  - such a contraction of at most 16 rows (decode): the GEMV of ./gemv.ts, any architecture.
 // Numerics of these paths are unverified until they run on a GPU (the GPU pack's v2 checks).
 import type { DType } from "../../ir/index.js";
 import type { MatmulParts, SimtCtx, SimtLang } from "../simt/lang.js";
 import { CUDA_LANG, SHARED_LIMIT } from "./lang.js";
 import { CUDA_BLOCK_THREADS } from "./prelude.js";
+import { TMA_GEMM_PRELUDE } from "./tma_gemm.js";
 
 export type CudaKernels = "v1" | "v2";
 export interface CudaGenOptions {
@@ -25,6 +30,10 @@ export interface CudaGenOptions {
   readonly kernels?: CudaKernels;
   /** v2 only: emit wgmma (the build targets sm_90a). */
   readonly wgmma?: boolean;
+  /** v2 + wgmma: tiled contractions as the TMA GEMM (./tma_gemm.ts); false keeps them on the tile lowering. */
+  readonly tma?: boolean;
+  /** v2: contractions of ≤ 16 rows as the decode GEMV (./gemv.ts); false keeps them on the tile lowering. */
+  readonly gemv?: boolean;
 }
 
 /** Elements (uint16) of the wgmma staging area, one per translation unit (24 KiB). */
@@ -66,7 +75,7 @@ __device__ __forceinline__ uint64_t tspto_wgmma_desc(const void* p, uint32_t lbo
 // Offset (elements) of element (r, c) of an operand staged K-major with kc columns: core matrix (r/8, c/8), row r%8, column c%8.
 __device__ __forceinline__ int tspto_wgmma_at(int r, int c, int kc) { return (((r >> 3) * (kc >> 3) + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7); }
 }  // namespace
-`;
+` + TMA_GEMM_PRELUDE;
 }
 
 /** Bytes of an element type the vector path moves in 16-byte words (0: not vectorized). */

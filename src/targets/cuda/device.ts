@@ -42,8 +42,11 @@ const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 export class CudaDevice implements Device {
   readonly #n: NativeCudaDevice;
-  /** Swimlanes of kernel launches are not recorded yet on the GPU. */
-  readonly records = false;
+  /**
+   * DFX swimlanes of kernel launches from CUDA events (one lane: the stream), with the opt-in
+   * v2 kernels only (TSPTO_CUDA_KERNELS=v2 when the device opens) until it has run on a GPU.
+   */
+  readonly records = (process.env.TSPTO_CUDA_KERNELS ?? "") === "v2";
 
   constructor(opts: DeviceOptions) {
     const Native = loadNative() as unknown as CudaAddon;
@@ -90,7 +93,7 @@ export class CudaDevice implements Device {
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
-  takeTrace(): DeviceTrace | null { return null; }
+  takeTrace(): DeviceTrace | null { return this.records ? (this.#n.takeTrace() as DeviceTrace | null) : null; }
   close(): void { this.#n.close(); }
   get closed(): boolean { return this.#n.closed; }
 }

@@ -60,12 +60,15 @@ describe("cuda v2 kernels: the opt-in", () => {
     expect(cudaBuildPlan("sm_90", "v1")).toEqual({ arch: "sm_90", gen: { kernels: "v1" } });
     const cfg = new RunConfig({ platform: "cuda" });
     const mm = gpuMatmul.lower(zeros([GMM, GMM], "bfloat16"), zeros([GMM, GMM], "bfloat16"), zeros([GMM, GMM]), cfg);
-    const v1 = generateCuda(mm), v2 = generateCuda(mm, V2), v2wmma = generateCuda(mm, { kernels: "v2" });
+    const v1 = generateCuda(mm), v2 = generateCuda(mm, { ...V2, tma: false }), v2wmma = generateCuda(mm, { kernels: "v2" });
     expect(v1.source).toContain("nvcuda::wmma::mma_sync");
     expect(v1.source).not.toContain("wgmma");
     expect(v1.entry).toContain("tspto_cuda_kernels_version = 1;");
+    expect(v1.entry).toContain("tspto_cuda_tmap_count = 0;");
+    // (tma: false: the tile lowering's wgmma; the default v2 build takes the TMA GEMM, test/targets/cuda/tma_gemm.test.ts)
     expect(v2.source).toContain("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16");
     expect(v2.source).not.toContain("nvcuda::wmma::mma_sync");
+    expect(v2.source).not.toContain("tspto_tma_load_2d(st");
     expect(v2.entry).toContain("tspto_cuda_kernels_version = 2;");
     expect(v2wmma.source).toContain("nvcuda::wmma::mma_sync");
     expect(v2wmma.source).not.toContain("wgmma.mma_async");
@@ -82,10 +85,12 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
       add: gpuAdd.lower(f32([ADD_ROWS, ADD_COLS]), f32([ADD_ROWS, ADD_COLS]), f32([ADD_ROWS, ADD_COLS]), cfg),
       softmax: gpuSoftmax.lower(f32([SMX_ROWS, SMX_COLS]), f32([SMX_ROWS, SMX_COLS]), cfg),
       matmul: gpuMatmul.lower(bf([GMM, GMM]), bf([GMM, GMM]), f32([GMM, GMM]), cfg),
+      matmulTile: gpuMatmul.lower(bf([GMM, GMM]), bf([GMM, GMM]), f32([GMM, GMM]), cfg),
       bf16add: bf16Add.lower(zeros([1024, 4100], "int16"), zeros([1024, 4100], "int16"), zeros([1024, 4100], "int16"), cfg),
     };
     await Promise.all(Object.entries(progs).map(async ([name, p]) => {
-      const gen = generateCuda(p, V2);
+      // matmulTile: the tile lowering's wgmma (the TMA GEMM off); matmul: the TMA GEMM
+      const gen = generateCuda(p, name === "matmulTile" ? { ...V2, tma: false } : V2);
       hot.set(name, { gen, out: await compileSource(nvcc!.path, root, `${name}.cu`, gen.source, "sm_90a") });
     }));
   }, 600_000);
@@ -96,6 +101,7 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
     softmax: { registers: 64, smem: 64 * KIB },
     // cuBLAS's Hopper GEMMs use 168 registers per thread
     matmul: { registers: 168, smem: 227 * KIB },
+    matmulTile: { registers: 168, smem: 227 * KIB },
   };
 
   it("each hot kernel: 0 spills, registers and shared memory within budget, no C7510", () => {
@@ -118,8 +124,8 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
     expect(kb).toMatch(/st\.global(\.wb)?\.v4\.(u32|b32)/);
   });
 
-  it("the bf16 matmul holds wgmma: fence, mma_async, commit, wait in its PTX", () => {
-    const mm = hot.get("matmul")!, k = ptxEntry(mm.out.ptx, mm.gen.kernels[0].symbol);
+  it("the bf16 matmul of the tile lowering holds wgmma: fence, mma_async, commit, wait in its PTX", () => {
+    const mm = hot.get("matmulTile")!, k = ptxEntry(mm.out.ptx, mm.gen.kernels[0].symbol);
     expect(k).toContain("wgmma.fence.sync.aligned");
     expect(k).toMatch(/wgmma\.mma_async\.sync\.aligned\.m64n32k16\.f32\.bf16\.bf16/);
     expect(k).toContain("wgmma.commit_group.sync.aligned");
@@ -133,11 +139,26 @@ describe.runIf(nvcc)("cuda v2 kernels: static gates (nvcc + ptxas, sm_90a)", () 
     const r = spawnSync(cuobjdump!, ["-sass", mm.out.cubin], { encoding: "utf8" });
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/HGMMA/);
+    // the TMA GEMM's loads are tensor-memory-access instructions
+    expect(r.stdout).toMatch(/UTMALDG/);
+  });
+
+  it("the TMA GEMM's PTX: 2D bulk tensor loads on mbarriers, parity waits, wgmma m64n256k16 with B transposed, one group in flight", () => {
+    const mm = hot.get("matmul")!, k = ptxEntry(mm.out.ptx, mm.gen.kernels[0].symbol);
+    expect(mm.gen.kernels[0].tmaGemm).toBeDefined();
+    expect(k).toMatch(/cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes/);
+    expect(k).toContain("mbarrier.try_wait.parity.shared::cta.b64");
+    expect(k).toContain("mbarrier.arrive.expect_tx.shared::cta.b64");
+    expect(k).toContain("fence.mbarrier_init.release.cluster");
+    expect(k).toMatch(/wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16[^;]*, 1, 1, 0, 1;/);
+    expect(k).toContain("wgmma.wait_group.sync.aligned 1");
+    // the tensor maps are kernel parameters (param space), not loads from global memory
+    expect(k).toMatch(/\.param \.align (64|128) \.b8 k_gpuMatmul_incore_0_param_1\[128\]/);
   });
 
   it("the gates fail: C7510 when wgmma crosses a function call, spills and budgets from the ptxas report", async () => {
     // a wgmma site in a __noinline__ function: ptxas serializes the pipeline (C7510)
-    const src = readFileSync(join(root, "matmul.cu"), "utf8")
+    const src = readFileSync(join(root, "matmulTile.cu"), "utf8")
       .replace(/extern "C" __global__ void __launch_bounds__\(256\) (k_\w+)\(const TsptoCudaArgs a\) \{/, '__device__ __noinline__ void $1_body(const TsptoCudaArgs& a) {')
       + '\nextern "C" __global__ void __launch_bounds__(256) k_serialized(const TsptoCudaArgs a) { k_gpuMatmul_incore_0_body(a); }\n';
     const out = await compileSource(nvcc!.path, root, "serialized.cu", src, "sm_90a");
