@@ -71,18 +71,39 @@ function emitMatmulQuant(ctx: KernelCtx, call: Call, dest: TileDest): void {
     return;
   }
   const x = X as Rows, w = W as Rows;
-  const V8 = ctx.fresh("v8u"), V16U = ctx.fresh("v16u"), V16I = ctx.fresh("v16i"), V32 = ctx.fresh("v16i32");
+  // 16 weights as fp32 lanes: AVX-512 / AVX2 sign extension and conversion (GCC scalarizes the
+  // generic vector conversion of 16 int8 lanes), int4 nibbles interleaved back into k order with
+  // an SSE2 unpack; the generic vector-extension form elsewhere.
+  const V8 = ctx.fresh("v8u"), V16U = ctx.fresh("v16u"), V16I = ctx.fresh("v16i"), V32 = ctx.fresh("v16i32"), CV = ctx.fresh("wq");
   ctx.line(`typedef uint8_t ${V8} __attribute__((vector_size(8)));`);
   ctx.line(`typedef uint8_t ${V16U} __attribute__((vector_size(16)));`);
   ctx.line(`typedef int8_t ${V16I} __attribute__((vector_size(16)));`);
   ctx.line(`typedef int32_t ${V32} __attribute__((vector_size(64)));`);
-  /** 16 weights of row `row` from k = `k` (a multiple of 16... or any even k for int4) as fp32 lanes. */
-  const wvec = (row: string, k: string): string => {
-    if (bits === 8) return `[&]{ ${V16I} b; std::memcpy(&b, ${w.ptr} + (${row}) * ${w.ld} + ${k}, 16); return __builtin_convertvector(__builtin_convertvector(b, ${V32}), tspto_v16f); }()`;
-    return `[&]{ ${V8} b; std::memcpy(&b, ${w.ptr} + (${row}) * ${w.ld} + ((${k}) >> 1), 8); const ${V8} lo = b & (uint8_t)15, hi = b >> (uint8_t)4; `
-      + `const ${V16U} il = __builtin_shufflevector(lo, hi, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15); `
-      + `const ${V16I} v = (${V16I})il - (int8_t)8; return __builtin_convertvector(__builtin_convertvector(v, ${V32}), tspto_v16f); }()`;
-  };
+  const wt8 = bits === 8 ? "int8_t" : "uint8_t";
+  ctx.open(`auto ${CV} = [](const ${wt8}* __restrict p) -> tspto_v16f {`);
+  ctx.line("#if defined(__AVX2__)");
+  if (bits === 8) ctx.line("const __m128i q = _mm_loadu_si128((const __m128i*)p);");
+  else {
+    ctx.line("const __m128i b = _mm_loadl_epi64((const __m128i*)p), m = _mm_set1_epi8(15);");
+    ctx.line("const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m)), _mm_set1_epi8(8));");
+  }
+  ctx.line("#if defined(__AVX512F__)");
+  ctx.line("return (tspto_v16f)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));");
+  ctx.line("#else");
+  ctx.line("const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));");
+  ctx.line("tspto_v16f v; std::memcpy(&v, &lo, 32); std::memcpy((char*)&v + 32, &hi, 32); return v;");
+  ctx.line("#endif");
+  ctx.line("#else");
+  if (bits === 8) ctx.line(`${V16I} b; std::memcpy(&b, p, 16); return __builtin_convertvector(__builtin_convertvector(b, ${V32}), tspto_v16f);`);
+  else {
+    ctx.line(`${V8} b; std::memcpy(&b, p, 8); const ${V8} lo = b & (uint8_t)15, hi = b >> (uint8_t)4;`);
+    ctx.line(`const ${V16U} il = __builtin_shufflevector(lo, hi, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);`);
+    ctx.line(`const ${V16I} v = (${V16I})il - (int8_t)8; return __builtin_convertvector(__builtin_convertvector(v, ${V32}), tspto_v16f);`);
+  }
+  ctx.line("#endif");
+  ctx.close("};");
+  /** 16 weights of row `row` from k = `k` (a multiple of 16 inside a group; for int4, k even) as fp32 lanes. */
+  const wvec = (row: string, k: string): string => `${CV}(${w.ptr} + (${row}) * ${w.ld} + ${bits === 8 ? `(${k})` : `((${k}) >> 1)`})`;
   const full = G - (G % 16), tail = G % 16;
   /** An R x C block: rows i0.., weight rows n0... */
   const block = (R: number, C: number, i0: string, n0: string): void => {
