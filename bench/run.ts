@@ -626,7 +626,7 @@ async function main() {
   }
   if (want("11") || want("gpt2") || want("gpt2q")) {
     const { gpt2LowBitsBench } = await import("./gpt2/lowbits.js");
-    for (const r of await gpt2LowBitsBench(Number(process.env.BENCH_GPT2_ROUNDS ?? 5), log)) row(r, r.limit);
+    for (const r of await gpt2LowBitsBench(work, Number(process.env.BENCH_GPT2_ROUNDS ?? 5), log)) row(r, r.limit);
   }
   if (want("15") || want("gpt2tp")) {
     const { gpt2TpBench } = await import("./gpt2/tp.js");
