@@ -22,6 +22,8 @@ export default defineConfig({
     // Tests and examples import the package by name, as users do.
     alias: [
       { find: /^tspto\/language$/, replacement: src("language.ts") },
+      { find: /^tspto\/capture$/, replacement: src("capture.ts") },
+      { find: /^tspto\/(vite|rollup|esbuild)$/, replacement: src("plugin/$1.ts") },
       { find: /^tspto$/, replacement: src("index.ts") },
     ],
   },

@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..16; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5 (with gpt2q: its bf16 / int8 / int4 rows 11f-11j, bench/gpt2/lowbits.ts, also alone); 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts; 16 = browser: the browser build, bench/browser.ts) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..16; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5 (with gpt2q: its bf16 / int8 / int4 rows 11f-11j, bench/gpt2/lowbits.ts, also alone); 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts; 16 = browser: the browser build, bench/browser.ts; 14 = amx: bf16 / int8 matmul on the dot-product units vs their peaks and onnxruntime fp32, bench/isa.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -25,6 +25,7 @@ import { layerLaunch, tinyDispatch, wakeup } from "./launch.js";
 import { geluBench, validBench, type BenchHost } from "./fastmath.js";
 import { webgpuSection } from "./webgpu.js";
 import { browserBench } from "./browser.js";
+import { isaBench } from "./isa.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -609,6 +610,11 @@ async function main() {
   if (want("gelu")) geluBench(host);
   if (want("valid")) validBench(host);
   if (want("12") || want("attention")) attention();
+  if (want("14") || want("amx")) {
+    const r = await isaBench(work, ort, ROUNDS, log, ORT_OPTS);
+    for (const x of r.rows) row(x, x.limit);
+    notes.push(...r.notes);
+  }
   if (want("13") || want("webgpu")) {
     // the webgpu platform on this machine's adapter (a child process: bench/webgpu.ts)
     const r = webgpuSection(ROOT, ROUNDS, log);
@@ -616,7 +622,7 @@ async function main() {
     notes.push(...r.notes);
   }
   if (want("16") || want("browser")) {
-    log("16. browser build size");
+    log("16. tspto in a browser: sizes, first result, onnxruntime-web side by side");
     for (const x of await browserBench(ROOT)) row(x);
   }
   const curves = want("10") ? await sweeps(ort) : [];
@@ -635,7 +641,7 @@ async function main() {
   const [l1] = loadavg();
   // Sections measured elsewhere (the GPU rows come from \`npm run bench -- --gpu\` on a GPU
   // machine; repeat runs are recorded by hand) are kept from the existing file.
-  const kept = OUT ? keptSections(OUT, ["## Noise, repeat runs", "## GPU"]) : [];
+  const kept = OUT ? keptSections(OUT, ["## Noise, repeat runs", "## GPU", "## Dot-product units"]) : [];
   const md = [
     "# tspto benchmarks",
     "",

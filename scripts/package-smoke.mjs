@@ -55,7 +55,9 @@ try {
   const tarball = join(work, packed.filename);
   const forbidden = files.filter((f) => /^(test|bench|\.ci|examples|src|scripts\/(?!install\.mjs)|native\/build)\//.test(f) || /(^|\/)\.npmrc$|tsconfig|vitest/.test(f));
   const required = ["LICENSE", "README.md", "package.json", "bin/tspto.mjs", "scripts/install.mjs", "dist/index.js", "dist/index.d.ts", "dist/index.js.map",
-    "dist/dsl/language.js", "dist/dsl/language.d.ts", "native/binding.gyp", "native/include/tspto_abi.h"];
+    "dist/dsl/language.js", "dist/dsl/language.d.ts", "native/binding.gyp", "native/include/tspto_abi.h",
+    "dist/browser/index.js", "dist/browser/language.js", "dist/browser/capture.js", "dist/capture.js",
+    "dist/plugin/vite.js", "dist/plugin/vite.d.ts", "dist/plugin/rollup.js", "dist/plugin/esbuild.js", "dist/plugin/core.js"];
   const missing = required.filter((f) => !files.includes(f));
   if (forbidden.length || missing.length) fail("tarball contents", `unexpected: ${forbidden.join(", ") || "none"}; missing: ${missing.join(", ") || "none"}`);
   else ok(`tarball ${packed.filename}: ${files.length} files, ${(packed.size / 1024).toFixed(0)} KiB, no test/ bench/ .ci/ src/`, t);
@@ -168,6 +170,26 @@ console.log("kernel ok: bundle");
     if (r.status !== 0) fail(`esbuild --format=${format} bundles the app`, r.out);
     expectRun(`an esbuild bundle (--format=${format}, tspto inlined: renamed pl namespace, lowered decorators)`, process.execPath, [outfile], "kernel ok: bundle");
   }
+
+  // a page: the "browser" condition selects dist/browser, the tspto/esbuild plugin precompiles the kernel
+  writeFileSync(join(app, "page.ts"), `import { pl, RunConfig, ChipWorker } from "tspto";
+export const k = pl.jit(function k(x: pl.Tensor<[4, 8], pl.FP32>, out: pl.Out<pl.Tensor<[4, 8], pl.FP32>>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.mul(x, 2)); });
+});
+export const cfg = new RunConfig({ platform: "webgpu" });
+export const W = ChipWorker;
+`);
+  writeFileSync(join(app, "page_build.mjs"), `import { build } from ${JSON.stringify(join(repo, "node_modules", "esbuild", "lib", "main.js"))};
+import tspto from "tspto/esbuild";
+const r = await build({ entryPoints: ["page.ts"], bundle: true, platform: "browser", format: "esm", minify: true, write: false, metafile: true, plugins: [tspto()], logLevel: "error" });
+const inputs = Object.keys(r.metafile.inputs);
+const js = r.outputFiles[0].text;
+if (!inputs.some((f) => f.includes("tspto/dist/browser/"))) throw new Error("tspto did not resolve to dist/browser: " + inputs.join(" "));
+if (inputs.some((f) => f.includes("typescript/lib"))) throw new Error("the TypeScript compiler was bundled");
+if (!js.includes("tspto-precompiled-1")) throw new Error("the kernel was not precompiled");
+console.log("page ok: " + js.length + " bytes");
+`);
+  expectRun("a browser bundle of the app (esbuild --platform=browser with tspto/esbuild: dist/browser, kernel precompiled, no TypeScript compiler)", process.execPath, ["page_build.mjs"], "page ok");
 
   writeFileSync(join(app, "tsx_kernel.ts"), decorated.replace("LABEL", "tsx").replaceAll("scale", "quad").replaceAll("3)", "4)"));
   expectRun("a .ts file under tsx", bin("tsx"), ["tsx_kernel.ts"], "kernel ok: tsx");

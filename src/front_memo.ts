@@ -14,6 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cacheDir } from "./cache.js";
+import { precompiledOf } from "./dsl/precompiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 import {
   kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, sourceHash as parseSourceHash, trackHashedDefs, trackSourceReads,
@@ -123,12 +124,16 @@ function compute(def: KernelDef): Entry {
 
 /** The kernel's parameters as its signature declares them; from the memo when its sources are unchanged. */
 export function paramInfo(def: KernelDef): readonly ParamInfo[] {
+  const pre = precompiledOf(def);
+  if (pre) return pre.params;
   if (!cacheDir()) return parseParamInfo(def);
   return (lookup(def) ?? compute(def)).params;
 }
 
 /** The kernel's source hash (sub-kernels and constants included); from the memo when its sources are unchanged. */
 export function sourceHash(def: KernelDef): string {
+  const pre = precompiledOf(def);
+  if (pre) return pre.hash;
   if (!cacheDir()) return parseSourceHash(def);
   return (lookup(def) ?? compute(def)).hash;
 }

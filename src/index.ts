@@ -17,3 +17,4 @@ export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
 export { DistributedWorker, ShardedTensor, DistributedBenchmark, RankLostError, type DistributedOptions, type ReduceOp } from "./distributed/index.js";
+export { dfxSwimlane, type Swimlane } from "./dfx_view.js";

@@ -13,6 +13,7 @@ import { LRUCache } from "lru-cache";
 import { TsptoArgumentError, TsptoRuntimeError, scalarT, tensorT, type DType, type Program, type Type } from "./ir/index.js";
 import { parseKernel, roundTrip, type KernelDef, type ParamBinding } from "./dsl/index.js";
 import { paramInfo, sourceHash } from "./front_memo.js";
+import { precompiledProgram } from "./dsl/precompiled.js";
 import { compile, lowerFor, rememberDumps } from "./compile.js";
 import { STAMP_FILE } from "./artifact/index.js";
 import { getTarget } from "./targets/index.js";
@@ -191,7 +192,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
 
   const lowerFrom = (bindings: ParamBinding[], platform: string, phases?: { parse: number; passes: number }, fpContract: "fast" | "off" = "fast") => {
     const t0 = performance.now();
-    const program = parseKernel(def, bindings);
+    const program = precompiledProgram(def, bindings) ?? parseKernel(def, bindings);
     const t1 = performance.now();
     const r = lowerFor(program, platform, { dump: true, fpContract });
     if (phases) { phases.parse = t1 - t0; phases.passes = performance.now() - t1; }

@@ -5,7 +5,8 @@
 // front end never imports the jit (the rooms import one way).
 import { TsptoSyntaxError } from "./ir/index.js";
 import type { AttrValue } from "./ir/index.js";
-import { captureSite, defineKernel, nameFromSource, type KernelDef, type KernelKind, type KernelSite } from "./dsl/index.js";
+import { captureSite, defineKernel, nameFromSource, takeNextSite, type KernelDef, type KernelKind, type KernelSite } from "./dsl/index.js";
+import { attachPrecompiled } from "./dsl/precompiled.js";
 import { createJitFunction, type JitFunction } from "./jit.js";
 
 export * from "./dsl/language.js";
@@ -57,7 +58,9 @@ function checkOptions(opts: unknown, who: string, site: KernelSite | null): JitO
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 function define(entry: Function, kind: KernelKind, fn: unknown, opts: unknown, who: string, decorator?: ClassMethodDecoratorContext): KernelDef {
-  const site = captureSite(entry);
+  // a build plugin (tspto/vite, ...) names the site in the original source; else the stack does
+  const captured = takeNextSite();
+  const site: KernelSite | null = captured ? { file: captured.file, line: captured.line, col: captured.col } : captureSite(entry);
   const span = site ? { file: site.file, line: site.line, col: site.col } : undefined;
   if (typeof fn !== "function") {
     throw new TsptoSyntaxError("E_SYNTAX", `${who} expects a function, got ${fn === null ? "null" : typeof fn}`, span,
@@ -74,7 +77,9 @@ function define(entry: Function, kind: KernelKind, fn: unknown, opts: unknown, w
   } else {
     name = (site && nameFromSource(site, kind, fn.name)) || fn.name || "kernel";
   }
-  return defineKernel(kind, fn as KernelFn, o, name, site, decorator !== undefined);
+  const def = defineKernel(kind, fn as KernelFn, o, name, site, decorator !== undefined);
+  if (captured?.pre) attachPrecompiled(def, captured.pre);
+  return def;
 }
 
 function jitImpl(fnOrOpts: unknown, second?: unknown): unknown {

@@ -2,7 +2,7 @@
 // parseKernel specializes one on its argument bindings; parseProgramText reads printed IR.
 export * as language from "./language.js";
 export {
-  allKernelDefs, captureSite, defineKernel, findKernelDefs, isKernelDef, kernelDefOf, kernelDefsIn,
+  allKernelDefs, captureSite, setNextSite, takeNextSite, type CapturedSite, defineKernel, findKernelDefs, isKernelDef, kernelDefOf, kernelDefsIn,
   type KernelDef, type KernelKind, type KernelOptions, type KernelSite,
 } from "./kernel.js";
 // the jit layer reads paramInfo and sourceHash through its memo (src/front_memo.ts)

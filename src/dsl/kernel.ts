@@ -92,6 +92,28 @@ export function captureSite(entry?: Function): KernelSite | null {
 
 // ---------------------------------------------------------------- registry
 
+/**
+ * What a build plugin said about the next definition (src/capture.ts): its site in the
+ * original source, and its IR precompiled at build time. A bundle's stack frames name the
+ * bundle, not the user's file, so a captured kernel takes its site from here.
+ */
+export interface CapturedSite extends KernelSite {
+  readonly pre?: unknown;
+}
+let nextSite: CapturedSite | null = null;
+
+/** Set the site of the next kernel definition (called by plugin-generated code just before it). */
+export function setNextSite(site: CapturedSite): void {
+  nextSite = site;
+}
+
+/** The site a plugin set for this definition, once. */
+export function takeNextSite(): CapturedSite | null {
+  const s = nextSite;
+  nextSite = null;
+  return s;
+}
+
 const byFile = new Map<string, KernelDef[]>();
 const anywhere: KernelDef[] = [];
 let nextId = 1;

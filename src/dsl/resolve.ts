@@ -9,6 +9,7 @@
 //   - anything passed through `opts.scope` (numbers, booleans, strings, arrays, kernels);
 //   - `pl`, `Math`, `NaN`, `Infinity`.
 // Everything else is unresolved; the parser reports it with a fix.
+import * as language from "./language.js";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, resolve as resolvePath } from "node:path";
@@ -460,7 +461,7 @@ export class Resolver {
     if (this.src.fromFile) {
       b = lookupIn(this.src, name, this.root, 0);
     } else {
-      b = globalBinding(name);
+      b = globalBinding(name) ?? renamedPl(name, this.root);
       if (!b) {
         const defs = findKernelDefs(name, this.def.site?.file ?? null);
         const any = defs.length ? defs : findKernelDefs(name, null);
@@ -471,6 +472,26 @@ export class Resolver {
     this.cache.set(name, b);
     return b;
   }
+}
+
+/**
+ * In `fn.toString()` text a bundler may have renamed the `pl` import (`US.exp(...)`): an
+ * undeclared identifier used only as `name.member` with members that are all names of the
+ * kernel language is taken for `pl`.
+ */
+function renamedPl(name: string, root: ts.Node): FreeBinding {
+  const members: string[] = [];
+  let other = false;
+  const visit = (n: ts.Node) => {
+    if (ts.isIdentifier(n) && n.text === name) {
+      const p = n.parent;
+      if (p && ts.isPropertyAccessExpression(p) && p.expression === n) members.push(p.name.text);
+      else if (!(p && ts.isPropertyAccessExpression(p) && p.name === n)) other = true;
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(root);
+  return !other && members.length > 0 && members.every((m) => Object.hasOwn(language, m)) ? { kind: "pl" } : null;
 }
 
 // ---------------------------------------------------------------- source hash

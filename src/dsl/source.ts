@@ -27,6 +27,12 @@ export interface SourceText {
   readonly text: string;
 }
 
+/** The file name of a kernel parsed from its `fn.toString()`. */
+export const TOSTRING_FILE = "<fn.toString>";
+/** What errors about such a kernel add: its types and names are gone, the build plugin keeps them. */
+export const TOSTRING_HINT = "this kernel was parsed from fn.toString() (its file is not readable here, as in a bundle or a page: types and names are gone, " +
+  "directions are inferred and shapes come from the call); the tspto build plugin (tspto/vite, tspto/rollup or tspto/esbuild) keeps the original source and gives better errors";
+
 /** A kernel function node in kernel source. */
 export type KernelFnNode = ts.FunctionExpression | ts.ArrowFunction | ts.FunctionDeclaration | ts.MethodDeclaration;
 
@@ -139,13 +145,13 @@ export function jitCallKind(call: ts.CallExpression): KernelKind | null {
 const isJitRef = (e: ts.Expression) => (ts.isIdentifier(e) && e.text === "jit") || (ts.isPropertyAccessExpression(e) && e.name.text === "jit");
 
 /** Whether a decorator is `@pl.jit` or `@pl.jit(opts)`. */
-function isJitDecorator(d: ts.Decorator): boolean {
+export function isJitDecorator(d: ts.Decorator): boolean {
   const e = ts.isCallExpression(d.expression) ? d.expression.expression : d.expression;
   return isJitRef(e);
 }
 
 /** The function a jit call wraps: its first argument (a function or arrow, or the name of a function declaration). */
-function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
+export function fnOfJitCall(call: ts.CallExpression): KernelFnNode | null {
   const a = call.arguments[0];
   if (!a) return null;
   const inner = skipParens(a);
@@ -168,7 +174,7 @@ function forEachNode(node: ts.Node, f: (n: ts.Node) => void): void {
 }
 
 /** Every jit call in a file, with the lines its head spans (from the call to its first argument). */
-function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] {
+export function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] {
   const out: { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] = [];
   forEachNode(src.sf, (n) => {
     if (!ts.isCallExpression(n)) return;
@@ -390,7 +396,7 @@ function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): t
 /** Parse `fn.toString()`: a function/arrow (wrapped in parentheses) or a method (wrapped in an object literal). */
 function fromToString(def: KernelDef): KernelSource {
   const text = Function.prototype.toString.call(def.fn);
-  const file = "<fn.toString>";
+  const file = TOSTRING_FILE;
   for (const [pre, post] of [["(", ")"], ["({", "})"]] as const) {
     const src = makeSource(file, pre + text + post, pre.length, text, false);
     const stmt = src.sf.statements[0];

@@ -118,8 +118,14 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
         return sig;
       }
       case "for": {
-        const start = Number(ev(s.start)), stop = Number(ev(s.stop)), step = Number(ev(s.step));
+        const start = Number(ev(s.start)), step = Number(ev(s.step));
+        let stop = Number(ev(s.stop));
         if (step === 0) env.fail("pl.range step must not be 0", s.span);
+        // A loop whose whole body is `if (j + x < b) { ... }` (the row-by-row tail of a dynamic
+        // axis: tensor_to_tile) does nothing once j >= b - x: stop there instead of testing
+        // every remaining trip (a tail over a 131072-wide tile is 131072 tests per row).
+        const guard = step > 0 ? guardedBound(s) : null;
+        if (guard) stop = Math.min(stop, Number(ev(guard.bound)) - (guard.offset ? Number(ev(guard.offset)) : 0));
         let i = start;
         let first = true;
         const r = loop(s.iterArgs, s.inits.map(ev), () => {
@@ -143,4 +149,26 @@ function callFunc(p: Program, f: Func, args: readonly Value[], stats?: InterpSta
   };
   const sig = block(f.body);
   return sig.kind === "return" ? sig.values : [];
+}
+
+/**
+ * For `for j ...: if (j + x < b) { ... }` (or `j < b`, `x + j < b`) with no else, no results,
+ * no loop-carried values, and x, b free of j: the bound b and the offset x (null for none),
+ * whose values cannot change inside the loop (the IR is SSA: the body binds new variables, it
+ * never rebinds x's or b's), so every trip with j >= b - x skips its body.
+ */
+function guardedBound(s: Extract<Stmt, { kind: "for" }>): { bound: Expr; offset: Expr | null } | null {
+  if (s.iterArgs.length || s.body.length !== 1) return null;
+  const g = s.body[0];
+  if (g.kind !== "if" || g.else.length || g.results.length || g.cond.kind !== "call" || g.cond.op !== "scalar.lt") return null;
+  const [lhs, bound] = g.cond.args;
+  const j = s.loopVar.id;
+  const isJ = (e: Expr) => e.kind === "var" && e.id === j;
+  let offset: Expr | null;
+  if (isJ(lhs)) offset = null;
+  else if (lhs.kind === "call" && lhs.op === "scalar.add" && lhs.args.length === 2 && (isJ(lhs.args[0]) || isJ(lhs.args[1]))) offset = isJ(lhs.args[1]) ? lhs.args[0] : lhs.args[1];
+  else return null;
+  const mentions = (e: Expr): boolean => (e.kind === "var" ? e.id === j : e.kind === "call" ? e.args.some(mentions) : e.kind === "list" ? e.items.some(mentions) : false);
+  if (mentions(bound) || (offset && mentions(offset))) return null;
+  return { bound, offset };
 }

@@ -67,3 +67,24 @@ describe("what a browser build of the webgpu platform loads", () => {
     expect(builtinsFrom(join(SRC, "targets/webgpu/node.ts")).some((c) => c.endsWith("node:fs"))).toBe(true);
   });
 });
+
+describe("the package's browser build (scripts/build-browser.mjs: the \"browser\" export condition of tspto and tspto/language)", () => {
+  it("bundles for the browser with no Node built-in on any path, and without the cpu/cuda targets, the native addon or MPI", async () => {
+    const { build } = await import("esbuild");
+    const { browserOptions, BROWSER_ENTRIES } = (await import("../../scripts/build-browser.mjs")) as {
+      browserOptions(extra: object): object; BROWSER_ENTRIES: Record<string, string>;
+    };
+    const r = await build({ ...browserOptions({ entryPoints: BROWSER_ENTRIES, splitting: true, outdir: "/tmp/unused", write: false, metafile: true }) } as Parameters<typeof build>[0]) as { metafile: { inputs: Record<string, { imports: { path: string; external?: boolean }[] }> } };
+    const inputs = Object.keys(r.metafile.inputs).map((f) => f.replace(/\\/g, "/"));
+    // every import was resolved inside the bundle (a built-in without a browser replacement fails the build), typescript aside
+    const external = Object.values(r.metafile.inputs).flatMap((i) => i.imports.filter((x) => x.external && !x.path.startsWith(".") && !x.path.startsWith("/")).map((x) => x.path));
+    expect([...new Set(external)]).toEqual(["typescript"]);
+    expect(inputs.filter((f) => /^node:|^(fs|path|os|crypto|child_process)$/.test(f))).toEqual([]);
+    for (const nodeOnly of ["src/targets/cpu/", "src/targets/cuda/", "src/targets/native.ts", "src/distributed/", "src/targets/webgpu/node.ts", "src/version.ts"]) {
+      expect(inputs.filter((f) => f.includes(nodeOnly)), nodeOnly).toEqual([]);
+    }
+    for (const wanted of ["src/targets/webgpu/device.ts", "src/targets/interp/index.ts", "src/passes/manager.ts", "src/dsl/parser.ts", "src/runtime/worker.ts", "src/runtime/benchmark.ts", "src/runtime/dfx.ts", "src/browser/node/fs.ts"]) {
+      expect(inputs.some((f) => f.endsWith(wanted)), wanted).toBe(true);
+    }
+  }, 120_000);
+});

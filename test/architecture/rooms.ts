@@ -19,6 +19,10 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   runtime: ["ir", "artifact", "targets"],
   tools: ["ir", "artifact"],
   distributed: ["ir", "artifact", "targets", "runtime"],
+  // the browser build's replacements of Node built-ins (scripts/build-browser.mjs maps them): no tspto room
+  browser: [],
+  // the build plugins (tspto/vite, tspto/rollup, tspto/esbuild): the front end, at build time in Node
+  plugin: ["ir", "dsl"],
   top: ["ir", "dsl", "passes", "artifact", "codegen", "targets", "runtime", "tools", "distributed"],
 };
 

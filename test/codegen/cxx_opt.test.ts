@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { TsptoConfigError } from "../../src/ir/index.js";
-import { CXX_FLAGS, cxxFlags, toolchainIdentity } from "../../src/targets/cpu/toolchain.js";
+import { CXX_FLAGS, cpuIsa, cxxFlags, toolchainIdentity } from "../../src/targets/cpu/toolchain.js";
+import { isaFlags } from "../../src/targets/cpu/isa.js";
 import { cpuKeyParts } from "../../src/targets/cpu/build.js";
 import { cleanup, compileArtifact, run, seedProgram, tmpDir } from "./helpers.js";
 
@@ -17,10 +18,12 @@ describe("TSPTO_CXX_OPT (internal)", () => {
 
   it("replaces -O3 in the flags, the artifact key and the toolchain identity; validates the value", () => {
     delete process.env.TSPTO_CXX_OPT;
-    expect(cxxFlags()).toEqual(CXX_FLAGS);
+    // CXX_FLAGS with the ISA path's flags after -march=native (test/targets/cpu/isa.test.ts)
+    const base = CXX_FLAGS.flatMap((f) => (f === "-march=native" ? [f, ...isaFlags(cpuIsa())] : [f]));
+    expect(cxxFlags()).toEqual(base);
     const prod = { key: cpuKeyParts().join("|"), id: toolchainIdentity().join("|") };
     process.env.TSPTO_CXX_OPT = "-O0";
-    expect(cxxFlags()).toEqual(CXX_FLAGS.map((f) => (f === "-O3" ? "-O0" : f)));
+    expect(cxxFlags()).toEqual(base.map((f) => (f === "-O3" ? "-O0" : f)));
     expect(cpuKeyParts().join("|")).not.toBe(prod.key);
     expect(toolchainIdentity().join("|")).not.toBe(prod.id);
     process.env.TSPTO_CXX_OPT = "-O9";

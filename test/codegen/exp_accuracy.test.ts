@@ -2,13 +2,12 @@
 // against Math.exp rounded to fp32: within 2 ulp over a sweep of all float bit patterns (every
 // 997th), dense windows where the result overflows or turns subnormal, and the specials.
 // Also checks that the compiler vectorizes a loop over it (-fopt-info-vec).
-import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CXX_FLAGS } from "../../src/targets/cpu/index.js";
 import { CPP_PRELUDE } from "../../src/codegen/cpp/prelude.js";
-import { INCLUDE_DIR, cleanup, tmpDir } from "./helpers.js";
+import { INCLUDE_DIR, cleanup, execAsync, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);
 
@@ -39,13 +38,13 @@ describe("tspto_expf (C++ prelude)", () => {
   // the build's flags (AVX-512 and fused multiply-add on this machine), AVX2 + FMA (vectorized
   // with blends instead of masks), and neither (the multiply-then-add form: accuracy only)
   const configs = [["the build's flags", [], true], ["AVX2 + FMA", ["-mno-avx512f"], true], ["without FMA", ["-mno-avx512f", "-mno-fma"], false]] as const;
-  for (const [what, extra, vectorizes] of configs) it(`is within 2 ulp of Math.exp (fp32-rounded)${vectorizes ? " and vectorizes" : ""} (${what})`, () => {
+  for (const [what, extra, vectorizes] of configs) it(`is within 2 ulp of Math.exp (fp32-rounded)${vectorizes ? " and vectorizes" : ""} (${what})`, async () => {
     const dir = tmpDir("exp");
     const src = join(dir, "exp.cpp"), exe = join(dir, "exp");
     writeFileSync(src, CPP_PRELUDE + MAIN);
     const cxx = (process.env.CXX ?? "g++").split(/\s+/);
     const flags = CXX_FLAGS.filter((f) => f !== "-shared" && f !== "-fPIC");
-    const r = spawnSync(cxx[0], [...cxx.slice(1), ...flags, ...extra, "-fopt-info-vec-optimized", "-I", INCLUDE_DIR, "-o", exe, src], { encoding: "utf8" });
+    const r = await execAsync(cxx[0], [...cxx.slice(1), ...flags, ...extra, "-fopt-info-vec-optimized", "-I", INCLUDE_DIR, "-o", exe, src]);
     expect(r.status, r.stderr).toBe(0);
     if (vectorizes && /g\+\+|gcc|^c\+\+$/.test(cxx[0]) && !/clang/i.test(r.stderr)) {
       const line = MAIN.split("\n").findIndex((l) => l.includes("o[i] = tspto_expf")) + CPP_PRELUDE.split("\n").length;
@@ -69,7 +68,7 @@ describe("tspto_expf (C++ prelude)", () => {
     const inF = new Float32Array(inBits.buffer);
     const fin = join(dir, "in.bin"), fout = join(dir, "out.bin");
     writeFileSync(fin, inBits);
-    const run = spawnSync(exe, [fin, fout], { encoding: "utf8" });
+    const run = await execAsync(exe, [fin, fout]);
     expect(run.status, run.stderr).toBe(0);
     const out = new Float32Array(readFileSync(fout).buffer.slice(0));
     expect(out.length).toBe(inF.length);

@@ -1,7 +1,7 @@
 // Helpers for the codegen tests: hand-built lowered programs, the standalone harness
 // (harness/harness.cc) that runs a generated library without the native addon, a seeded
 // PRNG, and independent reference formulas.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -228,4 +228,20 @@ export function expectExact(actual: ArrayLike<number | bigint>, expected: ArrayL
 export function compileArtifact(p: Program, opts: { platform: string; packageVersion: string; outputDir?: string; dumps?: ArtifactDump[] }) {
   const { platform, ...rest } = opts;
   return getTarget(platform).build(p, rest);
+}
+
+/**
+ * A child process run to its end without blocking the test worker's event loop: a spawnSync of
+ * a compile or a long run starves vitest's own worker messages, which time out after 60 s
+ * ("Timeout calling onTaskUpdate") on a busy machine.
+ */
+export function execAsync(cmd: string, args: readonly string[], opts: { stdout?: boolean } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: ["ignore", opts.stdout ? "pipe" : "ignore", "pipe"] });
+    let stdout = "", stderr = "";
+    p.stdout?.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
+    p.stderr!.setEncoding("utf8").on("data", (d: string) => { stderr += d; });
+    p.on("error", reject);
+    p.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }

@@ -6,14 +6,13 @@
 // |a| near 1 with large b), and where the result is +-0, +-inf, NaN or +-1 exactly (the sign of a
 // zero included). Built three ways, as the exp test: the build's flags (AVX-512 + FMA
 // here), AVX2 + FMA, and without FMA; the first two must vectorize every loop (-fopt-info-vec).
-import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CXX_FLAGS } from "../../src/targets/cpu/index.js";
 import { CPP_PRELUDE } from "../../src/codegen/cpp/prelude.js";
 import { erf as erfReference } from "../../src/ir/ops/math.js";
-import { INCLUDE_DIR, cleanup, mulberry32, tmpDir } from "./helpers.js";
+import { INCLUDE_DIR, cleanup, execAsync, mulberry32, tmpDir } from "./helpers.js";
 
 afterAll(cleanup);
 
@@ -65,16 +64,6 @@ ${UNARY.map((u, k) => `  tspto_test_${u.name}(x.data(), o.data() + ${k} * n, n);
 `;
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
-/** A child process run without blocking the worker (a compile takes a while on a busy machine). */
-function exec(cmd: string, args: readonly string[]): Promise<{ status: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    p.stderr.setEncoding("utf8").on("data", (d: string) => { stderr += d; });
-    p.on("error", reject);
-    p.on("close", (status) => resolve({ status, stderr }));
-  });
-}
 const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
 const bitsOf = (x: number) => { f32[0] = x; return u32[0]; };
 const floatOf = (b: number) => { u32[0] = b; return f32[0]; };
@@ -148,7 +137,7 @@ describe("vectorizable tanh / sigmoid / erf / log / sin / cos / pow (C++ prelude
       writeFileSync(src, CPP_PRELUDE + MAIN);
       const cxx = (process.env.CXX ?? "g++").split(/\s+/);
       const flags = CXX_FLAGS.filter((f) => f !== "-shared" && f !== "-fPIC");
-      const r = await exec(cxx[0], [...cxx.slice(1), ...flags, ...extra, "-fopt-info-vec-optimized", "-I", INCLUDE_DIR, "-o", exe, src]);
+      const r = await execAsync(cxx[0], [...cxx.slice(1), ...flags, ...extra, "-fopt-info-vec-optimized", "-I", INCLUDE_DIR, "-o", exe, src]);
       expect(r.status, r.stderr).toBe(0);
       if (vectorizes && /g\+\+|gcc|^c\+\+$/.test(cxx[0]) && !/clang/i.test(r.stderr)) {
         const lines = (CPP_PRELUDE + MAIN).split("\n");
@@ -162,7 +151,7 @@ describe("vectorizable tanh / sigmoid / erf / log / sin / cos / pow (C++ prelude
       const ab = new Float32Array(2 * pw.a.length);
       ab.set(pw.a); ab.set(pw.b, pw.a.length);
       writeFileSync(files[2], ab);
-      const run = await exec(exe, files);
+      const run = await execAsync(exe, files);
       expect(run.status, run.stderr).toBe(0);
       const out = new Float32Array(readFileSync(files[1]).buffer.slice(0));
       expect(out.length).toBe(UNARY.length * xf.length);

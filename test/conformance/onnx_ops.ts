@@ -578,6 +578,28 @@ const TRANSLATORS: Record<string, Translator> = {
     }
     return [{ ref: target, shape, dtype: x.dtype }];
   },
+  // Gather along any axis through tspto's row gather of a 2-D table: the axis moved first and
+  // the rest flattened ([D, rest]), the indices flattened and made non-negative (ONNX counts
+  // -1 from the end), the gathered rows reshaped to [...indices, ...rest] and the index axes
+  // moved back to where the axis was.
+  Gather: (c) => {
+    const [x, idx] = c.ins as V[];
+    if (idx.dtype !== "int32" && idx.dtype !== "int64") skip(`Gather with ${idx.dtype} indices`);
+    const r = x.shape.length;
+    const axis = normAxis(attrI(c.node, "axis", 0), r);
+    const D = x.shape[axis];
+    const others = x.shape.filter((_, i) => i !== axis);
+    const moved = c.e.permute(x, [axis, ...x.shape.map((_, i) => i).filter((i) => i !== axis)]);
+    const table = c.e.reshape(moved, [D, numel(others)]);
+    const flat = c.e.reshape(idx, [numel(idx.shape)]);
+    const pos = c.e.value(`pl.sel(pl.cmp(${flat.ref}, 0, "lt"), pl.add(${flat.ref}, ${D}), ${flat.ref})`, flat.shape, idx.dtype);
+    const rows = c.e.value(`pl.gather(${table.ref}, ${pos.ref}, 0)`, [flat.shape[0], numel(others)], x.dtype);
+    const q = idx.shape.length;
+    const grouped = c.e.reshape(rows, [...idx.shape, ...others]);
+    const perm = [...others.slice(0, axis).map((_, i) => q + i), ...idx.shape.map((_, i) => i), ...others.slice(axis).map((_, i) => q + axis + i)];
+    const out = c.e.permute(grouped, perm);
+    return [c.e.reshape(out, out.shape, c.node.outputs[0])];
+  },
   Shape: () => skip("Shape of a computed value"), Size: () => skip("Size of a computed value"),
   Softmax: softmaxOp(false), LogSoftmax: softmaxOp(true),
   ReduceSum: reduceOp("Sum"), ReduceMax: reduceOp("Max"), ReduceMin: reduceOp("Min"), ReduceProd: reduceOp("Prod"), ReduceMean: reduceOp("Mean"),

@@ -3,7 +3,7 @@
 // ... --max-new N --logits-out FILE` on cpu and on interp, checked against an independent
 // reference: onnxruntime-node running an ONNX graph of the same weights (bench/gpt2/onnx_graph.ts)
 // with its own KV cache, greedy — the same tokens, every generated token's logits within 1e-4.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -33,9 +33,17 @@ function checkpoint(name: string, dtype: "F32" | "F16" | "BF16" = "F32", prefix 
 /** A file's bytes as float32 (a Buffer may be a window of a larger pooled ArrayBuffer). */
 const floats = (b: Buffer) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
-function generate(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "examples/gpt2/generate.ts"), ...args], { cwd: ROOT, encoding: "utf8", timeout: 600_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+/** Runs generate.ts in a child without blocking this worker's event loop (a spawnSync of a compile and a run starves vitest's own messages). */
+function generate(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", join(ROOT, "examples/gpt2/generate.ts"), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "", stderr = "";
+    p.stdout.on("data", (b: Buffer) => { stdout += b.toString(); });
+    p.stderr.on("data", (b: Buffer) => { stderr += b.toString(); });
+    const timer = setTimeout(() => p.kill("SIGKILL"), 600_000);
+    p.on("error", reject);
+    p.on("close", (status) => { clearTimeout(timer); resolve({ status, stdout, stderr }); });
+  });
 }
 
 describe.skipIf(!ort)("examples/gpt2 (tiny random checkpoint) against onnxruntime", () => {
@@ -43,7 +51,7 @@ describe.skipIf(!ort)("examples/gpt2 (tiny random checkpoint) against onnxruntim
   for (const platform of ["cpu", "interp"]) {
     it(`generate.ts on ${platform}: the same greedy tokens, logits within 1e-4 of onnxruntime's`, async () => {
       const logitsFile = join(dir, `logits_${platform}.bin`);
-      const r = generate(["--model", dir, "--tokens", PROMPT.join(","), "--max-new", String(NEW), "--logits-out", logitsFile, "--platform", platform]);
+      const r = await generate(["--model", dir, "--tokens", PROMPT.join(","), "--max-new", String(NEW), "--logits-out", logitsFile, "--platform", platform]);
       expect(r.status, r.stderr).toBe(0);
       const tokens = r.stdout.trim().split(",").map(Number);
       expect(tokens).toHaveLength(NEW);
@@ -73,7 +81,7 @@ describe.skipIf(!ort)("examples/gpt2 (tiny random checkpoint) against onnxruntim
   it("reads F16 and BF16 checkpoints (the tokens and logits of their own rounded weights)", async () => {
     for (const dtype of ["F16", "BF16"] as const) {
       const d = checkpoint(dtype.toLowerCase(), dtype);
-      const r = generate(["--model", d, "--tokens", PROMPT.join(","), "--max-new", "3", "--logits-out", join(d, "l.bin")]);
+      const r = await generate(["--model", d, "--tokens", PROMPT.join(","), "--max-new", "3", "--logits-out", join(d, "l.bin")]);
       expect(r.status, r.stderr).toBe(0);
       const { weights } = loadCheckpoint(d);
       const ref = await OrtGpt2.create(ort, CFG, weights);
@@ -89,28 +97,28 @@ describe.skipIf(!ort)("examples/gpt2 (tiny random checkpoint) against onnxruntim
 });
 
 describe("examples/gpt2 errors", () => {
-  it("a truncated model.safetensors is one line naming the file and the tensor, exit status 1, no stack", () => {
+  it("a truncated model.safetensors is one line naming the file and the tensor, exit status 1, no stack", async () => {
     const d = checkpoint("trunc");
     const st = join(d, "model.safetensors");
     truncateSync(st, statSync(st).size - 100);
-    const r = generate(["--model", d, "--tokens", "1,2", "--max-new", "1"]);
+    const r = await generate(["--model", d, "--tokens", "1,2", "--max-new", "1"]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^error: ${st.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: tensor '[^']+': data \\[\\d+, \\d+\\) ends past the \\d+ bytes of data in the file \\(truncated\\?\\)\\n$`));
   });
 
-  it("a missing config.json, a token outside the vocabulary and a bad flag say so", () => {
+  it("a missing config.json, a token outside the vocabulary and a bad flag say so", async () => {
     const empty = mkdtempSync(join(tmpdir(), "tspto-gpt2-empty-"));
     mkdirSync(join(empty, "sub"));
-    const r1 = generate(["--model", empty, "--tokens", "1"]);
+    const r1 = await generate(["--model", empty, "--tokens", "1"]);
     expect(r1.status).toBe(1);
     expect(r1.stderr).toContain(`error: ${join(empty, "config.json")}: not found (a GPT-2 checkpoint directory holds config.json and model.safetensors)`);
     const d = checkpoint("bad");
-    const r2 = generate(["--model", d, "--tokens", "1,300", "--max-new", "1"]);
+    const r2 = await generate(["--model", d, "--tokens", "1,300", "--max-new", "1"]);
     expect(r2.status).toBe(2);
     expect(r2.stderr).toContain("error: --tokens: '300' is not a token id in [0, 300)");
-    const r3 = generate(["--model", d, "--tokens", "1", "--max-new", "0"]);
+    const r3 = await generate(["--model", d, "--tokens", "1", "--max-new", "0"]);
     expect(r3.stderr).toContain("error: --max-new must be a positive integer, got '0'");
-    const r4 = generate(["--model", d]);
+    const r4 = await generate(["--model", d]);
     expect(r4.stderr).toContain("error: give one of --tokens and --prompt");
   });
 });

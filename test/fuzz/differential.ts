@@ -1294,10 +1294,23 @@ function compileAt(lowered: Parameters<typeof ir.compile>[0], outputDir: string,
   }
 }
 
+/**
+ * The first element where x and y differ in their bits, or -1 — except that two NaNs are the
+ * same value whatever their sign and payload: IEEE 754 leaves which NaN an operation of two NaNs
+ * returns unspecified (x86 returns the first operand's), and the optimizer may commute such an
+ * operation (a * b as b * a); docs/semantics.md says so.
+ */
 const sameBits = (x: HostTensor, y: HostTensor): number => {
   const a = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength), b = new Uint8Array(y.data.buffer, y.data.byteOffset, y.data.byteLength);
   const w = x.data.BYTES_PER_ELEMENT;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return Math.floor(i / w);
+  const isFloat = x.dtype === "float32" || x.dtype === "float16" || x.dtype === "bfloat16";
+  const vx = isFloat ? readBack(x) : null, vy = isFloat ? readBack(y) : null;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i]) continue;
+    const e = Math.floor(i / w);
+    if (vx && Number.isNaN(vx[e]) && Number.isNaN(vy![e])) { i = (e + 1) * w - 1; continue; }
+    return e;
+  }
   return -1;
 };
 

@@ -3,6 +3,7 @@
 // conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
 // NaN-propagating min/max) and the run-time window check used by loads and stores.
 import { castModeHelpers } from "./cast_modes.js";
+import { DOT_KERNELS } from "./prelude_dot.js";
 
 export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cmath>
@@ -11,6 +12,7 @@ export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -639,6 +641,7 @@ __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntim
   rt->fail(rt->ctx, buf);
 }
 
+${DOT_KERNELS}
 }  // namespace
 
 // One definition per library: in the orchestration's unit when it is built as several

@@ -11,7 +11,8 @@
 // (i32), a float scalar (f32 bits), a bool (0 / 1).
 import type { Func, Program, Stmt } from "../../ir/index.js";
 import { TsptoCompileError, forEachExpr, forEachStmt, numel, typeStr } from "../../ir/index.js";
-import { kernelSymbols, checkSpmdAttr } from "../cpp/index.js";
+import { kernelSymbols } from "../cpp/symbols.js";
+import { checkSpmdAttr } from "../cpp/spmd.js";
 import { comment, internal, staticTensor } from "../cpp/cexpr.js";
 import { SimtKernelGen, type FailSite } from "../simt/index.js";
 import { checkWgslDType, newNeeds, wgslLang, workgroupFor, WORKGROUP_TILE_LIMIT } from "./lang.js";

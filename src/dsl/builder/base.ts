@@ -1,6 +1,7 @@
 // The base of the function builder: errors and spans, direction inference (reads/writes through
 // aliases), lexical scopes and locals, control frames, definite-assignment flow, and the
 // recognition of the `pl` and `Math` namespaces and of compile-time constants.
+import { TOSTRING_FILE, TOSTRING_HINT } from "../source.js";
 import { ts } from "../typescript.js";
 import { TsptoSyntaxError, TsptoTypeError } from "../../ir/errors.js";
 import type { Direction, Expr, Span, Var } from "../../ir/nodes.js";
@@ -37,10 +38,15 @@ export abstract class BuilderBase {
     return spanOf(this.env.src, node);
   }
   protected syntax(code: string, msg: string, node: ts.Node, hint?: string): never {
-    throw new TsptoSyntaxError(code, msg, this.span(node), hint);
+    throw new TsptoSyntaxError(code, msg, this.span(node), this.withPluginHint(hint));
   }
   protected typeErr(msg: string, node: ts.Node, hint?: string, code = "E_TYPE"): never {
-    throw new TsptoTypeError(code, msg, this.span(node), hint);
+    throw new TsptoTypeError(code, msg, this.span(node), this.withPluginHint(hint));
+  }
+  /** A kernel parsed from fn.toString() (no source file: a bundle, a page) says what gives better errors. */
+  protected withPluginHint(hint?: string): string | undefined {
+    if (this.env.src.fromFile || this.env.src.file !== TOSTRING_FILE) return hint;
+    return `${hint ? `${hint}; ` : ""}${TOSTRING_HINT}`;
   }
 
   // ------------------------------------------------------------ returns and parameter directions

@@ -19,6 +19,12 @@ import { mkTile, castToDType, toDType, type TileValue, type Value } from "../val
 import { BINARY } from "./elementwise.js";
 import { argName, expect2D, expectDType, expectTile } from "./common.js";
 
+/**
+ * Whether matmul takes operands of dtypes a and b: the same dtype, or int8 with uint8 (either
+ * side: the mixed products of the int8 dot-product units, exact in int32).
+ */
+export const matmulOperandsAgree = (a: DType, b: DType): boolean =>
+  a === b || (a === "int8" && b === "uint8") || (a === "uint8" && b === "int8");
 /** The accumulator dtype of a matmul of `d` inputs. */
 export const matmulAccDType = (d: DType): DType => (isFloat(d) ? "float32" : "int32");
 
@@ -29,7 +35,7 @@ function inferOperands(ctx: InferCtx, ai: number, name: string): { a: TileType; 
   const a = logical(expect2D(ctx, ai, `the left operand of ${name}`), ctx.attrs.aTrans === true);
   const b = logical(expect2D(ctx, ai + 1, `the right operand of ${name}`), ctx.attrs.bTrans === true);
   if (a.dtype === "bool" || a.dtype === "int64") ctx.fail(`cannot multiply ${a.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
-  if (a.dtype !== b.dtype) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a.dtype}")`);
+  if (!matmulOperandsAgree(a.dtype, b.dtype)) ctx.fail(`operand dtypes differ: ${a.dtype} and ${b.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a.dtype}")`);
   if (a.shape[1] !== b.shape[0]) {
     ctx.fail(`inner dimensions differ: '${argName(ctx.args[ai])}' is ${typeStr(a)} (K = ${a.shape[1]}) but '${argName(ctx.args[ai + 1])}' is ${typeStr(b)} (K = ${b.shape[0]})`,
       `a[M, K] @ b[K, N] needs a's column count to equal b's row count`);

@@ -11,7 +11,7 @@ import { tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type Ti
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import { ARG_REDUCTIONS, PROD_REDUCTIONS, REDUCTIONS } from "./reduce.js";
-import { matmulAccDType } from "./matmul.js";
+import { matmulAccDType, matmulOperandsAgree } from "./matmul.js";
 import { argName, expectBroadcastable, expectDType, expectKind, expectShape, stridesOf, forWindow, dot, staticDims, validShapeOption } from "./common.js";
 import { getOp } from "../registry.js";
 
@@ -80,7 +80,7 @@ function inferMatmulTensors(ctx: InferCtx, ai: number, name: string): { m: Dim; 
   const a = ctx.attrs.aTrans === true ? [a0.shape[1], a0.shape[0]] : a0.shape;
   const b = ctx.attrs.bTrans === true ? [b0.shape[1], b0.shape[0]] : b0.shape;
   if (a0.dtype === "bool" || a0.dtype === "int64") ctx.fail(`cannot multiply ${a0.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
-  if (a0.dtype !== b0.dtype) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a0.dtype}")`);
+  if (!matmulOperandsAgree(a0.dtype, b0.dtype)) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[ai + 1])}, "${a0.dtype}")`);
   if (a[1] !== b[0]) {
     ctx.fail(`inner dimensions differ: '${argName(ctx.args[ai])}' is ${typeStr(a0)} (K = ${a[1]}) but '${argName(ctx.args[ai + 1])}' is ${typeStr(b0)} (K = ${b[0]})`,
       "a[M, K] @ b[K, N] needs a's column count to equal b's row count");
@@ -125,7 +125,7 @@ registerOp({
     const a = ctx.attrs.aTrans === true ? [a0.shape[1], a0.shape[0]] : a0.shape;
     const b = ctx.attrs.bTrans === true ? [b0.shape[1], b0.shape[0]] : b0.shape;
     if (a0.dtype === "bool" || a0.dtype === "int64") ctx.fail(`cannot multiply ${a0.dtype} matrices`, `cast the operands to float32, float16, bfloat16, int8, int16 or int32`);
-    if (a0.dtype !== b0.dtype) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a0.dtype}")`);
+    if (!matmulOperandsAgree(a0.dtype, b0.dtype)) ctx.fail(`operand dtypes differ: ${a0.dtype} and ${b0.dtype}`, `cast one operand first, e.g. pl.cast(${argName(ctx.args[1])}, "${a0.dtype}")`);
     if (a[1] !== b[0]) {
       ctx.fail(`inner dimensions differ: '${argName(ctx.args[0])}' is ${typeStr(a0)} (K = ${a[1]}) but '${argName(ctx.args[1])}' is ${typeStr(b0)} (K = ${b[0]})`,
         "a[M, K] @ b[K, N] needs a's column count to equal b's row count");

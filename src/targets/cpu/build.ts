@@ -10,15 +10,15 @@ import {
   canonicalJSON, sha256, writeArtifact, type ArtifactRef,
 } from "../../artifact/index.js";
 import type { BuildOptions } from "../target.js";
-import { LIBRARY_PATH, SOURCE_PATH, compileLibrary, cpuFlags, cxxFlags, toolchain } from "./toolchain.js";
+import { LIBRARY_PATH, SOURCE_PATH, compileLibrary, cpuFlags, cpuIsa, cxxFlags, toolchain } from "./toolchain.js";
 
 /** Bump when generated code changes meaning (part of the artifact key). */
 const CODEGEN_VERSION = "cpp-1";
 
-/** The cpu build's identity: toolchain, flags and the CPU it targets (-march=native). */
+/** The cpu build's identity: toolchain, flags, the ISA path (isa.ts) and the CPU it targets (-march=native). */
 export function cpuKeyParts(): string[] {
   const tc = toolchain();
-  return [tc.command, tc.path ?? "", tc.version, cxxFlags().join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags()];
+  return [tc.command, tc.path ?? "", tc.version, cxxFlags().join(" "), `isa=${cpuIsa() ?? "native"}`, arch(), cpus()[0]?.model ?? "", cpuFlags()];
 }
 
 export function buildCpu(program: Program, opts: BuildOptions): ArtifactRef {

@@ -12,11 +12,25 @@ import { packageRoot } from "../../ir/package_root.js";
 import { CPP_PRELUDE, type CppUnit } from "../../codegen/index.js";
 import { compileUnits, cxxJobs, unitGroups } from "./units.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
+import { type CpuIsa, isaFlags, selectIsa } from "./isa.js";
 
 /** Flags of every cpu build (after `$CXX`). */
 export const CXX_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off"];
 /**
- * The flags of this process's cpu builds: CXX_FLAGS, or with its -O3 replaced by the level in
+ * The instruction-set path of this process's cpu builds (isa.ts): $TSPTO_CPU_ISA, else the best
+ * this machine has (null: none of them, -march=native alone). Throws E_CONFIG for a value that
+ * is not a path or a path the machine lacks.
+ */
+export function cpuIsa(): CpuIsa | null {
+  return selectIsa(cpuFlags());
+}
+/** CXX_FLAGS with the flags of the ISA path after its -march=native (isaFlags). */
+function isaCxxFlags(): string[] {
+  const extra = isaFlags(cpuIsa());
+  return CXX_FLAGS.flatMap((f) => (f === "-march=native" ? [f, ...extra] : [f]));
+}
+/**
+ * The flags of this process's cpu builds: CXX_FLAGS with the ISA path's (cpuIsa, isaFlags), or with its -O3 replaced by the level in
  * $TSPTO_CXX_OPT (internal, for tspto's own tests: the differential fuzzer builds a sample of
  * programs at -O0 and at the production flags and compares them, so a miscompile by the
  * optimizer shows up as a difference). Part of every cache and artifact key; builds with an
@@ -24,7 +38,8 @@ export const CXX_FLAGS: readonly string[] = ["-std=c++17", "-O3", "-march=native
  */
 export function cxxFlags(): readonly string[] {
   const opt = cxxOptOverride();
-  return opt ? CXX_FLAGS.map((f) => (f === "-O3" ? opt : f)) : CXX_FLAGS;
+  const flags = isaCxxFlags();
+  return opt ? flags.map((f) => (f === "-O3" ? opt : f)) : flags;
 }
 const CXX_OPT_LEVELS = ["-O0", "-O1", "-O2", "-O3", "-Os", "-Og"];
 /** $TSPTO_CXX_OPT ("-O0" ... "-O3", "-Os", "-Og"), or null when unset. */
@@ -140,7 +155,8 @@ export function toolchain(): Toolchain {
 // directory of the user's (or root's, or the package owner's) that no one else can write,
 // else refused (E_UNSAFE_PATH). Its build counts against $TSPTO_CXX_TIMEOUT_MS like the
 // compile it serves. TSPTO_PCH=0 disables it.
-const PCH_FLAGS = CXX_FLAGS.filter((f) => f !== "-shared");
+/** The flags the precompiled header is built with: the production flags of the ISA path, less -shared. */
+export const pchFlags = (): string[] => isaCxxFlags().filter((f) => f !== "-shared");
 const pchFailed = new Set<string>();
 const PCH_HEADER = "tspto_pch.h";
 const PCH_FILE = "tspto_pch.h.gch";
@@ -196,7 +212,7 @@ function pchDirs(key: string): { dir: () => string; owner: number | undefined }[
 
 /** The PCH's key (its directory's name): the toolchain, the flags, the header text, the ABI header. */
 export function precompiledHeaderKey(tc: Toolchain, header = pchHeaderText(), abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8")): string {
-  return sha256([tc.command, tc.path ?? "", tc.version, PCH_FLAGS.join(" "), header, abi].join("\0")).slice(0, 24);
+  return sha256([tc.command, tc.path ?? "", tc.version, pchFlags().join(" "), header, abi].join("\0")).slice(0, 24);
 }
 
 /**
@@ -233,7 +249,7 @@ export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTi
     try {
       writeAtomic(h, header, 0o644);
       const left = Math.max(1, Math.round(timeoutMs - (performance.now() - t0)));
-      const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...PCH_FLAGS, "-I", abiIncludeDir(), "-x", "c++-header", h, "-o", tmp],
+      const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...pchFlags(), "-I", abiIncludeDir(), "-x", "c++-header", h, "-o", tmp],
         { encoding: "utf8", timeout: left, killSignal: "SIGKILL" });
       if ((r.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT") {
         rmSync(tmp, { force: true });
@@ -324,7 +340,7 @@ let identityMemo: { env: string; id: string[] } | undefined;
  * architecture and the CPU model and features (-march=native depends on them).
  */
 export function toolchainIdentity(): string[] {
-  const env = `${process.env.CXX ?? ""}\0${process.cwd()}\0${process.env.TSPTO_CXX_OPT ?? ""}`; // (a relative $CXX depends on the directory)
+  const env = `${process.env.CXX ?? ""}\0${process.cwd()}\0${process.env.TSPTO_CXX_OPT ?? ""}\0${process.env.TSPTO_CPU_ISA ?? ""}`; // (a relative $CXX depends on the directory)
   if (identityMemo && identityMemo.env === env) return identityMemo.id;
   const cxx = (process.env.CXX ?? "").trim();
   const cmds = cxx ? [cxx] : ["c++", "g++", "clang++"];
@@ -336,7 +352,7 @@ export function toolchainIdentity(): string[] {
     try { const st = statSync(path); parts.push(`${cmd}:${path}:${st.size}:${st.mtimeMs}`); } catch { parts.push(`${cmd}:${path}`); }
     break;
   }
-  parts.push(cxxFlags().join(" "), arch(), cpus()[0]?.model ?? "", cpuFlags());
+  parts.push(cxxFlags().join(" "), `isa=${cpuIsa() ?? "native"}`, arch(), cpus()[0]?.model ?? "", cpuFlags());
   identityMemo = { env, id: parts };
   return parts;
 }

@@ -3,9 +3,9 @@
 // and a debugging mode. Its device memory is TypeScript memory.
 import { writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { entrySignature } from "../../codegen/index.js";
+import { entrySignature } from "../../codegen/signature.js";
 import { META_SCHEMA, META_SCHEMA_VERSION, ORCHESTRATION_DIR, PROGRAM_FILE, canonicalJSON, sha256, writeArtifact } from "../../artifact/index.js";
-import { kernelSymbols } from "../../codegen/index.js";
+import { kernelSymbols } from "../../codegen/cpp/symbols.js";
 import type { Target } from "../target.js";
 import { InterpDevice } from "./device.js";
 

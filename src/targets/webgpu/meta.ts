@@ -3,7 +3,7 @@
 // no Node built-in.
 import type { Program } from "../../ir/index.js";
 import { entrySignature } from "../../codegen/signature.js";
-import { kernelSymbols } from "../../codegen/cpp/generate.js";
+import { kernelSymbols } from "../../codegen/cpp/symbols.js";
 import type { GeneratedWgsl } from "../../codegen/wgsl/index.js";
 import { META_SCHEMA, META_SCHEMA_VERSION, type CompiledMeta } from "../../artifact/meta.js";
 import type { WebGpuModuleSource } from "./device.js";

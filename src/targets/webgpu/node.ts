@@ -20,10 +20,11 @@ import { TsptoArtifactError, readProgram, type ArtifactRef } from "../../artifac
 import type { FailSite } from "../../codegen/simt/index.js";
 import type { Gpu } from "./gpu.js";
 import { openAdapter } from "./open.js";
-import type { OpenedGpu, WebGpuHost, WebGpuKernelEntry, WebGpuModuleSource } from "./device.js";
+import type { OpenedGpu, WebGpuHost } from "./device.js";
+import { readModuleFiles, KERNEL_TABLE } from "./files.js";
 
-/** The kernel table of a webgpu artifact (relative to its directory). */
-export const KERNEL_TABLE = "kernels/webgpu.json";
+export { readModuleFiles, KERNEL_TABLE };
+
 /** The pinned Dawn package. */
 export const DAWN_PACKAGE = "webgpu";
 
@@ -80,25 +81,6 @@ export function dawnGpu(): Promise<Gpu> {
 /** Requests an adapter and a device with the limits and features tspto uses (./open.ts). */
 export function openGpu(gpu: Gpu): Promise<OpenedGpu> {
   return openAdapter(gpu, noAdapterHint(), "WebGPU found no adapter (no GPU driver Dawn can use)");
-}
-
-/** A webgpu module from its artifact directory: program.json, the kernel table and the WGSL files. */
-export function readModuleFiles(artifact: ArtifactRef): WebGpuModuleSource {
-  const dir = artifact.outputDir;
-  let table: { kernels: Omit<WebGpuKernelEntry, "source">[]; sites: FailSite[] };
-  try {
-    table = JSON.parse(readFileSync(join(dir, KERNEL_TABLE), "utf8")) as typeof table;
-  } catch (e) {
-    throw new TsptoArtifactError(`webgpu artifact ${dir}: cannot read ${KERNEL_TABLE}: ${(e as Error).message}`);
-  }
-  const kernels = table.kernels.map((k) => {
-    try {
-      return { ...k, source: readFileSync(join(dir, k.file), "utf8") };
-    } catch (e) {
-      throw new TsptoArtifactError(`webgpu artifact ${dir}: cannot read ${k.file}: ${(e as Error).message}`);
-    }
-  });
-  return { name: artifact.meta.name, dir, program: readProgram(artifact), kernels, sites: table.sites };
 }
 
 /** The Node host of a webgpu device. */

@@ -7,7 +7,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, sy
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CPP_PRELUDE } from "../../../src/codegen/index.js";
-import { CXX_FLAGS, abiIncludeDir, toolchain, whichSync } from "../../../src/targets/cpu/toolchain.js";
+import { CXX_FLAGS, abiIncludeDir, cpuIsa, toolchain, whichSync } from "../../../src/targets/cpu/toolchain.js";
+import { isaFlags } from "../../../src/targets/cpu/isa.js";
 import { TsptoCompileError } from "../../../src/ir/index.js";
 import { compileArtifact, cleanup, seedProgram, tmpDir } from "../../codegen/helpers.js";
 
@@ -55,7 +56,7 @@ function pchKeyOf(cxx: string): string {
   expect(tc.command).toBe(cxx);
   const header = `${CPP_PRELUDE.split(/\r?\n/).filter((l) => l.startsWith("#include")).join("\n")}\n`;
   const abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8");
-  return sha([tc.command, tc.path ?? "", tc.version, CXX_FLAGS.filter((f) => f !== "-shared").join(" "), header, abi].join("\0")).slice(0, 24);
+  return sha([tc.command, tc.path ?? "", tc.version, CXX_FLAGS.flatMap((f) => (f === "-march=native" ? [f, ...isaFlags(cpuIsa())] : f === "-shared" ? [] : [f])).join(" "), header, abi].join("\0")).slice(0, 24);
 }
 
 const caught = (f: () => unknown): Error & { code?: string; detail?: string } => {

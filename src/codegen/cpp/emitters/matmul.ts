@@ -100,6 +100,17 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       ctx.close();
     };
     const vec = A !== null && Bp !== null && (ec === null || C !== null);
+    // bfloat16 with fpContract "fast": the dot-product / matrix units where the build's ISA path
+    // has them (AVX512-BF16 vdpbf16ps, AMX tdpbf16ps: prelude_dot.ts), the fp32 code below
+    // otherwise. Their sums run in k order like it, but with denormals flushed to zero
+    // (docs/semantics.md, Matmul numerics); "off" always takes the fp32 code.
+    const dot = vec && fused && at.dtype === "bfloat16" && bt.dtype === "bfloat16" && !da && !db;
+    if (dot) {
+      ctx.line("#if defined(__AVX512BF16__)");
+      ctx.line(`tspto_mm_bf16(${A}, ${k}, ${Bp}, ${n}, ${C ?? "nullptr"}, ${n}, ${o}, ${n}, ${cdim(mValid)}, ${cdim(nValid)}, ${K});`);
+      ctx.line("#else");
+    }
+    const endDot = () => { if (dot) ctx.line("#endif"); };
     if (!vec) {
       const NR = 32, nFull = n - (n % NR);
       const i0 = ctx.fresh("i"), j0 = ctx.fresh("j");
@@ -228,11 +239,24 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       j1 += 16;
     }
     if (n > j1) { const jj = j1; guarded(ctx, colsBelow(String(jj)), () => rowsDo((rows, i0) => block(rows, n - jj, i0, String(jj)))); }
+    endDot();
     return;
   }
   const ea = ctx.elements(call.args[base]), eb = ctx.elements(call.args[base + 1]);
   const ec = accArg ? ctx.elements(accArg) : null;
   const o = destPtr(ctx, dest);
+  // int8 / uint8 operands (not both uint8) into int32: the AVX512-VNNI / AMX-INT8 kernels
+  // (prelude_dot.ts), exact like the int64 code below, for K <= 65536 (no int32 partial sum
+  // can wrap); the int64 code otherwise and on paths without VNNI.
+  const A = arrayOf(ea), B = arrayOf(eb), C = arrayOf(ec);
+  const i8 = (d: string) => d === "int8" || d === "uint8";
+  const vnni = A !== null && B !== null && (ec === null || C !== null) && dest.type.dtype === "int32" && k <= 65536 &&
+    i8(at.dtype) && i8(bt.dtype) && !(at.dtype === "uint8" && bt.dtype === "uint8");
+  if (vnni) {
+    ctx.line("#if defined(__AVX512VNNI__)");
+    ctx.line(`tspto_mm_i8<${at.dtype === "uint8"}, ${bt.dtype === "uint8"}>(${A}, ${k}, ${B}, ${n}, ${C ?? "nullptr"}, ${n}, ${o}, ${n}, ${cdim(mValid)}, ${cdim(nValid)}, ${K});`);
+    ctx.line("#else");
+  }
   const i = ctx.fresh("i"), kk = ctx.fresh("k"), j = ctx.fresh("j");
   ctx.open(`for (int64_t ${i} = 0; ${i} < ${cdim(mValid)}; ++${i}) {`);
   {
@@ -252,6 +276,13 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
     ctx.close();
   }
   ctx.close();
+  if (vnni) ctx.line("#endif");
+}
+/** An element expression that is a plain array read (name[index]): the array's name. */
+function arrayOf(f: ((i: string) => string) | null): string | null {
+  if (!f) return null;
+  const mm = /^([A-Za-z_]\w*)\[@IDX@\]$/.exec(f("@IDX@"));
+  return mm ? mm[1] : null;
 }
 def("tile.matmul", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, null); } });
 def("tile.matmulAcc", { kind: "tile-stmt", emitInto(ctx, call, dest) { emitMatmul(ctx, call, dest, call.args[0]); } });

@@ -1,0 +1,304 @@
+// The bf16 and int8 matmuls on the CPU's dot-product / matrix units (issue 21; kernels in
+// src/codegen/cpp/prelude_dot.ts, called by emitters/matmul.ts), on every ISA path this machine
+// has (TSPTO_CPU_ISA set per build: the build identity follows it): against interp bit for bit
+// (bf16: the dot paths sum in k order like interp; data without denormals), against an
+// independent float64 / BigInt formula, with edge tiles, odd K, run-time valid regions, the
+// accumulator read in place, and the denormal rule of the dot paths (flushed to zero). The AMX
+// kernels are compiled here with -mamx-* (this machine may not run them) and run only where the
+// CPU has AMX.
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { pl, RunConfig, randn, tensor, zeros, type HostTensor } from "tspto";
+import { cpuFlags } from "../../src/targets/cpu/toolchain.js";
+import { isasOf } from "../../src/targets/cpu/isa.js";
+import { DOT_KERNELS } from "../../src/codegen/cpp/prelude_dot.js";
+import { INCLUDE_DIR, mulberry32 } from "./helpers.js";
+
+const HAVE = isasOf(cpuFlags());
+const saved = process.env.TSPTO_CPU_ISA;
+afterEach(() => { if (saved === undefined) delete process.env.TSPTO_CPU_ISA; else process.env.TSPTO_CPU_ISA = saved; });
+/** The jit functions of this file: their in-memory caches are keyed by arguments, not by the environment. */
+const JITS: { clearCache(): void }[] = [];
+const jit = <F>(f: F): F => { JITS.push(f as unknown as { clearCache(): void }); return f; };
+/**
+ * f() with TSPTO_CPU_ISA = isa: the ISA is read when a program is built (and is part of its disk
+ * cache key, toolchainIdentity), so the in-memory specializations are dropped first.
+ */
+const withIsa = <T>(isa: string, f: () => T): T => {
+  process.env.TSPTO_CPU_ISA = isa;
+  for (const j of JITS) j.clearCache();
+  try { return f(); } finally {
+    if (saved === undefined) delete process.env.TSPTO_CPU_ISA; else process.env.TSPTO_CPU_ISA = saved;
+    for (const j of JITS) j.clearCache();
+  }
+};
+const cfg = (platform: string, fpContract: "fast" | "off" = "fast") => new RunConfig({ platform, fpContract });
+const f32 = (t: HostTensor) => Array.from(t.data as Float32Array);
+const i32 = (t: HostTensor) => Array.from(t.data as Int32Array);
+const objdump = (lib: string): string => {
+  const r = spawnSync("objdump", ["-d", "--no-show-raw-insn", lib], { encoding: "utf8", maxBuffer: 256 << 20 });
+  return r.status === 0 ? r.stdout : "";
+};
+const hasObjdump = spawnSync("objdump", ["--version"]).status === 0;
+
+// edge tiles: M = 13 (6 + 6 + 1 rows), N = 117 (64 + 53 columns: a masked vector), K = 301 (odd:
+// the last pair / quad padded), and a K loop over [70, 70] steps accumulating in place
+const M = 13, N = 117, K = 301;
+const wide = jit(pl.jit(function wide(a: pl.Tensor, b: pl.Tensor, c0: pl.Tensor, c: pl.Out<pl.Tensor>, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.matmul(pl.load(a, [0, 0], [M, K]), pl.load(b, [0, 0], [K, N])), [0, 0], c);
+    pl.store(pl.matmulAcc(pl.load(c0, [0, 0], [M, N]), pl.load(a, [0, 0], [M, K]), pl.load(b, [0, 0], [K, N])), [0, 0], d);
+  });
+  return c;
+}));
+const T = 70, S = 210;
+const loop = jit(pl.jit(function loop(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
+  for (const i of pl.range(0, S, T)) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      let acc = pl.matmul(pl.load(a, [i, 0], [T, T]), pl.load(b, [0, 0], [T, T]));
+      for (const k of pl.range(T, S, T)) acc = pl.matmulAcc(acc, pl.load(a, [i, k], [T, T]), pl.load(b, [k, 0], [T, T]));
+      pl.store(acc, [i, 0], c);
+    });
+  }
+  return c;
+}));
+// a run-time valid region: a's rows and the k extent L (b's valid rows), the rest never stored
+const VM = 40, VK = 96, VN = 80;
+const valid = jit(pl.jit(function valid(a: pl.Tensor, b: pl.Tensor, L: pl.Scalar<pl.INT64>, c: pl.InOut<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    const at = pl.load(a, [0, 0], [VM, VK], { validShape: [L, VK] });
+    const bt = pl.load(b, [0, 0], [VK, VN], { validShape: [L, VN] });
+    pl.store(pl.matmul(pl.load(a, [0, 0], [VM, VK]), bt), [0, 0], c);
+    pl.store(pl.matmul(at, pl.load(b, [0, 0], [VK, VN])), [VM, 0], c);
+  });
+  return c;
+}));
+// the tensor form (auto-tiled, K accumulated tile by tile)
+const tmat = jit(pl.jit(function tmat(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.matmul(a, b)); });
+  return out;
+}));
+
+/** float64 sum of exact products (bf16 x bf16 is exact in fp32 and in double), and the gamma_K bound. */
+function within(got: ArrayLike<number>, a: ArrayLike<number>, b: ArrayLike<number>, m: number, k: number, n: number, c0?: ArrayLike<number>): void {
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
+    let s = c0 ? c0[i * n + j] : 0, abs = Math.abs(s);
+    for (let q = 0; q < k; q++) { const p = a[i * k + q] * b[q * n + j]; s += p; abs += Math.abs(p); }
+    const e = got[i * n + j];
+    if (!(Math.abs(e - s) <= (k + 1) * 2 ** -24 * abs * 1.0001)) throw new Error(`(${i}, ${j}): ${e} vs float64 ${s}`);
+  }
+}
+const libOf = (c: { outputDir: string }) => join(c.outputDir, "build", "libprogram.so");
+const flagsOf = (c: { outputDir: string }): string[] => JSON.parse(readFileSync(join(c.outputDir, "build", "stamp.json"), "utf8")).flags;
+
+describe("bf16 matmul on each ISA path this machine has", () => {
+  it("this machine has an ISA path (x86-64 with AVX2 at least)", () => {
+    expect(HAVE.length).toBeGreaterThan(0);
+  });
+  for (const isa of HAVE) {
+    it(`${isa}: tile form (edge tiles, odd K, acc from a tile) agrees with interp bit for bit and with float64`, () => {
+      withIsa(isa, () => {
+        const A = randn([M, K], { seed: 11, dtype: "bfloat16" }), B = randn([K, N], { seed: 12, dtype: "bfloat16" }), C0 = randn([M, N], { seed: 13 });
+        const run = (p: string) => { const c = zeros([M, N]), d = zeros([M, N]); wide(A, B, C0, c, d, cfg(p)); return [c, d]; };
+        const [cc, cd] = run("cpu"), [ic, id] = run("interp");
+        expect(f32(cc)).toEqual(f32(ic));
+        expect(f32(cd)).toEqual(f32(id));
+        const af = pl_bf16(A), bf = pl_bf16(B);
+        within(f32(cc), af, bf, M, K, N);
+        within(f32(cd), af, bf, M, K, N, f32(C0));
+        const compiled = wide.compile(A, B, C0, zeros([M, N]), zeros([M, N]));
+        const src = readFileSync(join(compiled.outputDir, "kernels", "program.cpp"), "utf8");
+        expect(src).toMatch(/#if defined\(__AVX512BF16__\)\n\s*tspto_mm_bf16\(/);
+        if (hasObjdump) {
+          const asm = objdump(libOf(compiled));
+          // the path decides the instructions: vdpbf16ps only where the path has it; avx2: no zmm at all
+          expect(/vdpbf16ps/.test(asm)).toBe(isa === "avx512bf16" || isa === "amx");
+          if (isa === "avx2") expect(asm).not.toMatch(/%zmm|%k[0-7]\b/);
+          if (isa !== "amx") expect(asm).not.toMatch(/tdpbf16ps|ldtilecfg/);
+        }
+      });
+    });
+
+    it(`${isa}: a K loop accumulating in place, and the tensor form, agree with interp`, () => {
+      withIsa(isa, () => {
+        const A = randn([S, S], { seed: 21, dtype: "bfloat16" }), B = randn([S, T], { seed: 22, dtype: "bfloat16" });
+        const run = (p: string) => { const c = zeros([S, T]); loop(A, B, c, cfg(p)); return c; };
+        const cpu = run("cpu");
+        expect(f32(cpu)).toEqual(f32(run("interp")));
+        within(f32(cpu), pl_bf16(A), pl_bf16(B), S, S, T);
+        const X = randn([70, 301], { seed: 23, dtype: "bfloat16" }), Y = randn([301, 100], { seed: 24, dtype: "bfloat16" });
+        const tc = zeros([70, 100]), ti = zeros([70, 100]);
+        tmat(X, Y, tc, cfg("cpu"));
+        tmat(X, Y, ti, cfg("interp"));
+        expect(f32(tc)).toEqual(f32(ti));
+        within(f32(tc), pl_bf16(X), pl_bf16(Y), 70, 301, 100);
+      });
+    });
+
+    it(`${isa}: run-time valid regions (L rows of a, L rows of b: K = L) are honoured, the pad not stored`, () => {
+      withIsa(isa, () => {
+        const A = randn([VM, VK], { seed: 31, dtype: "bfloat16" }), B = randn([VK, VN], { seed: 32, dtype: "bfloat16" });
+        for (const L of [1, 37, VM]) {
+          const run = (p: string) => { const c = tensor(new Float32Array(2 * VM * VN).fill(-7), { shape: [2 * VM, VN] }); valid(A, B, L, c, cfg(p)); return c; };
+          const cpu = run("cpu");
+          expect(f32(cpu)).toEqual(f32(run("interp")));
+          const got = f32(cpu);
+          // rows L.. of the second product (a's pad rows) keep -7
+          if (L < VM) expect(got.slice((VM + L) * VN, 2 * VM * VN).every((x) => x === -7)).toBe(true);
+          // the first: K = L, against float64 over the first L k only
+          const a = pl_bf16(A), b = pl_bf16(B);
+          for (const [i, j] of [[0, 0], [VM - 1, VN - 1], [5, 33]]) {
+            let s = 0;
+            for (let q = 0; q < L; q++) s += a[i * VK + q] * b[q * VN + j];
+            expect(Math.abs(got[i * VN + j] - s)).toBeLessThanOrEqual(1e-4 * Math.max(1, Math.abs(s)));
+          }
+        }
+      });
+    });
+  }
+
+  it("denormals: the dot paths flush them to zero (inputs, products, sums); fpContract 'off' and the fp32 paths keep them", () => {
+    // a = b = 2^-70: each product 2^-140, an fp32 denormal; interp keeps it
+    const A = tensor(new Uint16Array(16 * 32).fill(0x1c80), { shape: [16, 32], dtype: "bfloat16" });  // 0x1c80: 2^-70
+    const B = tensor(new Uint16Array(32 * 16).fill(0x1c80), { shape: [32, 16], dtype: "bfloat16" });
+    const f = jit(pl.jit(function den(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.Tensor>) {
+      pl.at(pl.Level.CORE_GROUP, () => { pl.store(pl.matmul(pl.load(a, [0, 0], [16, 32]), pl.load(b, [0, 0], [32, 16])), [0, 0], c); });
+      return c;
+    }));
+    const ref = zeros([16, 16]);
+    f(A, B, ref, cfg("interp"));
+    expect(f32(ref)[0]).toBe(32 * 2 ** -140);
+    for (const isa of HAVE) {
+      withIsa(isa, () => {
+        for (const fp of ["fast", "off"] as const) {
+          const c = zeros([16, 16]);
+          f(A, B, c, cfg("cpu", fp));
+          const dot = fp === "fast" && (isa === "avx512bf16" || isa === "amx");
+          expect(f32(c).every((x) => x === (dot ? 0 : 32 * 2 ** -140)), `${isa} ${fp}`).toBe(true);
+        }
+      });
+    }
+  });
+
+  it.skipIf(!HAVE.includes("amx"))("amx: runs on this machine's AMX (skipped elsewhere: this CPU has no amx_tile / amx_bf16 / amx_int8)", () => {
+    withIsa("amx", () => {
+      const A = randn([M, K], { seed: 41, dtype: "bfloat16" }), B = randn([K, N], { seed: 42, dtype: "bfloat16" }), C0 = randn([M, N], { seed: 43 });
+      const c = zeros([M, N]), d = zeros([M, N]);
+      wide(A, B, C0, c, d, cfg("cpu"));
+      within(f32(c), pl_bf16(A), pl_bf16(B), M, K, N);
+      within(f32(d), pl_bf16(A), pl_bf16(B), M, K, N, f32(C0));
+      const asm = objdump(libOf(wide.compile(A, B, C0, zeros([M, N]), zeros([M, N]))));
+      expect(asm).toMatch(/tdpbf16ps/);
+    });
+  });
+});
+
+/** The values of a bf16 host tensor (its data: the bits) as numbers. */
+function pl_bf16(t: HostTensor): number[] {
+  const f = new Float32Array(1), u = new Uint32Array(f.buffer);
+  return Array.from(t.data as Uint16Array, (h) => { u[0] = h << 16; return f[0]; });
+}
+
+// ------------------------------------------------------------------ int8
+const IM = 13, IN = 117, KS = 301, KL = 4096;
+const i8small = jit(pl.jit(function i8small(a: pl.Tensor, b: pl.Tensor, c0: pl.Tensor, c: pl.Out<pl.Tensor>, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.matmul(pl.load(a, [0, 0], [IM, KS]), pl.load(b, [0, 0], [KS, IN])), [0, 0], c);
+    pl.store(pl.matmulAcc(pl.load(c0, [0, 0], [IM, IN]), pl.load(a, [0, 0], [IM, KS]), pl.load(b, [0, 0], [KS, IN])), [0, 0], d);
+  });
+  return c;
+}));
+const i8long = jit(pl.jit(function i8long(a: pl.Tensor, b: pl.Tensor, c0: pl.Tensor, c: pl.Out<pl.Tensor>, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.matmul(pl.load(a, [0, 0], [IM, KL]), pl.load(b, [0, 0], [KL, IN])), [0, 0], c);
+    pl.store(pl.matmulAcc(pl.load(c0, [0, 0], [IM, IN]), pl.load(a, [0, 0], [IM, KL]), pl.load(b, [0, 0], [KL, IN])), [0, 0], d);
+  });
+  return c;
+}));
+type I8 = "int8" | "uint8";
+function ints(n: number, d: I8, seed: number, extreme: "random" | "max" | "min"): HostTensor {
+  const r = mulberry32(seed);
+  const lo = d === "int8" ? -128 : 0, hi = d === "int8" ? 127 : 255;
+  const data = d === "int8" ? new Int8Array(n) : new Uint8Array(n);
+  for (let i = 0; i < n; i++) data[i] = extreme === "max" ? hi : extreme === "min" ? lo : lo + Math.floor(r() * (hi - lo + 1));
+  return data as unknown as HostTensor;
+}
+/** BigInt reference: sat_int32(c0 + sum a * b). */
+function refI8(a: ArrayLike<number>, b: ArrayLike<number>, m: number, k: number, n: number, c0?: ArrayLike<number>): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
+    let s = c0 ? BigInt(c0[i * n + j]) : 0n;
+    for (let q = 0; q < k; q++) s += BigInt(a[i * k + q]) * BigInt(b[q * n + j]);
+    out.push(Number(s > 2147483647n ? 2147483647n : s < -2147483648n ? -2147483648n : s));
+  }
+  return out;
+}
+
+describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machine has", () => {
+  const pairs: [I8, I8][] = [["int8", "int8"], ["uint8", "int8"], ["int8", "uint8"]];
+  for (const isa of HAVE) {
+    for (const [da, db] of pairs) {
+      it(`${isa}: ${da} x ${db}, K = 301 random and K = 4096 at the extremes, acc near int32's limits: exact`, () => {
+        withIsa(isa, () => {
+          for (const [K8, prog, ex] of [[KS, i8small, "random"], [KL, i8long, "max"], [KL, i8long, "min"], [KL, i8long, "mixed"]] as const) {
+            const ea = ex === "mixed" ? "min" : ex, eb = ex === "mixed" ? "max" : ex;
+            const ad = ints(IM * K8, da, 5 + K8, ea === "random" ? "random" : ea), bd = ints(K8 * IN, db, 6 + K8, eb === "random" ? "random" : eb);
+            const A = tensor(ad as unknown as Int8Array, { shape: [IM, K8], dtype: da }), B = tensor(bd as unknown as Int8Array, { shape: [K8, IN], dtype: db });
+            const r = mulberry32(7);
+            // accumulators near the int32 limits: the sum saturates exactly as interp's int64 sum does
+            const c0 = new Int32Array(IM * IN).map((_, i) => (i % 3 === 0 ? 2147483647 - Math.floor(r() * 1e8) : i % 3 === 1 ? -2147483648 + Math.floor(r() * 1e8) : Math.floor(r() * 2e6) - 1e6));
+            const C0 = tensor(c0, { shape: [IM, IN], dtype: "int32" });
+            const run = (p: string) => { const c = zeros([IM, IN], "int32"), d = zeros([IM, IN], "int32"); prog(A, B, C0, c, d, cfg(p)); return [c, d]; };
+            const [cc, cd] = run("cpu"), [ic, id] = run("interp");
+            const ra = Array.from(ad as unknown as ArrayLike<number>), rb = Array.from(bd as unknown as ArrayLike<number>);
+            expect(i32(cc), `${K8} ${ex}`).toEqual(refI8(ra, rb, IM, K8, IN));
+            expect(i32(cd), `${K8} ${ex} acc`).toEqual(refI8(ra, rb, IM, K8, IN, c0));
+            expect(i32(cc)).toEqual(i32(ic));
+            expect(i32(cd)).toEqual(i32(id));
+          }
+          if (hasObjdump) {
+            const K8 = 301;
+            const A = tensor(new Int8Array(IM * K8) as unknown as Int8Array, { shape: [IM, K8], dtype: da }), B = tensor(new Int8Array(K8 * IN), { shape: [K8, IN], dtype: db });
+            const asm = objdump(libOf(i8small.compile(A, B, zeros([IM, IN], "int32"), zeros([IM, IN], "int32"), zeros([IM, IN], "int32"))));
+            expect(/vpdpbusd/.test(asm)).toBe(isa !== "avx2");
+          }
+        });
+      });
+    }
+  }
+  it("the typing: int8 with uint8 is allowed (int32 result); uint8 with int16 is not", () => {
+    const A = tensor(new Uint8Array(16 * 16), { shape: [16, 16], dtype: "uint8" }), B = tensor(new Int8Array(16 * 16), { shape: [16, 16], dtype: "int8" });
+    for (let i = 0; i < 256; i++) { (A.data as Uint8Array)[i] = (i * 37) & 255; (B.data as Int8Array)[i] = ((i * 11) & 255) - 128; }
+    const ref = refI8(Array.from(A.data as Uint8Array), Array.from(B.data as Int8Array), 16, 16, 16);
+    for (const p of ["interp", "cpu"]) {
+      const out = zeros([16, 16], "int32");
+      tmat(A, B, out, cfg(p));
+      expect(i32(out), p).toEqual(ref);
+    }
+    const B16 = tensor(new Int16Array(16 * 16), { shape: [16, 16], dtype: "int16" });
+    expect(() => tmat(A, B16, zeros([16, 16], "int32"), cfg("interp"))).toThrow(/operand dtypes differ: uint8 and int16/);
+  });
+});
+
+// ------------------------------------------------------------------ AMX, compiled here
+describe("the AMX kernels compile (g++ -mamx-tile -mamx-bf16 -mamx-int8) wherever they can run or not", () => {
+  it("the prelude's AMX bf16 / int8 kernels compile and hold tdpbf16ps, tdpbssd, tdpbusd, tdpbsud", () => {
+    const src = `#include <immintrin.h>\n#include <cstdint>\n#include <cstring>\n#include <vector>\nstatic inline int32_t tspto_sat_i32(int64_t v) { return (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v); }\n${DOT_KERNELS}\n`
+      + `void f1(const float* a, const float* b, float* o) { tspto_mm_bf16(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); }\n`
+      + `void f2(const int8_t* a, const int8_t* b, int32_t* o) { tspto_mm_i8<false, false>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); tspto_mm_i8<true, false>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); tspto_mm_i8<false, true>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); }\n`;
+    const dir = join(process.env.TMPDIR ?? "/tmp", `tspto-amx-${process.pid}`);
+    spawnSync("mkdir", ["-p", dir]);
+    const obj = join(dir, "amx.o");
+    const r = spawnSync("g++", ["-std=c++17", "-O2", "-march=x86-64-v4", "-mavx512bf16", "-mavx512vnni", "-mamx-tile", "-mamx-bf16", "-mamx-int8", "-I", INCLUDE_DIR, "-x", "c++", "-", "-c", "-o", obj], { input: src, encoding: "utf8" });
+    // (with constant extents g++ may warn about the dead scalar tails after the vector loops; only errors count)
+    expect(r.stderr).not.toMatch(/error/);
+    expect(r.status, r.stderr).toBe(0);
+    if (hasObjdump) {
+      const asm = objdump(obj);
+      for (const ins of ["tdpbf16ps", "tdpbssd", "tdpbusd", "tdpbsud", "ldtilecfg", "tilerelease", "vdpbf16ps", "vpdpbusd"]) expect(asm, ins).toContain(ins);
+    }
+    spawnSync("rm", ["-rf", dir]);
+  });
+});
