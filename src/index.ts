@@ -7,6 +7,7 @@ export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";
 export { benchmark, benchmarkAsync, BenchmarkStats } from "./runtime/benchmark.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host/index.js";
+export { quantize, dequantize, type QuantizeOptions, type QuantizedWeight } from "./runtime/host/index.js";
 export type { DType } from "./ir/index.js";
 export {
   TsptoError, TsptoSyntaxError, TsptoTypeError, TsptoCompileError, TsptoRuntimeError, TsptoConfigError,

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
 }
 `;
 
-class NativeRead {
+export class NativeRead {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly waiting: ((l: string) => void)[] = [];
   constructor(dir: string, readonly bytes: number, threads: number) {

@@ -16,7 +16,15 @@ type ITensor = import("onnx-proto").onnx.ITensorProto;
 const F = onnx.TensorProto.DataType.FLOAT, I64 = onnx.TensorProto.DataType.INT64;
 const A = onnx.AttributeProto.AttributeType;
 
-export function gpt2OnnxModel(c: GPT2Config, w: GPT2Weights): Uint8Array {
+/**
+ * onnxruntime's own 4-bit path (com.microsoft MatMulNBits, opset 1) for every linear layer and
+ * the tied logits: `quantize(W, N, K)` gives a [K, N] weight's packed bytes ([N, K / blockSize,
+ * blockSize / 2] uint8, low nibble first, zero point 8) and its scales ([N * K / blockSize]
+ * float32): the bytes tspto.quantize makes for pl.matmulQuant. The embedding lookup stays fp32.
+ */
+export interface NBits { readonly blockSize: number; quantize(w: Float32Array, k: number, n: number, layout: "kn" | "nk"): { packed: Uint8Array; scales: Float32Array } }
+
+export function gpt2OnnxModel(c: GPT2Config, w: GPT2Weights, nbits?: NBits): Uint8Array {
   const { nLayer, nHead: H, nEmbd: D, vocabSize: V } = c;
   const hd = D / H;
   const nodes: INode[] = [];
@@ -50,8 +58,19 @@ export function gpt2OnnxModel(c: GPT2Config, w: GPT2Weights): Uint8Array {
   let x = one("Add", [one("Gather", [wte, "input_ids"], { axis: 0 }), one("Gather", [wpe, "position_ids"], { axis: 0 })]);
   const ln = (t: string, g: Float32Array, b: Float32Array, tag: string) =>
     one("LayerNormalization", [t, floatInit(`${tag}_w`, [D], g), floatInit(`${tag}_b`, [D], b)], { axis: -1, epsilon: c.eps });
+  const U8 = onnx.TensorProto.DataType.UINT8;
+  /** MatMulNBits(t, quantized W): W [K, N] ("kn") or [N, K] ("nk"). */
+  const nbitsMatMul = (t: string, W: Float32Array, K: number, N: number, layout: "kn" | "nk", tag: string): string => {
+    const q = nbits!.quantize(W, K, N, layout), bs = nbits!.blockSize;
+    inits.push({ name: `${tag}_q`, dataType: U8, dims: [N, K / bs, bs / 2], rawData: q.packed });
+    floatInit(`${tag}_s`, [N * (K / bs)], q.scales);
+    const out = name("matmulnbits");
+    nodes.push({ opType: "MatMulNBits", domain: "com.microsoft", input: [t, `${tag}_q`, `${tag}_s`], output: [out], name: name("MatMulNBits"),
+      attribute: [{ name: "K", type: A.INT, i: K }, { name: "N", type: A.INT, i: N }, { name: "bits", type: A.INT, i: 4 }, { name: "block_size", type: A.INT, i: bs }] });
+    return out;
+  };
   const dense = (t: string, W: Float32Array, B: Float32Array, din: number, dout: number, tag: string) =>
-    one("Add", [one("MatMul", [t, floatInit(`${tag}_w`, [din, dout], W)]), floatInit(`${tag}_b`, [dout], B)]);
+    one("Add", [nbits ? nbitsMatMul(t, W, din, dout, "kn", tag) : one("MatMul", [t, floatInit(`${tag}_w`, [din, dout], W)]), floatInit(`${tag}_b`, [dout], B)]);
   const outputs: string[] = [];
   w.layers.forEach((l, i) => {
     const h = ln(x, l.ln1w, l.ln1b, `h${i}_ln1`);
@@ -73,7 +92,8 @@ export function gpt2OnnxModel(c: GPT2Config, w: GPT2Weights): Uint8Array {
     outputs.push(`present_key_${i}`, `present_value_${i}`);
   });
   const xf = ln(x, w.lnfW, w.lnfB, "ln_f");
-  nodes.push({ opType: "Gemm", input: [xf, wte], output: ["logits"], name: name("Gemm"), attribute: [{ name: "transB", type: A.INT, i: 1 }] });
+  if (nbits) nodes.push({ opType: "Identity", input: [nbitsMatMul(xf, w.wte, D, V, "nk", "head")], output: ["logits"], name: name("Identity") });
+  else nodes.push({ opType: "Gemm", input: [xf, wte], output: ["logits"], name: name("Gemm"), attribute: [{ name: "transB", type: A.INT, i: 1 }] });
   const vi = (n: string, elem: number, dims: (number | string)[]) => ({
     name: n, type: { tensorType: { elemType: elem, shape: { dim: dims.map((d) => (typeof d === "number" ? { dimValue: d } : { dimParam: d })) } } },
   });
@@ -83,7 +103,8 @@ export function gpt2OnnxModel(c: GPT2Config, w: GPT2Weights): Uint8Array {
       ...Array.from({ length: nLayer }, (_, i) => [vi(`past_key_${i}`, F, [H, "P", hd]), vi(`past_value_${i}`, F, [H, "P", hd])]).flat()],
     output: [vi("logits", F, ["T", V]), ...outputs.map((o) => vi(o, F, [H, "L", hd]))],
   };
-  const model = onnx.ModelProto.create({ irVersion: 8, opsetImport: [{ domain: "", version: 17 }], producerName: "tspto-bench", graph });
+  const opsetImport = [{ domain: "", version: 17 }, ...(nbits ? [{ domain: "com.microsoft", version: 1 }] : [])];
+  const model = onnx.ModelProto.create({ irVersion: 8, opsetImport, producerName: "tspto-bench", graph });
   return onnx.ModelProto.encode(model).finish();
 }
 
@@ -97,8 +118,8 @@ export class OrtGpt2 {
   private constructor(private readonly ort: Ort, private readonly session: Ort, readonly config: GPT2Config) { this.reset(); }
 
   /** `sessionOptions`: e.g. { intraOpNumThreads: 2, extra: { session: { intra_op: { allow_spinning: "0" } } } } for the bench. */
-  static async create(ort: Ort, c: GPT2Config, w: GPT2Weights, sessionOptions: object = {}): Promise<OrtGpt2> {
-    const session = await ort.InferenceSession.create(gpt2OnnxModel(c, w), { graphOptimizationLevel: "all", ...sessionOptions });
+  static async create(ort: Ort, c: GPT2Config, w: GPT2Weights, sessionOptions: object = {}, nbits?: NBits): Promise<OrtGpt2> {
+    const session = await ort.InferenceSession.create(gpt2OnnxModel(c, w, nbits), { graphOptimizationLevel: "all", ...sessionOptions });
     return new OrtGpt2(ort, session, c);
   }
 

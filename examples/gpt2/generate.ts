@@ -2,6 +2,7 @@
 //
 //   npx tsx examples/gpt2/generate.ts --model DIR --tokens 464,3290,318 --max-new 16
 //        [--logits-out FILE] [--platform cpu|interp|...] [--prompt "text"] [--random-init SEED]
+//        [--dtype fp32|bf16] [--quant int8|int4 [--group-size G]]
 //   mpirun -np 2 node --import tsx examples/gpt2/generate.ts --tp 2 --model DIR --tokens ...
 //   mpirun -np 2 node --import tsx examples/gpt2/generate.ts --dp --model DIR --tokens "464,3290;318,257,1"
 //        (as root add --allow-run-as-root; more ranks than cores: --oversubscribe; other hosts: -H a,b or --hostfile)
@@ -12,6 +13,10 @@
 // as one comma-separated line (and, with --prompt, the text on stderr); --logits-out writes
 // float32 little-endian logits, one row of vocab_size per generated token (the distribution it
 // was chosen from).
+//
+// --dtype bf16: the weights and the KV caches in bfloat16 (fp32 accumulation, fp32 residual
+// stream); --quant int8|int4: every linear layer's weight and the tied head weight-only quantized
+// (pl.matmulQuant, one scale per --group-size weights along K, default 128; quantized on load).
 //
 // --tp N: tensor parallelism over the N ranks of the mpirun job (one device each): every rank
 // loads the checkpoint and keeps its 1/N of each block's weights (heads and MLP units), of the
@@ -27,9 +32,9 @@ import { parseArgs } from "node:util";
 import { DistributedWorker, RunConfig, TsptoError } from "tspto";
 import { CheckpointError, GPT2_SMALL, loadCheckpoint, randomWeights, type GPT2Config, type GPT2Weights } from "./weights.js";
 import { SafetensorsError } from "./safetensors.js";
-import { GPT2Model } from "./model.js";
+import { GPT2Model, checkPrecision, type Precision } from "./model.js";
 
-const USAGE = "usage: generate.ts (--model DIR | --random-init SEED) (--tokens 464,3290,318 | --prompt TEXT) [--max-new N] [--logits-out FILE] [--platform P] [--tp N | --dp] (--tp N > 1 and --dp under mpirun)";
+const USAGE = "usage: generate.ts (--model DIR | --random-init SEED) (--tokens 464,3290,318 | --prompt TEXT) [--max-new N] [--logits-out FILE] [--platform P] [--tp N | --dp] [--dtype fp32|bf16] [--quant int8|int4 [--group-size G]] (--tp N > 1 and --dp under mpirun)";
 
 class UsageError extends Error {}
 
@@ -40,6 +45,7 @@ async function main(argv: string[]): Promise<void> {
       model: { type: "string" }, "random-init": { type: "string" }, tokens: { type: "string" }, prompt: { type: "string" },
       "max-new": { type: "string", default: "16" }, "logits-out": { type: "string" }, platform: { type: "string", default: "cpu" },
       tp: { type: "string", default: "1" }, dp: { type: "boolean", default: false },
+      dtype: { type: "string", default: "fp32" }, quant: { type: "string" }, "group-size": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -52,6 +58,13 @@ async function main(argv: string[]): Promise<void> {
   if (!Number.isInteger(tp) || tp < 1) throw new UsageError(`--tp must be a positive integer, got '${values.tp}'`);
   if (tp > 1 && values.dp) throw new UsageError("give one of --tp N and --dp");
   if (values.dp && values.prompt !== undefined) throw new UsageError("--dp takes a batch of --tokens prompts separated by ';'");
+  if (values.dtype !== "fp32" && values.dtype !== "bf16") throw new UsageError(`--dtype must be fp32 or bf16, got '${values.dtype}'`);
+  if (values.quant !== undefined && values.quant !== "int8" && values.quant !== "int4") throw new UsageError(`--quant must be int8 or int4, got '${values.quant}'`);
+  if (values.quant !== undefined && values.dtype === "bf16") throw new UsageError("give one of --dtype bf16 and --quant (weight-only quantization keeps fp32 activations and caches)");
+  if (values["group-size"] !== undefined && values.quant === undefined) throw new UsageError("--group-size goes with --quant");
+  const groupSize = Number(values["group-size"] ?? 128);
+  if (!Number.isInteger(groupSize) || groupSize < 1) throw new UsageError(`--group-size must be a positive integer, got '${values["group-size"]}'`);
+  const precision: Precision = values.quant ? { quant: { bits: values.quant === "int4" ? 4 : 8, groupSize } } : { dtype: values.dtype };
 
   let config: GPT2Config, weights: GPT2Weights;
   const t0 = performance.now();
@@ -82,6 +95,7 @@ async function main(argv: string[]): Promise<void> {
     if (prompt.length + maxNew > config.nPositions) throw new UsageError(`prompt (${prompt.length}) + --max-new (${maxNew}) exceeds n_positions = ${config.nPositions}`);
   }
   if (config.nHead % tp !== 0) throw new UsageError(`--tp ${tp}: n_head = ${config.nHead} is not divisible by ${tp} (each rank takes n_head / tp whole heads)`);
+  try { checkPrecision(config, tp, precision); } catch (e) { throw new UsageError(`--group-size: ${(e as Error).message}`); }
   const t1 = performance.now();
   const parallel = tp > 1 || values.dp;
   // Under mpirun every rank runs this same command; tp / dp need the job's ranks.
@@ -91,7 +105,7 @@ async function main(argv: string[]): Promise<void> {
     if (dist && values.dp && prompts.length < dist.size) throw new UsageError(`--dp: ${prompts.length} prompt${prompts.length === 1 ? "" : "s"} for ${dist.size} ranks (every rank needs at least one)`);
     const rank0 = (dist?.rank ?? 0) === 0;
     const say = (s: string) => { if (rank0) process.stderr.write(s); };
-    const model = new GPT2Model(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined });
+    const model = new GPT2Model(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined, precision });
     const t2 = performance.now();
     try {
       // --dp: this rank's prompts (a contiguous block of the batch); the generated ids and logits go into shards of [B, maxNew] and [B, maxNew * V]

@@ -12,7 +12,15 @@
 // n_head / tp heads and 4D / tp MLP units of every block (shardLayer cuts them from the
 // checkpoint) and vocab_size / tp rows of the tied wte; the residual stream is all-reduced after
 // the embedding, after attention and after the MLP, and the logits are gathered.
-import { pl, ir, ChipWorker, RunConfig, zeros, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
+//
+// Lower precision (kernels(config, tp, vocab, precision)): dtype "bf16" keeps the weights (wte,
+// wpe and every linear layer's) and the KV caches in bfloat16; the residual stream, LayerNorm,
+// softmax and every accumulation stay fp32 (the operands of each matmul are cast to bf16 where
+// they are written: h, qkv, the attention probabilities and output, the GELU output). quant
+// { bits: 8 | 4, groupSize } stores every linear layer's weight and the tied head weight-only
+// quantized (pl.matmulQuant: int8, or int4 two per byte, one scale per groupSize weights along
+// K; tspto.quantize on load), activations and caches fp32, the embedding lookup from the fp32 wte.
+import { pl, ir, ChipWorker, RunConfig, zeros, quantize, HostTensor, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
 import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 
 /**
@@ -28,13 +36,16 @@ import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
  * for one allReduce of x, and computes the logits of its rows. With tp = 1 and keep = 1 nothing
  * is reduced.
  */
-export function kernels(c: GPT2Config, tp = 1, vocab = c.vocabSize) {
+export function kernels(c: GPT2Config, tp = 1, vocab = c.vocabSize, precision: Precision = {}) {
   if (!Number.isInteger(tp) || tp < 1 || c.nHead % tp !== 0) {
     throw new Error(`tensor parallel: n_head = ${c.nHead} is not divisible by tp = ${tp} (each rank takes n_head / tp whole heads)`);
   }
   const D = c.nEmbd, H = c.nHead / tp, HD = c.nEmbd / c.nHead, DL = H * HD, QKV = 3 * DL, FF = (4 * c.nEmbd) / tp, V = vocab, P = c.nPositions;
   const EPS = c.eps, INV_D = 1 / D, SCALE = 1 / Math.sqrt(HD), GELU_C = Math.sqrt(2 / Math.PI);
   const scope = { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C };
+  checkPrecision(c, tp, precision);
+  if (precision.dtype === "bf16") return bf16Kernels(scope);
+  if (precision.quant) return quantKernels(scope, precision.quant);
 
   /** x[S, D] = mine * wte[ids] + keep * wpe[pos .. pos + S] (one process: mine = 1, keep = 1) */
   const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, mine: pl.Tensor<["S", 1], pl.FP32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>,
@@ -142,6 +153,228 @@ export function kernels(c: GPT2Config, tp = 1, vocab = c.vocabSize) {
   return { embed, attn, mlp, head };
 }
 
+/** The precision of a model's weights: dtype "fp32" (default) or "bf16"; quant: weight-only int8 / int4 (not with bf16). */
+export interface Precision { readonly dtype?: "fp32" | "bf16"; readonly quant?: { readonly bits: 4 | 8; readonly groupSize: number } }
+
+/** Checks that a precision fits the model's (one rank's) shapes: each quantized matmul's K is a multiple of the group size. */
+export function checkPrecision(c: GPT2Config, tp: number, p: Precision): void {
+  if (p.dtype !== undefined && p.dtype !== "fp32" && p.dtype !== "bf16") throw new Error(`dtype must be fp32 or bf16, got ${String(p.dtype)}`);
+  if (!p.quant) return;
+  if (p.dtype === "bf16") throw new Error("give one of dtype bf16 and quant (weight-only quantization keeps fp32 activations and caches)");
+  const { bits, groupSize: g } = p.quant;
+  if (bits !== 4 && bits !== 8) throw new Error(`quant bits must be 4 or 8, got ${String(bits)}`);
+  // K of each quantized product: D (qkv, fc, head), D / tp (proj), 4D / tp (fcProj)
+  for (const [k, what] of [[c.nEmbd, "n_embd"], [c.nEmbd / tp, "n_embd / tp"], [(4 * c.nEmbd) / tp, "4 n_embd / tp"]] as const) {
+    if (!Number.isInteger(g) || g <= 0 || k % g !== 0) throw new Error(`quant group size ${g} must divide ${what} = ${k} (the K of a quantized matmul)`);
+  }
+}
+
+type Scope = { D: number; DL: number; QKV: number; H: number; HD: number; FF: number; V: number; P: number; EPS: number; INV_D: number; SCALE: number; GELU_C: number };
+
+/**
+ * The programs with bfloat16 weights and KV caches: each matmul's operands in bf16 (h, qkv, the
+ * probabilities, att, the GELU output are written as bf16), fp32 accumulation, the residual
+ * stream, LayerNorm statistics, softmax and biases fp32.
+ */
+function bf16Kernels(s: Scope) {
+  const { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C } = s;
+  const scope = { ...s };
+  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, mine: pl.Tensor<["S", 1], pl.FP32>, wte: pl.Tensor<[typeof V, typeof D], pl.BF16>,
+    wpe: pl.Tensor<[typeof P, typeof D], pl.BF16>, pos: pl.Scalar<pl.INT64>, keep: pl.Scalar<pl.FP32>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.rowExpandMul(pl.cast(pl.gather(wte, ids), pl.FP32), mine), pl.mul(pl.cast(pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0]), pl.FP32), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const attn = pl.jit(function attn(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln1w: pl.Tensor<[1, typeof D], pl.FP32>, ln1b: pl.Tensor<[1, typeof D], pl.FP32>,
+    attnW: pl.Tensor<[typeof D, typeof QKV], pl.BF16>, attnB: pl.Tensor<[1, typeof QKV], pl.FP32>,
+    projW: pl.Tensor<[typeof DL, typeof D], pl.BF16>, projB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>,
+    kc: pl.InOut<pl.Tensor<["L", typeof DL], pl.BF16>>, vc: pl.InOut<pl.Tensor<["L", typeof DL], pl.BF16>>) {
+    const h = pl.createTensor(["S", D], pl.BF16);
+    const qkv = pl.createTensor(["S", QKV], pl.BF16);
+    const att = pl.createTensor(["S", DL], pl.BF16);
+    const scores = pl.createTensor(["S", "L"], pl.FP32);
+    const probs = pl.createTensor(["S", "L"], pl.BF16);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const mean = pl.mul(pl.rowSum(x), INV_D);
+      const xc = pl.rowExpandSub(x, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(h, pl.cast(pl.add(pl.mul(pl.rowExpandMul(xc, rstd), ln1w), ln1b), pl.BF16));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(qkv, pl.cast(pl.add(pl.matmul(h, attnW), attnB), pl.BF16));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const past = pl.dim(kc, 0) - pl.dim(x, 0);
+      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, DL]), [past, 0]);
+      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, 2 * DL]), [past, 0]);
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const past = pl.dim(kc, 0) - pl.dim(x, 0);
+      for (const hd of pl.range(H)) {
+        const q = pl.slice(qkv, [pl.dim(x, 0), HD], [0, HD * hd]);
+        const k = pl.slice(kc, [pl.dim(kc, 0), HD], [0, HD * hd]);
+        const v = pl.slice(vc, [pl.dim(vc, 0), HD], [0, HD * hd]);
+        const visible = pl.cmp(pl.iota(["S", "L"], 1, pl.INT32), pl.add(pl.iota(["S", "L"], 0, pl.INT32), past), "le");
+        pl.assign(scores, pl.sel(visible, pl.mul(pl.matmul(q, k, { bTrans: true }), SCALE), -1e30));
+        const e = pl.exp(pl.rowExpandSub(scores, pl.rowMax(scores)));
+        pl.assign(probs, pl.cast(pl.rowExpandDiv(e, pl.rowSum(e)), pl.BF16));
+        pl.assemble(att, pl.cast(pl.matmul(probs, v), pl.BF16), [0, HD * hd]);
+      }
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.matmul(att, projW), pl.mul(pl.add(x, projB), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const mlp = pl.jit(function mlp(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
+    fcW: pl.Tensor<[typeof D, typeof FF], pl.BF16>, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
+    fcProjW: pl.Tensor<[typeof FF, typeof D], pl.BF16>, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>) {
+    const h = pl.createTensor(["S", D], pl.BF16);
+    const f = pl.createTensor(["S", FF], pl.BF16);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const mean = pl.mul(pl.rowSum(x), INV_D);
+      const xc = pl.rowExpandSub(x, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(h, pl.cast(pl.add(pl.mul(pl.rowExpandMul(xc, rstd), ln2w), ln2b), pl.BF16));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const u = pl.add(pl.matmul(h, fcW), fcB);
+      pl.assign(f, pl.cast(pl.mul(pl.mul(u, 0.5), pl.add(pl.tanh(pl.mul(pl.add(u, pl.mul(pl.mul(pl.mul(u, u), u), 0.044715)), GELU_C)), 1)), pl.BF16));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.matmul(f, fcProjW), pl.mul(pl.add(x, fcProjB), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const head = pl.jit(function head(x: pl.Tensor<["S", typeof D], pl.FP32>, lnfW: pl.Tensor<[1, typeof D], pl.FP32>, lnfB: pl.Tensor<[1, typeof D], pl.FP32>,
+    wte: pl.Tensor<[typeof V, typeof D], pl.BF16>, logits: pl.Out<pl.Tensor<[1, typeof V], pl.FP32>>, next: pl.Out<pl.Tensor<[1, 1], pl.INT32>>) {
+    const hl = pl.createTensor([1, D], pl.BF16);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const last = pl.slice(x, [1, D], [pl.dim(x, 0) - 1, 0]);
+      const mean = pl.mul(pl.rowSum(last), INV_D);
+      const xc = pl.rowExpandSub(last, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(hl, pl.cast(pl.add(pl.mul(pl.rowExpandMul(xc, rstd), lnfW), lnfB), pl.BF16));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(logits, pl.matmul(hl, wte, { bTrans: true }));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(next, pl.rowArgmax(logits));
+    });
+    return logits;
+  }, { scope });
+  return { embed, attn, mlp, head };
+}
+
+/**
+ * The programs with weight-only quantized linear layers and head (pl.matmulQuant): each weight
+ * is a (packed weight, scales) pair in nn.Linear's layout ([N, K]: qkv [QKV, D], proj [D, DL], fc
+ * [FF, D], fcProj [D, FF], the head wte [V, D]); activations and caches fp32.
+ */
+function quantKernels(s: Scope, q: { readonly bits: 4 | 8; readonly groupSize: number }) {
+  const { D, DL, QKV, H, HD, FF, V, P, EPS, INV_D, SCALE, GELU_C } = s;
+  const BITS = q.bits, G = q.groupSize;
+  const scope = { ...s, BITS, G };
+  const embed = pl.jit(function embed(ids: pl.Tensor<["S"], pl.INT32>, mine: pl.Tensor<["S", 1], pl.FP32>, wte: pl.Tensor<[typeof V, typeof D], pl.FP32>,
+    wpe: pl.Tensor<[typeof P, typeof D], pl.FP32>, pos: pl.Scalar<pl.INT64>, keep: pl.Scalar<pl.FP32>, x: pl.Out<pl.Tensor<["S", typeof D], pl.FP32>>) {
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.rowExpandMul(pl.gather(wte, ids), mine), pl.mul(pl.slice(wpe, [pl.dim(x, 0), D], [pos, 0]), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const attn = pl.jit(function attn(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln1w: pl.Tensor<[1, typeof D], pl.FP32>, ln1b: pl.Tensor<[1, typeof D], pl.FP32>,
+    attnW: pl.Tensor, attnS: pl.Tensor, attnB: pl.Tensor<[1, typeof QKV], pl.FP32>,
+    projW: pl.Tensor, projS: pl.Tensor, projB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>,
+    kc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>, vc: pl.InOut<pl.Tensor<["L", typeof DL], pl.FP32>>) {
+    const h = pl.createTensor(["S", D], pl.FP32);
+    const qkv = pl.createTensor(["S", QKV], pl.FP32);
+    const att = pl.createTensor(["S", DL], pl.FP32);
+    const scores = pl.createTensor(["S", "L"], pl.FP32);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const mean = pl.mul(pl.rowSum(x), INV_D);
+      const xc = pl.rowExpandSub(x, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(h, pl.add(pl.mul(pl.rowExpandMul(xc, rstd), ln1w), ln1b));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(qkv, pl.add(pl.matmulQuant(h, attnW, attnS, { bits: BITS, groupSize: G }), attnB));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const past = pl.dim(kc, 0) - pl.dim(x, 0);
+      pl.assemble(kc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, DL]), [past, 0]);
+      pl.assemble(vc, pl.slice(qkv, [pl.dim(x, 0), DL], [0, 2 * DL]), [past, 0]);
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const past = pl.dim(kc, 0) - pl.dim(x, 0);
+      for (const hd of pl.range(H)) {
+        const q = pl.slice(qkv, [pl.dim(x, 0), HD], [0, HD * hd]);
+        const k = pl.slice(kc, [pl.dim(kc, 0), HD], [0, HD * hd]);
+        const v = pl.slice(vc, [pl.dim(vc, 0), HD], [0, HD * hd]);
+        const visible = pl.cmp(pl.iota(["S", "L"], 1, pl.INT32), pl.add(pl.iota(["S", "L"], 0, pl.INT32), past), "le");
+        pl.assign(scores, pl.sel(visible, pl.mul(pl.matmul(q, k, { bTrans: true }), SCALE), -1e30));
+        const e = pl.exp(pl.rowExpandSub(scores, pl.rowMax(scores)));
+        pl.assign(scores, pl.rowExpandDiv(e, pl.rowSum(e)));
+        pl.assemble(att, pl.matmul(scores, v), [0, HD * hd]);
+      }
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.matmulQuant(att, projW, projS, { bits: BITS, groupSize: G }), pl.mul(pl.add(x, projB), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const mlp = pl.jit(function mlp(x: pl.InOut<pl.Tensor<["S", typeof D], pl.FP32>>,
+    ln2w: pl.Tensor<[1, typeof D], pl.FP32>, ln2b: pl.Tensor<[1, typeof D], pl.FP32>,
+    fcW: pl.Tensor, fcS: pl.Tensor, fcB: pl.Tensor<[1, typeof FF], pl.FP32>,
+    fcProjW: pl.Tensor, fcProjS: pl.Tensor, fcProjB: pl.Tensor<[1, typeof D], pl.FP32>, keep: pl.Scalar<pl.FP32>) {
+    const h = pl.createTensor(["S", D], pl.FP32);
+    const f = pl.createTensor(["S", FF], pl.FP32);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const mean = pl.mul(pl.rowSum(x), INV_D);
+      const xc = pl.rowExpandSub(x, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(h, pl.add(pl.mul(pl.rowExpandMul(xc, rstd), ln2w), ln2b));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const u = pl.add(pl.matmulQuant(h, fcW, fcS, { bits: BITS, groupSize: G }), fcB);
+      pl.assign(f, pl.mul(pl.mul(u, 0.5), pl.add(pl.tanh(pl.mul(pl.add(u, pl.mul(pl.mul(pl.mul(u, u), u), 0.044715)), GELU_C)), 1)));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(x, pl.add(pl.matmulQuant(f, fcProjW, fcProjS, { bits: BITS, groupSize: G }), pl.mul(pl.add(x, fcProjB), keep)));
+    });
+    return x;
+  }, { scope });
+
+  const head = pl.jit(function head(x: pl.Tensor<["S", typeof D], pl.FP32>, lnfW: pl.Tensor<[1, typeof D], pl.FP32>, lnfB: pl.Tensor<[1, typeof D], pl.FP32>,
+    wteQ: pl.Tensor, wteS: pl.Tensor, logits: pl.Out<pl.Tensor<[1, typeof V], pl.FP32>>, next: pl.Out<pl.Tensor<[1, 1], pl.INT32>>) {
+    const hl = pl.createTensor([1, D], pl.FP32);
+    pl.at(pl.Level.CORE_GROUP, () => {
+      const last = pl.slice(x, [1, D], [pl.dim(x, 0) - 1, 0]);
+      const mean = pl.mul(pl.rowSum(last), INV_D);
+      const xc = pl.rowExpandSub(last, mean);
+      const rstd = pl.rsqrt(pl.add(pl.mul(pl.rowSum(pl.mul(xc, xc)), INV_D), EPS));
+      pl.assign(hl, pl.add(pl.mul(pl.rowExpandMul(xc, rstd), lnfW), lnfB));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(logits, pl.matmulQuant(hl, wteQ, wteS, { bits: BITS, groupSize: G }));
+    });
+    pl.at(pl.Level.CORE_GROUP, () => {
+      pl.assign(next, pl.rowArgmax(logits));
+    });
+    return logits;
+  }, { scope });
+  return { embed, attn, mlp, head };
+}
+
 export interface ModelOptions {
   platform?: string; config?: RunConfig;
   /**
@@ -152,6 +385,8 @@ export interface ModelOptions {
    * weights and calls step() with the same tokens. The worker stays open (its owner closes it).
    */
   dist?: DistributedWorker;
+  /** Weights in bfloat16 (and the KV caches), or weight-only int8 / int4 (default: fp32). */
+  precision?: Precision;
 }
 
 /** This rank's part of a layer's weights under `tp`-way tensor parallelism (column-parallel qkv and fc, row-parallel proj and fcProj; LayerNorms and the row-parallel biases whole). */
@@ -198,7 +433,9 @@ export class GPT2Model {
   private readonly dist: DistributedWorker | undefined;
   private readonly keep: number;
   private readonly handles: { embed: RegistrationHandle; attn: RegistrationHandle; mlp: RegistrationHandle; head: RegistrationHandle };
-  private readonly dev: { wte: DeviceTensor; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: { attn: DeviceTensor[]; mlp: DeviceTensor[] }[]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
+  private readonly dev: { wte: DeviceTensor; headW: DeviceTensor[]; wpe: DeviceTensor; lnfW: DeviceTensor; lnfB: DeviceTensor; layers: { attn: DeviceTensor[]; mlp: DeviceTensor[] }[]; kc: DeviceTensor[]; vc: DeviceTensor[]; x: DeviceTensor };
+  /** The precision of the weights (and, with bf16, of the caches). */
+  readonly precision: Precision;
   private readonly logits: Float32Array;
   private readonly next = new Int32Array(1);
 
@@ -218,21 +455,35 @@ export class GPT2Model {
     const rows = this.logitShards?.shardShapes.map((sh) => sh[1]) ?? [V];
     this.vocabRows = rows[this.rank];
     this.vocabStart = rows.slice(0, this.rank).reduce((a, b) => a + b, 0);
-    this.programs = compilePrograms(config, cfg, this.tp, this.vocabRows);
+    const prec = opts.precision ?? {};
+    this.precision = prec;
+    this.programs = compilePrograms(config, cfg, this.tp, this.vocabRows, prec);
     this.worker = dist ? dist.workers[0] : new ChipWorker(cfg);
     const w = this.worker;
     const put = (shape: number[], data: Float32Array) => w.allocTensor(shape, "float32", { init: { data, shape } });
+    const bf16 = prec.dtype === "bf16", quant = prec.quant;
+    /** A weight as the programs take it: fp32, bf16, or (quant) its packed weight and scales in [N, K] from a [K, N] (layout "kn") or [N, K] matrix. */
+    const weight = (shape: number[], data: Float32Array, layout: "kn" | "nk" = "kn"): DeviceTensor[] => {
+      if (bf16) return [w.allocTensor(shape, "bfloat16", { init: new HostTensor(data, shape, "float32").astype("bfloat16") })];
+      if (!quant) return [put(shape, data)];
+      const q = quantize(new HostTensor(data, shape, "float32"), { bits: quant.bits, groupSize: quant.groupSize, layout });
+      return [w.allocTensor(q.w.shape, q.w.dtype, { init: q.w }), w.allocTensor(q.scales.shape, "float32", { init: q.scales })];
+    };
+    const wteRows = weights.wte.subarray(this.vocabStart * D, (this.vocabStart + this.vocabRows) * D);
+    const wte = bf16 ? weight([this.vocabRows, D], wteRows)[0] : put([this.vocabRows, D], wteRows);
+    const cacheD = bf16 ? "bfloat16" : "float32";
     this.dev = {
-      wte: put([this.vocabRows, D], weights.wte.subarray(this.vocabStart * D, (this.vocabStart + this.vocabRows) * D)), wpe: put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
+      wte, headW: quant ? weight([this.vocabRows, D], wteRows, "nk") : [wte],
+      wpe: bf16 ? weight([P, D], weights.wpe)[0] : put([P, D], weights.wpe), lnfW: put([1, D], weights.lnfW), lnfB: put([1, D], weights.lnfB),
       layers: weights.layers.map((full) => {
         const l = shardLayer(config, full, this.rank, this.tp);
         return {
-          attn: [put([1, D], l.ln1w), put([1, D], l.ln1b), put([D, 3 * DL], l.attnW), put([1, 3 * DL], l.attnB), put([DL, D], l.projW), put([1, D], l.projB)],
-          mlp: [put([1, D], l.ln2w), put([1, D], l.ln2b), put([D, FF], l.fcW), put([1, FF], l.fcB), put([FF, D], l.fcProjW), put([1, D], l.fcProjB)],
+          attn: [put([1, D], l.ln1w), put([1, D], l.ln1b), ...weight([D, 3 * DL], l.attnW), put([1, 3 * DL], l.attnB), ...weight([DL, D], l.projW), put([1, D], l.projB)],
+          mlp: [put([1, D], l.ln2w), put([1, D], l.ln2b), ...weight([D, FF], l.fcW), put([1, FF], l.fcB), ...weight([FF, D], l.fcProjW), put([1, D], l.fcProjB)],
         };
       }),
-      kc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
-      vc: weights.layers.map(() => w.allocTensor([P, DL], "float32")),
+      kc: weights.layers.map(() => w.allocTensor([P, DL], cacheD)),
+      vc: weights.layers.map(() => w.allocTensor([P, DL], cacheD)),
       x: w.allocTensor([P, D], "float32"),
     };
     this.handles = { embed: w.register(this.programs.embed), attn: w.register(this.programs.attn), mlp: w.register(this.programs.mlp), head: w.register(this.programs.head) };
@@ -262,11 +513,11 @@ export class GPT2Model {
     }
     this.position = L;
     if (!this.logitShards) {
-      this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
+      this.handles.head(x, this.dev.lnfW, this.dev.lnfB, ...this.dev.headW, { data: this.logits, shape: [1, V] }, { data: this.next, shape: [1, 1] });
       return { logits: this.logits, next: this.next[0] };
     }
     // this rank's logits into its shard, then every rank gathers all of them and takes the argmax
-    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, this.logitShards.shards[0], { data: this.next, shape: [1, 1] });
+    this.handles.head(x, this.dev.lnfW, this.dev.lnfB, ...this.dev.headW, this.logitShards.shards[0], { data: this.next, shape: [1, 1] });
     const t0 = performance.now();
     this.logits.set(this.dist!.gather(this.logitShards).data as Float32Array);
     this.comm.ms += performance.now() - t0;
@@ -307,7 +558,7 @@ export class GPT2Model {
       { compiled: this.programs.embed, args: [{ data: ids, shape: [S] }, { data: mine, shape: [S, 1] }, this.dev.wte, this.dev.wpe, this.position, this.keep, x], count: 1 },
       { compiled: this.programs.attn, args: [x, ...l.attn, this.keep, this.dev.kc[0].narrow(0, 0, L), this.dev.vc[0].narrow(0, 0, L)], count: this.config.nLayer },
       { compiled: this.programs.mlp, args: [x, ...l.mlp, this.keep], count: this.config.nLayer },
-      { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, this.dev.wte, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
+      { compiled: this.programs.head, args: [x, this.dev.lnfW, this.dev.lnfB, ...this.dev.headW, { data: new Float32Array(V), shape: [1, V] }, { data: new Int32Array(1), shape: [1, 1] }], count: 1 },
     ];
   }
 
@@ -331,22 +582,27 @@ export class GPT2Model {
     if (!this.dist) { this.worker.close(); return; }
     if (this.dist.closed) return;
     const d = this.dev;
-    for (const t of [d.wte, d.wpe, d.lnfW, d.lnfB, d.x, ...d.kc, ...d.vc, ...d.layers.flatMap((l) => [...l.attn, ...l.mlp])]) this.worker.freeTensor(t);
+    for (const t of new Set([d.wte, ...d.headW, d.wpe, d.lnfW, d.lnfB, d.x, ...d.kc, ...d.vc, ...d.layers.flatMap((l) => [...l.attn, ...l.mlp])])) this.worker.freeTensor(t);
     if (this.logitShards) this.dist.free(this.logitShards);
   }
 }
 
 /** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
-export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize): Programs {
-  const k = kernels(c, tp, vocab);
+export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {}): Programs {
+  const k = kernels(c, tp, vocab, precision);
   const { nEmbd: D, nPositions: P } = c;
   const V = vocab;
   const DL = D / tp, FF = (4 * D) / tp;
   const f = (shape: number[]) => zeros(shape);
+  const bf16 = precision.dtype === "bf16", q = precision.quant;
+  const wd = bf16 ? "bfloat16" : "float32";
+  /** Sample arguments of a [K, N] weight: one tensor, or (quant) the [N, K] packed weight and its scales. */
+  const wt = (kk: number, n: number) => (q ? [zeros([n, q.bits === 4 ? kk / 2 : kk], q.bits === 4 ? "uint8" : "int8"), zeros([n, kk / q.groupSize])] : [zeros([kk, n], wd)]);
   const opts = { platform: cfg.platform, fpContract: cfg.fpContract };
-  const embed = ir.compile(k.embed.lower(zeros([1], "int32"), f([1, 1]), f([V, D]), f([P, D]), 0, 1, f([1, D])), opts);
-  const attn = ir.compile(k.attn.lower(f([1, D]), f([1, D]), f([1, D]), f([D, 3 * DL]), f([1, 3 * DL]), f([DL, D]), f([1, D]), 1, f([2, DL]), f([2, DL])), opts);
-  const mlp = ir.compile(k.mlp.lower(f([1, D]), f([1, D]), f([1, D]), f([D, FF]), f([1, FF]), f([FF, D]), f([1, D]), 1), opts);
-  const head = ir.compile(k.head.lower(f([1, D]), f([1, D]), f([1, D]), f([V, D]), f([1, V]), zeros([1, 1], "int32")), opts);
+  const lower = (kern: { lower(...a: unknown[]): unknown }, ...args: unknown[]) => ir.compile(kern.lower(...args) as Parameters<typeof ir.compile>[0], opts);
+  const embed = lower(k.embed, zeros([1], "int32"), f([1, 1]), zeros([V, D], wd), zeros([P, D], wd), 0, 1, f([1, D]));
+  const attn = lower(k.attn, f([1, D]), f([1, D]), f([1, D]), ...wt(D, 3 * DL), f([1, 3 * DL]), ...wt(DL, D), f([1, D]), 1, zeros([2, DL], wd), zeros([2, DL], wd));
+  const mlp = lower(k.mlp, f([1, D]), f([1, D]), f([1, D]), ...wt(D, FF), f([1, FF]), ...wt(FF, D), f([1, D]), 1);
+  const head = lower(k.head, f([1, D]), f([1, D]), f([1, D]), ...(q ? [zeros([V, q.bits === 4 ? D / 2 : D], q.bits === 4 ? "uint8" : "int8"), zeros([V, D / q.groupSize])] : [zeros([V, D], wd)]), f([1, V]), zeros([1, 1], "int32"));
   return { embed, attn, mlp, head };
 }

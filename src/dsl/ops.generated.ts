@@ -501,3 +501,9 @@ export function gatherLoad<D extends DType>(table: Tensor<any, D>, indices: AnyT
 export function gatherLoad(...args: any[]): any {
   return notRunnable("gatherLoad");
 }
+/** matmulQuant(x[M,K], w, scales[N,K/groupSize], { bits: 8 | 4, groupSize, outDtype? }) -> [M,N] float32: x @ dequant(w)ᵀ, weight-only quantized (bits 8: w int8 [N,K]; bits 4: w uint8 [N,K/2], k = 2j in the low nibble of byte j, value = nibble - 8), dequantized inside the product: weight (n,k) = q * scales[n][k / groupSize]; fp32 accumulation (the reference sums in float64) */
+export function matmulQuant(x: AnyTile, w: AnyTile, scales: AnyTile, opts: { readonly bits: 4 | 8; readonly groupSize: number; readonly outDtype?: DType }): Tile<any, any, Mem.Acc, any>;
+export function matmulQuant<D extends DType = FP32>(x: Tensor, w: Tensor, scales: Tensor, opts: { readonly bits: 4 | 8; readonly groupSize: number; readonly outDtype?: D }): Tensor<any, D>;
+export function matmulQuant(...args: any[]): any {
+  return notRunnable("matmulQuant");
+}

@@ -232,6 +232,17 @@ const REDUCTION_OPS = new Set(["rowSum", "rowMax", "rowMin", "colSum", "colMax",
  * transpose's), per matmul operand variable the load it reads, and the operand variables read
  * transposed.
  */
+/**
+ * The ops whose operands are forwarded: the operand positions, the dtypes read in place (a tensor
+ * of the tile's dtype) and whether a transposed load is read too. matmulQuant (src/ir/ops/quant.ts)
+ * reads its fp32 x, its int8 / packed uint8 weight and its scales (any of their dtypes) in place.
+ */
+const FORWARDED_OPERANDS: ReadonlyMap<string, { args: readonly number[]; dtypes: readonly string[]; trans: boolean }> = new Map([
+  ["tile.matmul", { args: [0, 1], dtypes: ["float32"], trans: true }],
+  ["tile.matmulAcc", { args: [1, 2], dtypes: ["float32"], trans: true }],
+  ["tile.matmulQuant", { args: [0, 1, 2], dtypes: ["float32", "int8", "uint8", "float16", "bfloat16"], trans: false }],
+]);
+
 export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; operands: Map<number, Extract<Expr, { kind: "call" }>>; transposed: Set<number> } {
   const skipped = new Set<number>();
   const operands = new Map<number, Extract<Expr, { kind: "call" }>>();
@@ -251,13 +262,14 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
       if (call.op === "tile.load" || call.op === "tile.move") { defs.set(v.id, { at: i, call }); return; }
       if (call.op === "tile.transpose" && (v.type as TileType).shape.length === 2) { defs.set(v.id, { at: i, call }); return; }
       if (call.op === "call" || call.op.startsWith("tensor.") || call.op === "tile.store") { barrier = i; return; }
-      if (call.op !== "tile.matmul" && call.op !== "tile.matmulAcc") return;
-      const base = call.op === "tile.matmul" ? 0 : 1;
-      for (const a of [call.args[base], call.args[base + 1]]) {
+      const fwd = FORWARDED_OPERANDS.get(call.op);
+      if (!fwd) return;
+      for (const a of fwd.args.map((ai) => call.args[ai])) {
         if (!a || a.kind !== "var" || (uses.get(a.id) ?? 0) !== 1 || operands.has(a.id)) continue;
         let d = defs.get(a.id);
         const chain = [a.id];
         const trans = d?.call.op === "tile.transpose";
+        if (trans && !fwd.trans) continue;
         if (d && trans) {
           const src = d.call.args[0];
           if (src.kind !== "var" || (uses.get(src.id) ?? 0) !== 1) continue;
@@ -275,7 +287,7 @@ export function forwardableMatmulOperands(fn: Func): { skipped: Set<number>; ope
         const lt = load.type as TileType, ten = load.args[0];
         if (ten.kind !== "var" || ten.type.kind !== "tensor") continue;
         const tt = ten.type as TensorType;
-        if (tt.dtype !== "float32" || lt.dtype !== "float32" || tt.shape.length !== 2) continue;
+        if (tt.dtype !== lt.dtype || !fwd.dtypes.includes(tt.dtype) || tt.shape.length !== 2) continue;
         if (lt.validShape || load.attrs.pad !== undefined || load.attrs.validShape != null) continue;
         operands.set(a.id, load);
         if (trans) transposed.add(a.id);

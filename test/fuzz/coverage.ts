@@ -46,7 +46,7 @@ export const FUZZED: Readonly<Record<string, readonly string[]>> = {
   // indexing
   gather: ["gather"], gatherLoad: ["gather"], iota: ["iota"], checkWindow: ["dynSlice"],
   // matmul
-  matmul: ["matmul", "matmulEpilogue"], matmulAcc: ["matmul"], matmulBias: ["matmul"], batchMatmul: ["matmul"],
+  matmul: ["matmul", "matmulEpilogue"], matmulAcc: ["matmul"], matmulBias: ["matmul"], batchMatmul: ["matmul"], matmulQuant: ["matmulQuant"],
   // scalar ops (TypeScript operators and Math functions in kernels)
   "scalar.add": ["scalar"], "scalar.sub": ["scalar", "dynLoop"], "scalar.mul": ["scalar"], "scalar.div": ["scalar"], "scalar.mod": ["scalar"],
   "scalar.lt": ["scalar"], "scalar.le": ["scalar"], "scalar.gt": ["scalar"], "scalar.ge": ["scalar"], "scalar.eq": ["scalar"], "scalar.ne": ["scalar"],

@@ -16,7 +16,8 @@
 // (Math.*, comparisons, &&/||, pl.dim, pl.read); loops with carried tiles; two-stage programs
 // through an intermediate createTensor; row loops over a dynamic dimension with run-time
 // validShape; gather (tile and tensor forms, int32/int64 indices), iota masks, slices of
-// run-time extent (with a column reduction down the run-time height).
+// run-time extent (with a column reduction down the run-time height); weight-only quantized
+// matmul (int8 / int4 weights, per-group scales, tile and tensor forms).
 //
 // runBatch can also build the cpu program at -O0 ($TSPTO_CXX_OPT, internal) and compare it
 // bit for bit with the production build: a difference is the optimizer miscompiling.
@@ -995,6 +996,49 @@ function matmulCase(r: Rand, id: number): Case {
   };
 }
 
+/**
+ * Weight-only quantized matmul (pl.matmulQuant): int8 or packed int4 weights, per-group scales
+ * (fp32 / fp16 / bf16), group sizes that are and are not multiples of 16, tile and tensor forms,
+ * with a bias epilogue on tensors. x holds halves, the weights small integers and the scales
+ * powers of two, so every sum is exact in fp32 in any order: the reference is exact.
+ */
+function matmulQuantCase(r: Rand, id: number): Case {
+  const bits = pick(r, [4, 8] as const);
+  const g = pick(r, [2, 8, 16, 24, 32, 48]);
+  const K = g * int(r, 1, 4), M = int(r, 1, 6), N = int(r, 1, 40);
+  const sd = pick(r, ["float32", "float16", "bfloat16"] as DType[]);
+  const x: Input = { name: `x${id}_x`, shape: [M, K], dtype: "float32", values: Array.from({ length: M * K }, () => int(r, -8, 8) / 2) };
+  const q = Array.from({ length: N * K }, () => (bits === 4 ? int(r, -8, 7) : int(r, -20, 20)));
+  const wv = bits === 8 ? q : Array.from({ length: (N * K) / 2 }, (_, j) => ((q[2 * j] + 8) & 15) | (((q[2 * j + 1] + 8) & 15) << 4));
+  const w: Input = { name: `x${id}_w`, shape: bits === 8 ? [N, K] : [N, K / 2], dtype: bits === 8 ? "int8" : "uint8", values: wv };
+  const G = K / g;
+  const sc: Input = { name: `x${id}_s`, shape: [N, G], dtype: sd, values: Array.from({ length: N * G }, () => pick(r, [0.5, -0.25, 1, 2, -0.125, 0.0625])) };
+  const expected: number[] = [];
+  for (let i = 0; i < M; i++) for (let n = 0; n < N; n++) {
+    let t = 0;
+    for (let k = 0; k < K; k++) t += x.values[i * K + k] * q[n * K + k] * sc.values[n * G + Math.floor(k / g)];
+    expected.push(t);
+  }
+  const opts = `{ bits: ${bits}, groupSize: ${g} }`;
+  const tensorForm = r() < 0.6;
+  if (tensorForm) {
+    const withBias = r() < 0.5;
+    const bias: Input = { name: `x${id}_b`, shape: [1, N], dtype: "float32", values: Array.from({ length: N }, () => int(r, -8, 8) / 4) };
+    const mm = `pl.matmulQuant(${x.name}, ${w.name}, ${sc.name}, ${opts})`;
+    return {
+      id, kind: "matmulQuant", scopes: [`pl.assign(o${id}, ${withBias ? `pl.add(${mm}, ${bias.name})` : mm});`], inputs: withBias ? [x, w, sc, bias] : [x, w, sc],
+      out: { name: `o${id}`, shape: [M, N], dtype: "float32", init: new Array(M * N).fill(0) },
+      expected: withBias ? expected.map((v, k) => v + bias.values[k % N]) : expected, tol: { rtol: 1e-6, atol: 1e-6 },
+      what: `matmulQuant int${bits} g${g} ${sd} scales [${M},${K}] x [${N},${K}]${withBias ? " + bias" : ""} (tensor)`, ops: withBias ? ["assign", "matmulQuant", "add"] : ["assign", "matmulQuant"],
+    };
+  }
+  const body = `pl.store(pl.matmulQuant(pl.load(${x.name}, [0, 0], [${M}, ${K}]), pl.load(${w.name}, [0, 0], [${w.shape.join(", ")}]), pl.load(${sc.name}, [0, 0], [${N}, ${G}]), ${opts}), [0, 0], o${id});`;
+  return {
+    id, kind: "matmulQuant", scopes: [body], inputs: [x, w, sc], out: { name: `o${id}`, shape: [M, N], dtype: "float32", init: new Array(M * N).fill(0) },
+    expected, tol: { rtol: 1e-6, atol: 1e-6 }, what: `matmulQuant int${bits} g${g} ${sd} scales [${M},${K}] x [${N},${K}] (tile)`, ops: ["load", "store", "matmulQuant"],
+  };
+}
+
 /** Two scopes through an intermediate tensor made in the orchestration (createTensor): the second task depends on the first. */
 function twoStageCase(r: Rand, id: number): Case {
   const shape = [int(r, 1, 48), int(r, 1, 96)];
@@ -1172,6 +1216,7 @@ function dynSliceCase(r: Rand, id: number): Case {
 export const CASE_KINDS: readonly ((r: Rand, id: number) => Case)[] = [
   elementwiseCase, elementwiseCase, elementwiseCase, tileCase, tileCase, reductionCase, reductionCase, broadcastCase, shapeCase, loopCase,
   scalarCase, rowReductionExprCase, matmulEpilogueCase, matmulCase, twoStageCase, dynLoopCase, gatherCase, iotaCase, dynSliceCase,
+  matmulQuantCase,
 ];
 
 // ------------------------------------------------------------------ batches

@@ -3,4 +3,5 @@
 // ../cuda/lang.ts, WGSL: ../wgsl/lang.ts).
 export { SimtKernelGen, vectorLoop, vectorLoopFlat } from "./kernel.js";
 export { SIMT_OPS, simtEmitterFor, strides } from "./ops.js";
+import "./quant.js";
 export type { SimtLang, SimtCtx, SimtKernel, SimtEmitter, ElemArray, ElemPlan, FailSite, TileDest, LoopOut, MatmulParts } from "./lang.js";

@@ -20,3 +20,4 @@ export { asTensorLike, bufferView, HostTensor } from "./host_tensor.js";
 export { full, tensor, zeros, type NestedNumbers } from "./factories.js";
 export { randn, Rng } from "./random.js";
 export { assertClose } from "./assert.js";
+export { quantize, dequantize, type QuantizeOptions, type QuantizedWeight } from "./quantize.js";

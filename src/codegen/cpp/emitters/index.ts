@@ -22,6 +22,7 @@ import "./matmul.js";
 import "./shape.js";
 import "./read.js";
 import "./indexing.js";
+import "./quant.js";
 
 export {
   type ScalarCType, type CExpr, scalarCType, scratchCType, storageCType, loadConv, storeConv,
