@@ -46,11 +46,22 @@ export function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeout
       hard = setTimeout(() => p.kill("SIGKILL"), 10_000);
     }, timeoutMs);
     p.on("error", reject);
-    p.on("close", (status, signal) => {
+    let done = false, linger: NodeJS.Timeout | undefined;
+    const finish = (status: number | null, signal: string | null) => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       clearTimeout(hard);
+      clearTimeout(linger);
       resolve({ status, signal, out });
+    };
+    // 'close' waits for every holder of the pipes: a grandchild left alive (a daemon on a host
+    // cut off) would keep the test waiting past its own timeout; 15 s after the exit, stop reading
+    p.on("exit", (status, signal) => {
+      linger = setTimeout(() => { p.stdout.destroy(); p.stderr.destroy(); finish(status, signal); }, 15_000);
+      linger.unref();
     });
+    p.on("close", (status, signal) => finish(status, signal));
   });
 }
 
