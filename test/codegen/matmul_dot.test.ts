@@ -1,7 +1,8 @@
 // The bf16 and int8 matmuls on the CPU's dot-product / matrix units (issue 21; kernels in
 // src/codegen/cpp/prelude_dot.ts, called by emitters/matmul.ts), on every ISA path this machine
 // has (TSPTO_CPU_ISA set per build: the build identity follows it): against interp bit for bit
-// (bf16: the dot paths sum in k order like interp; data without denormals), against an
+// (bf16: the dot paths sum in k order like interp; data without denormals; AMX, which sums each
+// instruction's 32 products inside the unit, within 2^-20 and differing somewhere), against an
 // independent float64 / BigInt formula, with edge tiles, odd K, run-time valid regions, the
 // accumulator read in place, and the denormal rule of the dot paths (flushed to zero). The AMX
 // kernels are compiled here with -mamx-* (this machine may not run them) and run only where the
@@ -90,6 +91,20 @@ function within(got: ArrayLike<number>, a: ArrayLike<number>, b: ArrayLike<numbe
     if (!(Math.abs(e - s) <= (k + 1) * 2 ** -24 * abs * 1.0001)) throw new Error(`(${i}, ${j}): ${e} vs float64 ${s}`);
   }
 }
+/**
+ * cpu against interp: bit for bit on the paths that sum in k order; AMX sums each tdpbf16ps's
+ * 32 products inside the unit, in its own order (docs/semantics.md, measured here), so there it
+ * agrees within 2^-20 relative to the largest |value| (the float64 bound is checked as well).
+ */
+const agree = (isa: string, got: number[], ref: number[]): void => {
+  if (isa !== "amx") { expect(got).toEqual(ref); return; }
+  expect(got.length).toBe(ref.length);
+  const scale = Math.max(1, ...ref.map(Math.abs));
+  let worst = 0, at = -1;
+  for (let i = 0; i < ref.length; i++) { const e = Math.abs(got[i] - ref[i]); if (!(e <= worst)) { worst = e; at = i; } }
+  expect(worst, `element ${at}: ${got[at]} vs interp ${ref[at]}`).toBeLessThanOrEqual(2 ** -20 * scale);
+  expect(got.some((x, i) => x !== ref[i]) || ref.length < 64, "AMX differs from the k-order sum somewhere (else this path is not AMX)").toBe(true);
+};
 const libOf = (c: { outputDir: string }) => join(c.outputDir, "build", "libprogram.so");
 const flagsOf = (c: { outputDir: string }): string[] => JSON.parse(readFileSync(join(c.outputDir, "build", "stamp.json"), "utf8")).flags;
 
@@ -98,13 +113,13 @@ describe("bf16 matmul on each ISA path this machine has", () => {
     expect(HAVE.length).toBeGreaterThan(0);
   });
   for (const isa of HAVE) {
-    it(`${isa}: tile form (edge tiles, odd K, acc from a tile) agrees with interp bit for bit and with float64`, () => {
+    it(`${isa}: tile form (edge tiles, odd K, acc from a tile) agrees with interp (${isa === "amx" ? "within 2^-20" : "bit for bit"}) and with float64`, () => {
       withIsa(isa, () => {
         const A = randn([M, K], { seed: 11, dtype: "bfloat16" }), B = randn([K, N], { seed: 12, dtype: "bfloat16" }), C0 = randn([M, N], { seed: 13 });
         const run = (p: string) => { const c = zeros([M, N]), d = zeros([M, N]); wide(A, B, C0, c, d, cfg(p)); return [c, d]; };
         const [cc, cd] = run("cpu"), [ic, id] = run("interp");
-        expect(f32(cc)).toEqual(f32(ic));
-        expect(f32(cd)).toEqual(f32(id));
+        agree(isa, f32(cc), f32(ic));
+        agree(isa, f32(cd), f32(id));
         const af = pl_bf16(A), bf = pl_bf16(B);
         within(f32(cc), af, bf, M, K, N);
         within(f32(cd), af, bf, M, K, N, f32(C0));
@@ -126,13 +141,13 @@ describe("bf16 matmul on each ISA path this machine has", () => {
         const A = randn([S, S], { seed: 21, dtype: "bfloat16" }), B = randn([S, T], { seed: 22, dtype: "bfloat16" });
         const run = (p: string) => { const c = zeros([S, T]); loop(A, B, c, cfg(p)); return c; };
         const cpu = run("cpu");
-        expect(f32(cpu)).toEqual(f32(run("interp")));
+        agree(isa, f32(cpu), f32(run("interp")));
         within(f32(cpu), pl_bf16(A), pl_bf16(B), S, S, T);
         const X = randn([70, 301], { seed: 23, dtype: "bfloat16" }), Y = randn([301, 100], { seed: 24, dtype: "bfloat16" });
         const tc = zeros([70, 100]), ti = zeros([70, 100]);
         tmat(X, Y, tc, cfg("cpu"));
         tmat(X, Y, ti, cfg("interp"));
-        expect(f32(tc)).toEqual(f32(ti));
+        agree(isa, f32(tc), f32(ti));
         within(f32(tc), pl_bf16(X), pl_bf16(Y), 70, 301, 100);
       });
     });
@@ -143,8 +158,12 @@ describe("bf16 matmul on each ISA path this machine has", () => {
         for (const L of [1, 37, VM]) {
           const run = (p: string) => { const c = tensor(new Float32Array(2 * VM * VN).fill(-7), { shape: [2 * VM, VN] }); valid(A, B, L, c, cfg(p)); return c; };
           const cpu = run("cpu");
-          expect(f32(cpu)).toEqual(f32(run("interp")));
-          const got = f32(cpu);
+          const got = f32(cpu), ref = f32(run("interp"));
+          if (isa === "amx") {
+            // the pad rows (-7) are equal; the products within 2^-20 of the largest |value|
+            const scale = Math.max(1, ...ref.map(Math.abs));
+            expect(got.every((x, i) => Math.abs(x - ref[i]) <= 2 ** -20 * scale)).toBe(true);
+          } else expect(got).toEqual(ref);
           // rows L.. of the second product (a's pad rows) keep -7
           if (L < VM) expect(got.slice((VM + L) * VN, 2 * VM * VN).every((x) => x === -7)).toBe(true);
           // the first: K = L, against float64 over the first L k only
