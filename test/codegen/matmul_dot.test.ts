@@ -65,6 +65,14 @@ const loop = jit(pl.jit(function loop(a: pl.Tensor, b: pl.Tensor, c: pl.Out<pl.T
   }
   return c;
 }));
+// whole 32 x 32 blocks with an init that is another tile (AMX loads it straight into the tiles)
+const FM = 64, FN = 96, FK = 70;
+const full = jit(pl.jit(function full(a: pl.Tensor, b: pl.Tensor, c0: pl.Tensor, d: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    pl.store(pl.matmulAcc(pl.load(c0, [0, 0], [FM, FN]), pl.load(a, [0, 0], [FM, FK]), pl.load(b, [0, 0], [FK, FN])), [0, 0], d);
+  });
+  return d;
+}));
 // a run-time valid region: a's rows and the k extent L (b's valid rows), the rest never stored
 const VM = 40, VK = 96, VN = 80;
 const valid = jit(pl.jit(function valid(a: pl.Tensor, b: pl.Tensor, L: pl.Scalar<pl.INT64>, c: pl.InOut<pl.Tensor>) {
@@ -149,6 +157,16 @@ describe("bf16 matmul on each ISA path this machine has", () => {
         tmat(X, Y, ti, cfg("interp"));
         agree(isa, f32(tc), f32(ti));
         within(f32(tc), pl_bf16(X), pl_bf16(Y), 70, 301, 100);
+      });
+    });
+
+    it(`${isa}: whole blocks with an init from another tile ([64, 70] x [70, 96] + c0)`, () => {
+      withIsa(isa, () => {
+        const A = randn([FM, FK], { seed: 51, dtype: "bfloat16" }), B = randn([FK, FN], { seed: 52, dtype: "bfloat16" }), C0 = randn([FM, FN], { seed: 53 });
+        const run = (p: string) => { const d = zeros([FM, FN]); full(A, B, C0, d, cfg(p)); return d; };
+        const cpu = run("cpu");
+        agree(isa, f32(cpu), f32(run("interp")));
+        within(f32(cpu), pl_bf16(A), pl_bf16(B), FM, FK, FN, f32(C0));
       });
     });
 
@@ -286,6 +304,30 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
         });
       });
     }
+  }
+  /** sum a * b in float64 (exact: every partial sum is below 2^53), no init: the reference of the larger shapes. */
+  const refNum = (a: ArrayLike<number>, b: ArrayLike<number>, m: number, k: number, n: number): number[] => {
+    const out = new Array<number>(m * n).fill(0);
+    for (let i = 0; i < m; i++) for (let q = 0; q < k; q++) { const x = a[i * k + q]; if (x) for (let j = 0; j < n; j++) out[i * n + j] += x * b[q * n + j]; }
+    return out;
+  };
+  for (const isa of HAVE) {
+    it(`${isa}: the tensor form at [70, 301] x [301, 100] (whole 32 x 32 AMX blocks and edges; no init), and a K loop in place: exact`, () => {
+      withIsa(isa, () => {
+        for (const [da, db] of pairs) {
+          const ad = ints(70 * 301, da, 91, "random"), bd = ints(301 * 100, db, 92, "random");
+          const A = tensor(ad as unknown as Int8Array, { shape: [70, 301], dtype: da }), B = tensor(bd as unknown as Int8Array, { shape: [301, 100], dtype: db });
+          const out = zeros([70, 100], "int32");
+          tmat(A, B, out, cfg("cpu"));
+          expect(i32(out), `${da} x ${db}`).toEqual(refNum(ad as unknown as ArrayLike<number>, bd as unknown as ArrayLike<number>, 70, 301, 100));
+        }
+        const ad = ints(S * S, "int8", 93, "random"), bd = ints(S * T, "int8", 94, "random");
+        const A = tensor(ad as unknown as Int8Array, { shape: [S, S], dtype: "int8" }), B = tensor(bd as unknown as Int8Array, { shape: [S, T], dtype: "int8" });
+        const c = zeros([S, T], "int32");
+        loop(A, B, c, cfg("cpu"));
+        expect(i32(c)).toEqual(refNum(ad as unknown as ArrayLike<number>, bd as unknown as ArrayLike<number>, S, S, T));
+      });
+    });
   }
   it("the typing: int8 with uint8 is allowed (int32 result); uint8 with int16 is not", () => {
     const A = tensor(new Uint8Array(16 * 16), { shape: [16, 16], dtype: "uint8" }), B = tensor(new Int8Array(16 * 16), { shape: [16, 16], dtype: "int8" });

@@ -41,59 +41,96 @@ static inline void tspto_amx_config() {
 static inline uint32_t tspto_bf16_hi(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u >> 16; }
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
-// AMX-BF16 (tdpbf16ps): per Intel's pseudo-code each output lane adds, for each k pair, the
-// even product then the odd one, each rounded to fp32 (nearest even), denormal inputs and
-// results flushed to zero. Operands are packed in their natural pair order (k in the even
-// slot, k + 1 in the odd one), so the sum runs in k order; a missing k + 1 (odd K) is the
-// product (-0) * (+0) = -0, which changes no sum. Blocks of 32 x 32 outputs (2 x 2 tiles).
+// AMX-BF16 (tdpbf16ps). Each instruction adds to every fp32 output the 32 products of its k
+// step, summed inside the unit in an order and width of its own (docs/semantics.md, measured:
+// not k order; denormals flushed). Blocks of 32 x 32 outputs (2 x 2 accumulator tiles, 2 a
+// and 2 b tiles per 32-deep k step). Packing is vectorized: a's rows as bf16 (exact: the
+// inputs are bf16 values widened to fp32), b's k pairs interleaved per column (k even in the
+// low half of a dword); a missing k (K not a multiple of 32) is a (-0) * (+0) = -0 product,
+// which changes no sum. Full blocks load and store their accumulators straight from c / o.
 static inline void tspto_mm_bf16_amx(const float* a, int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
                               float* o, int64_t ldo, int64_t M, int64_t N, int64_t K) {
-  const int64_t ks = (K + 31) / 32, nb = (N + 31) / 32;
-  static thread_local std::vector<uint16_t> bp, ap;
-  bp.assign((size_t)(nb * ks * 2 * 512), 0);
-  ap.assign((size_t)(ks * 2 * 512), 0);
-  // b: [block jb][k step s][tile t][pair p][col j][2]
-  for (int64_t jb = 0; jb < nb; ++jb)
-    for (int64_t s = 0; s < ks; ++s)
-      for (int t = 0; t < 2; ++t)
-        for (int p = 0; p < 16; ++p)
-          for (int j = 0; j < 16; ++j) {
-            const int64_t col = jb * 32 + t * 16 + j, k0 = s * 32 + 2 * p;
-            uint16_t* d = &bp[(size_t)((((jb * ks + s) * 2 + t) * 16 + p) * 32 + 2 * j)];
-            if (col < N && k0 < K) d[0] = (uint16_t)tspto_bf16_hi(b[k0 * ldb + col]);
-            if (col < N && k0 + 1 < K) d[1] = (uint16_t)tspto_bf16_hi(b[(k0 + 1) * ldb + col]);
-          }
+  const int64_t ks = (K + 31) / 32, nb = (N + 31) / 32, mb = (M + 31) / 32;
+  // column groups of JG blocks: their packed b (JG x 2 KiB per k step) stays in L1 while every
+  // row block's packed a panel (2 KiB per k step) streams past it
+  const int64_t JG = ks <= 4 ? 4 : ks <= 8 ? 2 : 1;
+  static thread_local std::vector<uint32_t> bp, ap;  // dwords: bf16 pairs
+  if ((int64_t)bp.size() < JG * ks * 512) bp.resize((size_t)(JG * ks * 512));
+  if ((int64_t)ap.size() < mb * ks * 512) ap.resize((size_t)(mb * ks * 512));
+  const __m512 negz = _mm512_set1_ps(-0.0f);
+  // a: [row block ib][k step s][tile t][row r][16 dwords: 32 k]; -0 beyond K, zero beyond M
+  for (int64_t s = 0; s < ks; ++s) {
+    const int64_t k0 = s * 32, kl = K - k0;
+    const __mmask16 m0 = kl >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kl) - 1);
+    const __mmask16 m1 = kl >= 32 ? (__mmask16)0xFFFF : kl > 16 ? (__mmask16)((1u << (kl - 16)) - 1) : (__mmask16)0;
+    for (int64_t row = 0; row < mb * 32; ++row) {
+      uint32_t* d = &ap[(size_t)(((row >> 5) * ks + s) * 512 + ((row >> 4) & 1) * 256 + (row & 15) * 16)];
+      if (row < M) {
+        const float* src = a + row * lda + k0;
+        const __m512 lo = _mm512_mask_loadu_ps(negz, m0, src), hi = _mm512_mask_loadu_ps(negz, m1, src + 16);
+        // lo: k 0-15, hi: k 16-31; vcvtne2ps2bf16 is exact on bf16 values
+        _mm512_storeu_si512((void*)d, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      } else {
+        _mm512_storeu_si512((void*)d, _mm512_setzero_si512());
+      }
+    }
+  }
+  const __m512i hiMask = _mm512_set1_epi32((int)0xFFFF0000u);
   alignas(64) float tmp[32][32];
   tspto_amx_config();
-  for (int64_t i0 = 0; i0 < M; i0 += 32) {
-    // a: [k step s][tile t][row r][32 k]; pad: -0 (0x8000) beyond K, zero beyond M
-    for (int64_t s = 0; s < ks; ++s)
-      for (int t = 0; t < 2; ++t)
-        for (int r = 0; r < 16; ++r)
-          for (int q = 0; q < 32; ++q) {
-            const int64_t row = i0 + t * 16 + r, kk = s * 32 + q;
-            ap[(size_t)(((s * 2 + t) * 16 + r) * 32 + q)] = row < M ? (kk < K ? (uint16_t)tspto_bf16_hi(a[row * lda + kk]) : (uint16_t)0x8000) : (uint16_t)0;
+  for (int64_t g0 = 0; g0 < nb; g0 += JG) {
+    const int64_t gn = nb - g0 < JG ? nb - g0 : JG;
+    // b: [block jb in the group][k step s][tile t][pair p][col j] (dword: k = 2p low half, 2p + 1 high)
+    for (int64_t jg = 0; jg < gn; ++jg)
+      for (int t = 0; t < 2; ++t) {
+        const int64_t col = (g0 + jg) * 32 + t * 16, w = N - col;
+        const __mmask16 mk = w >= 16 ? (__mmask16)0xFFFF : w > 0 ? (__mmask16)((1u << w) - 1) : (__mmask16)0;
+        for (int64_t s = 0; s < ks; ++s) {
+          uint32_t* d = &bp[(size_t)(((jg * ks + s) * 2 + t) * 256)];
+          for (int p = 0; p < 16; ++p) {
+            const int64_t k0 = s * 32 + 2 * p;
+            const __m512i x0 = k0 < K ? _mm512_maskz_loadu_epi32(mk, b + k0 * ldb + col) : _mm512_setzero_si512();
+            const __m512i x1 = k0 + 1 < K ? _mm512_maskz_loadu_epi32(mk, b + (k0 + 1) * ldb + col) : _mm512_setzero_si512();
+            _mm512_storeu_si512((void*)(d + 16 * p), _mm512_or_si512(_mm512_and_si512(x1, hiMask), _mm512_srli_epi32(x0, 16)));
           }
-    for (int64_t jb = 0; jb < nb; ++jb) {
-      const int64_t j0 = jb * 32;
-      if (c) {
-        for (int r = 0; r < 32; ++r) for (int j = 0; j < 32; ++j) tmp[r][j] = (i0 + r < M && j0 + j < N) ? c[(i0 + r) * ldc + j0 + j] : 0.0f;
-        _tile_loadd(0, &tmp[0][0], 128); _tile_loadd(1, &tmp[0][16], 128);
-        _tile_loadd(2, &tmp[16][0], 128); _tile_loadd(3, &tmp[16][16], 128);
-      } else {
-        _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+        }
       }
-      for (int64_t s = 0; s < ks; ++s) {
-        const uint16_t* as = &ap[(size_t)(s * 2 * 512)];
-        const uint16_t* bs = &bp[(size_t)((jb * ks + s) * 2 * 512)];
-        _tile_loadd(4, as, 64); _tile_loadd(5, as + 512, 64);
-        _tile_loadd(6, bs, 64); _tile_loadd(7, bs + 512, 64);
-        _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+    for (int64_t ib = 0; ib < mb; ++ib) {
+      const int64_t i0 = ib * 32;
+      for (int64_t jg = 0; jg < gn; ++jg) {
+        const int64_t j0 = (g0 + jg) * 32;
+        const bool full = i0 + 32 <= M && j0 + 32 <= N;
+        if (c && full) {
+          const float* cb = c + i0 * ldc + j0;
+          _tile_loadd(0, cb, ldc * 4); _tile_loadd(1, cb + 16, ldc * 4);
+          _tile_loadd(2, cb + 16 * ldc, ldc * 4); _tile_loadd(3, cb + 16 * ldc + 16, ldc * 4);
+        } else if (c) {
+          for (int r = 0; r < 32; ++r) for (int j = 0; j < 32; ++j) tmp[r][j] = (i0 + r < M && j0 + j < N) ? c[(i0 + r) * ldc + j0 + j] : 0.0f;
+          _tile_loadd(0, &tmp[0][0], 128); _tile_loadd(1, &tmp[0][16], 128);
+          _tile_loadd(2, &tmp[16][0], 128); _tile_loadd(3, &tmp[16][16], 128);
+        } else {
+          _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+        }
+        const uint32_t* as = &ap[(size_t)(ib * ks * 512)];
+        const uint32_t* bs = &bp[(size_t)(jg * ks * 512)];
+        for (int64_t s = 0; s < ks; ++s, as += 512, bs += 512) {
+          _tile_loadd(4, as, 64); _tile_loadd(6, bs, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_loadd(7, bs + 256, 64);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_loadd(5, as + 256, 64);
+          _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+        }
+        if (full) {
+          float* ob = o + i0 * ldo + j0;
+          _tile_stored(0, ob, ldo * 4); _tile_stored(1, ob + 16, ldo * 4);
+          _tile_stored(2, ob + 16 * ldo, ldo * 4); _tile_stored(3, ob + 16 * ldo + 16, ldo * 4);
+        } else {
+          _tile_stored(0, &tmp[0][0], 128); _tile_stored(1, &tmp[0][16], 128);
+          _tile_stored(2, &tmp[16][0], 128); _tile_stored(3, &tmp[16][16], 128);
+          for (int r = 0; r < 32 && i0 + r < M; ++r) for (int j = 0; j < 32 && j0 + j < N; ++j) o[(i0 + r) * ldo + j0 + j] = tmp[r][j];
+        }
       }
-      _tile_stored(0, &tmp[0][0], 128); _tile_stored(1, &tmp[0][16], 128);
-      _tile_stored(2, &tmp[16][0], 128); _tile_stored(3, &tmp[16][16], 128);
-      for (int r = 0; r < 32 && i0 + r < M; ++r) for (int j = 0; j < 32 && j0 + j < N; ++j) o[(i0 + r) * ldo + j0 + j] = tmp[r][j];
     }
   }
   _tile_release();
@@ -217,52 +254,94 @@ static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, in
 // the kernels are used for K <= 65536 only, where no partial sum can leave int32), the init
 // added in int64 and the total saturated as interp does. AU / BU: the operand is uint8.
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__)
-// AMX-INT8: tdpbssd / tdpbusd / tdpbsud, 4 products per dword; blocks of 32 x 32 (2 x 2 tiles)
+// AMX-INT8: tdpbssd / tdpbusd / tdpbsud, 4 products per dword; blocks of 32 x 32 (2 x 2 tiles),
+// 64-deep k steps. Packing is vectorized: a's rows as they are (zero past K), b's k quads
+// interleaved per column. Without an init a full block is stored straight from the tiles (the
+// int32 sums are exact for K <= 65536); with one, the init is added with int32 saturation
+// (an overflow of c + t takes c's sign: the saturated int64 sum, as interp).
+static inline __m512i tspto_add_sat_i32(__m512i x, __m512i y) {
+  const __m512i r = _mm512_add_epi32(x, y);
+  const __mmask16 ov = _mm512_movepi32_mask(_mm512_and_si512(_mm512_xor_si512(x, r), _mm512_xor_si512(y, r)));
+  const __m512i sat = _mm512_mask_blend_epi32(_mm512_movepi32_mask(x), _mm512_set1_epi32(INT32_MAX), _mm512_set1_epi32(INT32_MIN));
+  return _mm512_mask_blend_epi32(ov, r, sat);
+}
 template <bool AU, bool BU>
 static inline void tspto_mm_i8_amx(const void* av, int64_t lda, const void* bv, int64_t ldb, const int32_t* c, int64_t ldc,
                             int32_t* o, int64_t ldo, int64_t M, int64_t N, int64_t K) {
   const uint8_t* a = (const uint8_t*)av; const uint8_t* b = (const uint8_t*)bv;
   const int64_t ks = (K + 63) / 64, nb = (N + 31) / 32;
-  static thread_local std::vector<uint8_t> bp, ap;
-  bp.assign((size_t)(nb * ks * 2 * 1024), 0);
-  ap.assign((size_t)(ks * 2 * 1024), 0);
-  // b: [block jb][k step s][tile t][quad q][col j][4]
+  static thread_local std::vector<uint32_t> bp, ap;  // dwords: k quads
+  if ((int64_t)bp.size() < nb * ks * 512) bp.resize((size_t)(nb * ks * 512));
+  if ((int64_t)ap.size() < ks * 512) ap.resize((size_t)(ks * 512));
+  // b: [block jb][k step s][tile t][quad q][col j] (byte e of a dword: k = 4q + e)
   for (int64_t jb = 0; jb < nb; ++jb)
-    for (int64_t s = 0; s < ks; ++s)
-      for (int t = 0; t < 2; ++t)
-        for (int q = 0; q < 16; ++q)
-          for (int j = 0; j < 16; ++j) {
-            const int64_t col = jb * 32 + t * 16 + j;
-            uint8_t* d = &bp[(size_t)((((jb * ks + s) * 2 + t) * 16 + q) * 64 + 4 * j)];
-            for (int e = 0; e < 4; ++e) { const int64_t kk = s * 64 + 4 * q + e; if (col < N && kk < K) d[e] = b[kk * ldb + col]; }
-          }
+    for (int t = 0; t < 2; ++t) {
+      const int64_t col = jb * 32 + t * 16, w = N - col;
+      const __mmask16 mk = w >= 16 ? (__mmask16)0xFFFF : w > 0 ? (__mmask16)((1u << w) - 1) : (__mmask16)0;
+      for (int64_t s = 0; s < ks; ++s) {
+        uint32_t* d = &bp[(size_t)(((jb * ks + s) * 2 + t) * 256)];
+        for (int q = 0; q < 16; ++q) {
+          const int64_t k0 = s * 64 + 4 * q;
+          const uint8_t* s0 = b + k0 * ldb + col;
+          const __m128i z = _mm_setzero_si128();
+          const __m128i r0 = k0 < K ? _mm_maskz_loadu_epi8(mk, s0) : z, r1 = k0 + 1 < K ? _mm_maskz_loadu_epi8(mk, s0 + ldb) : z;
+          const __m128i r2 = k0 + 2 < K ? _mm_maskz_loadu_epi8(mk, s0 + 2 * ldb) : z, r3 = k0 + 3 < K ? _mm_maskz_loadu_epi8(mk, s0 + 3 * ldb) : z;
+          const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1), t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+          __m512i x = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));
+          x = _mm512_inserti32x4(x, _mm_unpackhi_epi16(t0, t2), 1);
+          x = _mm512_inserti32x4(x, _mm_unpacklo_epi16(t1, t3), 2);
+          x = _mm512_inserti32x4(x, _mm_unpackhi_epi16(t1, t3), 3);
+          _mm512_storeu_si512((void*)(d + 16 * q), x);
+        }
+      }
+    }
   alignas(64) int32_t tmp[32][32];
   tspto_amx_config();
   for (int64_t i0 = 0; i0 < M; i0 += 32) {
-    for (int64_t s = 0; s < ks; ++s)
-      for (int t = 0; t < 2; ++t)
-        for (int r = 0; r < 16; ++r)
-          for (int q = 0; q < 64; ++q) {
-            const int64_t row = i0 + t * 16 + r, kk = s * 64 + q;
-            ap[(size_t)(((s * 2 + t) * 16 + r) * 64 + q)] = row < M && kk < K ? a[row * lda + kk] : 0;
-          }
+    // a: [k step s][tile t][row r][64 k]; zero past K and past M
+    for (int64_t s = 0; s < ks; ++s) {
+      const int64_t kl = K - s * 64;
+      const __mmask64 mk = kl >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << kl) - 1);
+      for (int r = 0; r < 32; ++r) {
+        const int64_t row = i0 + r;
+        uint32_t* d = &ap[(size_t)((s * 2 + (r >> 4)) * 256 + (r & 15) * 16)];
+        _mm512_storeu_si512((void*)d, row < M ? _mm512_maskz_loadu_epi8(mk, a + row * lda + s * 64) : _mm512_setzero_si512());
+      }
+    }
     for (int64_t jb = 0; jb < nb; ++jb) {
       const int64_t j0 = jb * 32;
+      const bool full = i0 + 32 <= M && j0 + 32 <= N;
       _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
-      for (int64_t s = 0; s < ks; ++s) {
-        const uint8_t* as = &ap[(size_t)(s * 2 * 1024)];
-        const uint8_t* bs = &bp[(size_t)((jb * ks + s) * 2 * 1024)];
-        _tile_loadd(4, as, 64); _tile_loadd(5, as + 1024, 64);
-        _tile_loadd(6, bs, 64); _tile_loadd(7, bs + 1024, 64);
+      const uint32_t* as = ap.data();
+      const uint32_t* bs = &bp[(size_t)(jb * ks * 512)];
+      for (int64_t s = 0; s < ks; ++s, as += 512, bs += 512) {
+        _tile_loadd(4, as, 64); _tile_loadd(6, bs, 64);
+        _tile_loadd(7, bs + 256, 64); _tile_loadd(5, as + 256, 64);
         if (AU) { _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7); }
         else if (BU) { _tile_dpbsud(0, 4, 6); _tile_dpbsud(1, 4, 7); _tile_dpbsud(2, 5, 6); _tile_dpbsud(3, 5, 7); }
         else { _tile_dpbssd(0, 4, 6); _tile_dpbssd(1, 4, 7); _tile_dpbssd(2, 5, 6); _tile_dpbssd(3, 5, 7); }
       }
+      if (full && !c) {
+        int32_t* ob = o + i0 * ldo + j0;
+        _tile_stored(0, ob, ldo * 4); _tile_stored(1, ob + 16, ldo * 4);
+        _tile_stored(2, ob + 16 * ldo, ldo * 4); _tile_stored(3, ob + 16 * ldo + 16, ldo * 4);
+        continue;
+      }
       _tile_stored(0, &tmp[0][0], 128); _tile_stored(1, &tmp[0][16], 128);
       _tile_stored(2, &tmp[16][0], 128); _tile_stored(3, &tmp[16][16], 128);
-      for (int r = 0; r < 32 && i0 + r < M; ++r)
-        for (int j = 0; j < 32 && j0 + j < N; ++j)
-          o[(i0 + r) * ldo + j0 + j] = tspto_sat_i32((c ? (int64_t)c[(i0 + r) * ldc + j0 + j] : 0) + (int64_t)tmp[r][j]);
+      const int64_t w = N - j0 < 32 ? N - j0 : 32;
+      const __mmask16 m0 = w >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+      const __mmask16 m1 = w >= 32 ? (__mmask16)0xFFFF : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : (__mmask16)0;
+      for (int r = 0; r < 32 && i0 + r < M; ++r) {
+        int32_t* orow = o + (i0 + r) * ldo + j0;
+        const int32_t* crow = c ? c + (i0 + r) * ldc + j0 : nullptr;
+        for (int h = 0; h < 2; ++h) {
+          const __mmask16 mk = h ? m1 : m0;
+          __m512i v = _mm512_load_si512((const void*)&tmp[r][16 * h]);
+          if (crow) v = tspto_add_sat_i32(_mm512_maskz_loadu_epi32(mk, crow + 16 * h), v);
+          _mm512_mask_storeu_epi32(orow + 16 * h, mk, v);
+        }
+      }
     }
   }
   _tile_release();
