@@ -81,7 +81,9 @@ static bool amx_ok() {
   return false;
 #endif
 }
-// 4 accumulator tiles (0-3) x 4 independent products per iteration from operand tiles 4-7
+// 4 accumulator tiles (0-3) x 4 independent products per iteration from operand tiles 4-7;
+// iters / 8 iterations (~10 ms on one core: long enough that the unit is at its full rate,
+// which a 1 ms burst was not: bursts of that length measured anywhere from 1/3 to all of it)
 static double run_amx(long iters, bool bf16) {
   Cfg c; std::memset(&c, 0, sizeof c); c.palette = 1;
   for (int t = 0; t < 8; ++t) { c.colsb[t] = 64; c.rows[t] = 16; }
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
     double per = 0; long n = iters; int ins = CHAINS;
     for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] {
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AMX_INT8__)
-      if (amx) { out[t] = run_amx(iters / 64, bf16); return; }
+      if (amx) { out[t] = run_amx(iters / 8, bf16); return; }
 #endif
 #if defined(__AVX512BF16__)
       if (bf16) { out[t] = run_bf16(iters); return; }
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (double v : out) sink = sink + v;
-    if (amx) { per = bf16 ? 16.0 * 16 * 32 * 2 : 16.0 * 16 * 64 * 2; n = iters / 64; ins = 4; }
+    if (amx) { per = bf16 ? 16.0 * 16 * 32 * 2 : 16.0 * 16 * 64 * 2; n = iters / 8; ins = 4; }
     else per = bf16 ? 16.0 * 2 * 2 : 16.0 * 4 * 2;
     std::printf("%.3f %s\n", per * ins * (double)n * threads / s / 1e9, amx ? (bf16 ? "tdpbf16ps" : "tdpbssd") : (bf16 ? "vdpbf16ps" : "vpdpbusd"));
     std::fflush(stdout);
