@@ -219,6 +219,20 @@ describe("bf16 matmul on each ISA path this machine has", () => {
     }
   });
 
+  it.skipIf(!HAVE.includes("amx"))("amx: fewer than 12 rows take the k-order vdpbf16ps kernel (bit for bit with interp); 12 take AMX", () => {
+    withIsa("amx", () => {
+      for (const rows of [1, 8, 11, 12]) {
+        const A = randn([rows, 301], { seed: 60 + rows, dtype: "bfloat16" }), B = randn([301, 100], { seed: 61, dtype: "bfloat16" });
+        const tc = zeros([rows, 100]), ti = zeros([rows, 100]);
+        tmat(A, B, tc, cfg("cpu"));
+        tmat(A, B, ti, cfg("interp"));
+        within(f32(tc), pl_bf16(A), pl_bf16(B), rows, 301, 100);
+        if (rows < 12) expect(f32(tc), `${rows} rows`).toEqual(f32(ti));
+        else expect(f32(tc).some((x, i) => x !== f32(ti)[i]), "12 rows: AMX's own summation order shows").toBe(true);
+      }
+    });
+  });
+
   it.skipIf(!HAVE.includes("amx"))("amx: runs on this machine's AMX (skipped elsewhere: this CPU has no amx_tile / amx_bf16 / amx_int8)", () => {
     withIsa("amx", () => {
       const A = randn([M, K], { seed: 41, dtype: "bfloat16" }), B = randn([K, N], { seed: 42, dtype: "bfloat16" }), C0 = randn([M, N], { seed: 43 });
