@@ -87,6 +87,7 @@ static bool amx_ok() {
 static double run_amx(long iters, bool bf16) {
   Cfg c; std::memset(&c, 0, sizeof c); c.palette = 1;
   for (int t = 0; t < 8; ++t) { c.colsb[t] = 64; c.rows[t] = 16; }
+  __asm__ volatile("" : : "m"(c) : "memory");  // g++ 12 may drop stores ldtilecfg reads (prelude_dot.ts)
   _tile_loadconfig(&c);
   alignas(64) static thread_local unsigned char buf[1024];
   for (int i = 0; i < 1024; ++i) buf[i] = (unsigned char)(seeds[i % CHAINS] & 0x3f);

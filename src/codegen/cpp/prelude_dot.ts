@@ -30,11 +30,12 @@ static inline bool tspto_amx_ready() {
 }
 // palette 1: tiles 0-3 the 2 x 2 output blocks (16 rows x 64 bytes), 4-5 two a blocks, 6-7 two b blocks
 struct alignas(64) tspto_tilecfg { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+// The configuration is a constant object: g++ 12 does not see that ldtilecfg reads all 64 bytes
+// of its operand and dropped the stores of a stack copy past the first 32 (inlined into a GPT-2
+// attention kernel: ldtilecfg of uninitialized rows, #GP, SIGSEGV), so nothing is stored at run time.
 static inline void tspto_amx_config() {
-  tspto_tilecfg cfg;
-  std::memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }
+  static const tspto_tilecfg cfg = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+  __asm__ volatile("" : : "m"(cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 #endif
