@@ -325,16 +325,21 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
     for (let i = 0; i < m; i++) for (let q = 0; q < k; q++) { const x = a[i * k + q]; if (x) for (let j = 0; j < n; j++) out[i * n + j] += x * b[q * n + j]; }
     return out;
   };
+  // one test per program built (each compiles with g++ synchronously: see test/setup/checks.ts)
   for (const isa of HAVE) {
-    it(`${isa}: the tensor form at [70, 301] x [301, 100] (whole 32 x 32 AMX blocks and edges; no init), and a K loop in place: exact`, () => {
-      withIsa(isa, () => {
-        for (const [da, db] of pairs) {
+    for (const [da, db] of pairs) {
+      it(`${isa}: ${da} x ${db}, the tensor form at [70, 301] x [301, 100] (whole 32 x 32 AMX blocks and edges; no init): exact`, () => {
+        withIsa(isa, () => {
           const ad = ints(70 * 301, da, 91, "random"), bd = ints(301 * 100, db, 92, "random");
           const A = tensor(ad as unknown as Int8Array, { shape: [70, 301], dtype: da }), B = tensor(bd as unknown as Int8Array, { shape: [301, 100], dtype: db });
           const out = zeros([70, 100], "int32");
           tmat(A, B, out, cfg("cpu"));
           expect(i32(out), `${da} x ${db}`).toEqual(refNum(ad as unknown as ArrayLike<number>, bd as unknown as ArrayLike<number>, 70, 301, 100));
-        }
+        });
+      });
+    }
+    it(`${isa}: int8 x int8, a K loop accumulating in place over whole blocks: exact`, () => {
+      withIsa(isa, () => {
         const ad = ints(S * S, "int8", 93, "random"), bd = ints(S * T, "int8", 94, "random");
         const A = tensor(ad as unknown as Int8Array, { shape: [S, S], dtype: "int8" }), B = tensor(bd as unknown as Int8Array, { shape: [S, T], dtype: "int8" });
         const c = zeros([S, T], "int32");
