@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { pl, RunConfig, randn, zeros, type HostTensor } from "tspto";
 import { cpuFlags } from "../../src/targets/cpu/toolchain.js";
 import { selectIsa } from "../../src/targets/cpu/isa.js";
+import { bf16BitsToF32 } from "../../src/ir/dtype.js";
 
 const bits = (t: HostTensor) => Array.from(t.data as Float32Array);
 const cfg = (platform: string, fpContract: "fast" | "off") => new RunConfig({ platform, fpContract });
@@ -79,11 +80,7 @@ function within(got: Float32Array, a: Float32Array, b: Float32Array, m: number, 
 }
 
 /** The values of a bf16 host tensor (its data: the bits). */
-function bf16Values(t: HostTensor): Float32Array {
-  const h = t.data as Uint16Array, u = new Uint32Array(h.length);
-  for (let i = 0; i < h.length; i++) u[i] = h[i] << 16;
-  return new Float32Array(u.buffer);
-}
+const bf16Values = (t: HostTensor): Float32Array => Float32Array.from(t.data as Uint16Array, bf16BitsToF32);
 
 const generated = (compiled: { outputDir: string }) => readFileSync(join(compiled.outputDir, "kernels", "program.cpp"), "utf8");
 

@@ -40,6 +40,10 @@ static inline void tspto_amx_config() {
 }
 #endif
 static inline uint32_t tspto_bf16_hi(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u >> 16; }
+#if defined(__AVX512F__)
+/** The mask of the first n lanes of 16 (n clamped to 0..16): the valid tail of a vector. */
+static inline __mmask16 tspto_lanes16(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n > 0 ? (__mmask16)((1u << n) - 1) : (__mmask16)0; }
+#endif
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
 // AMX-BF16 (tdpbf16ps). Each instruction adds to every fp32 output the 32 products of its k
@@ -62,8 +66,8 @@ static inline void tspto_mm_bf16_amx(const float* a, int64_t lda, const float* b
   // a: [row block ib][k step s][tile t][row r][16 dwords: 32 k]; -0 beyond K, zero beyond M
   for (int64_t s = 0; s < ks; ++s) {
     const int64_t k0 = s * 32, kl = K - k0;
-    const __mmask16 m0 = kl >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kl) - 1);
-    const __mmask16 m1 = kl >= 32 ? (__mmask16)0xFFFF : kl > 16 ? (__mmask16)((1u << (kl - 16)) - 1) : (__mmask16)0;
+    const __mmask16 m0 = tspto_lanes16(kl);
+    const __mmask16 m1 = tspto_lanes16(kl - 16);
     for (int64_t row = 0; row < mb * 32; ++row) {
       uint32_t* d = &ap[(size_t)(((row >> 5) * ks + s) * 512 + ((row >> 4) & 1) * 256 + (row & 15) * 16)];
       if (row < M) {
@@ -85,7 +89,7 @@ static inline void tspto_mm_bf16_amx(const float* a, int64_t lda, const float* b
     for (int64_t jg = 0; jg < gn; ++jg)
       for (int t = 0; t < 2; ++t) {
         const int64_t col = (g0 + jg) * 32 + t * 16, w = N - col;
-        const __mmask16 mk = w >= 16 ? (__mmask16)0xFFFF : w > 0 ? (__mmask16)((1u << w) - 1) : (__mmask16)0;
+        const __mmask16 mk = tspto_lanes16(w);
         for (int64_t s = 0; s < ks; ++s) {
           uint32_t* d = &bp[(size_t)(((jg * ks + s) * 2 + t) * 256)];
           for (int p = 0; p < 16; ++p) {
@@ -226,14 +230,14 @@ static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, in
         // past w are zero
         const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
         for (int64_t j = 0; j < W; j += 16) {
-          const __mmask16 mk = j + 16 <= w ? (__mmask16)0xFFFF : (__mmask16)((1u << (w - j)) - 1);
+          const __mmask16 mk = tspto_lanes16(w - j);
           const __m512i x0 = _mm512_and_si512(_mm512_maskz_loadu_epi32(mk, b0 + j), hi);
           const __m512i x = two ? _mm512_or_si512(x0, _mm512_srli_epi32(_mm512_maskz_loadu_epi32(mk, b1 + j), 16)) : x0;
           _mm512_storeu_si512((void*)(d + j), x);
         }
       }
       const int64_t rem = w - 16 * (V - 1);
-      const __mmask16 last = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1);
+      const __mmask16 last = tspto_lanes16(rem);
       for (int64_t i0 = 0; i0 < M; i0 += 6) {
         const int64_t R = M - i0 < 6 ? M - i0 : 6;
         const float* init = kc == 0 ? (c ? c + i0 * ldc + j0 : nullptr) : o + i0 * ldo + j0;
@@ -280,7 +284,7 @@ static inline void tspto_mm_i8_amx(const void* av, int64_t lda, const void* bv, 
   for (int64_t jb = 0; jb < nb; ++jb)
     for (int t = 0; t < 2; ++t) {
       const int64_t col = jb * 32 + t * 16, w = N - col;
-      const __mmask16 mk = w >= 16 ? (__mmask16)0xFFFF : w > 0 ? (__mmask16)((1u << w) - 1) : (__mmask16)0;
+      const __mmask16 mk = tspto_lanes16(w);
       for (int64_t s = 0; s < ks; ++s) {
         uint32_t* d = &bp[(size_t)(((jb * ks + s) * 2 + t) * 256)];
         for (int q = 0; q < 16; ++q) {
@@ -333,8 +337,8 @@ static inline void tspto_mm_i8_amx(const void* av, int64_t lda, const void* bv, 
       _tile_stored(0, &tmp[0][0], 128); _tile_stored(1, &tmp[0][16], 128);
       _tile_stored(2, &tmp[16][0], 128); _tile_stored(3, &tmp[16][16], 128);
       const int64_t w = N - j0 < 32 ? N - j0 : 32;
-      const __mmask16 m0 = w >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
-      const __mmask16 m1 = w >= 32 ? (__mmask16)0xFFFF : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : (__mmask16)0;
+      const __mmask16 m0 = tspto_lanes16(w);
+      const __mmask16 m1 = tspto_lanes16(w - 16);
       for (int r = 0; r < 32 && i0 + r < M; ++r) {
         int32_t* orow = o + (i0 + r) * ldo + j0;
         const int32_t* crow = c ? c + (i0 + r) * ldc + j0 : nullptr;
