@@ -45,7 +45,9 @@ static inline uint32_t tspto_bf16_hi(float x) { uint32_t u; std::memcpy(&u, &x, 
 static inline __mmask16 tspto_lanes16(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n > 0 ? (__mmask16)((1u << n) - 1) : (__mmask16)0; }
 #endif
 
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__)
+// (Packing uses AVX-512 (BF16) instructions: the kernel exists where those do, as on every AMX
+// CPU; a build with AMX but AVX-512 turned off, -mno-avx512f, has neither kernel nor caller.)
 // AMX-BF16 (tdpbf16ps). Each instruction adds to every fp32 output the 32 products of its k
 // step, summed inside the unit in an order and width of its own (docs/semantics.md, measured:
 // not k order; denormals flushed). Blocks of 32 x 32 outputs (2 x 2 accumulator tiles, 2 a
@@ -187,7 +189,7 @@ static inline void tspto_bf16_dp_rows(int64_t R, const uint32_t* ap, int64_t aps
 static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
                           float* o, int64_t ldo, int64_t M, int64_t N, int64_t K) {
   if (M <= 0 || N <= 0) return;
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__)
   // AMX computes 32 rows per block whatever M is: below 12 rows the vdpbf16ps kernel is faster
   // (measured at [M, 768] x [768, 768]: M = 1 73 vs 166 us, M = 8 158 vs 183, M = 16 252 vs 188)
   if (M >= 12 && tspto_amx_ready()) { tspto_mm_bf16_amx(a, lda, b, ldb, c, ldc, o, ldo, M, N, K); return; }
@@ -260,7 +262,7 @@ static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, in
 // the dot products in int32 registers without saturation (vpdpbusd / tdpb*d wrap, never clip;
 // the kernels are used for K <= 65536 only, where no partial sum can leave int32), the init
 // added in int64 and the total saturated as interp does. AU / BU: the operand is uint8.
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512BW__)
 // AMX-INT8: tdpbssd / tdpbusd / tdpbsud, 4 products per dword; blocks of 32 x 32 (2 x 2 tiles),
 // 64-deep k steps. Packing is vectorized: a's rows as they are (zero past K), b's k quads
 // interleaved per column. Without an init a full block is stored straight from the tiles (the
@@ -410,7 +412,7 @@ static inline void tspto_mm_i8(const void* av, int64_t lda, const void* bv, int6
                         int32_t* o, int64_t ldo, int64_t M, int64_t N, int64_t K) {
   static_assert(!(AU && BU), "uint8 x uint8 has no dot-product kernel");
   if (M <= 0 || N <= 0) return;
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512BW__)
   // (as bf16: AMX's 32-row blocks only from 12 rows up; exact either way)
   if (M >= 12 && tspto_amx_ready()) { tspto_mm_i8_amx<AU, BU>(av, lda, bv, ldb, c, ldc, o, ldo, M, N, K); return; }
 #endif
