@@ -17,8 +17,8 @@ import { cacheDir } from "./cache.js";
 import { precompiledOf } from "./dsl/precompiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
 import {
-  kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, sourceHash as parseSourceHash, trackHashedDefs, trackSourceReads,
-  type KernelDef, type ParamInfo,
+  capturedHash, isCapturedKey, kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, siteKey, sourceHash as parseSourceHash, trackHashedDefs,
+  trackSourceReads, type KernelDef, type ParamInfo,
 } from "./dsl/index.js";
 
 const FORMAT = "tspto-front-memo-1";
@@ -30,12 +30,12 @@ function defKey(def: KernelDef): string {
   const scopeText = Object.keys(scope).sort().map((k) => `${k}=${describe(scope[k])}`).join("\0");
   const s = def.site;
   return sha([FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, def.kind, def.name, def.decorated,
-    s ? `${s.file}:${s.line}:${s.col}` : "-", Function.prototype.toString.call(def.fn), JSON.stringify(def.opts.attrs ?? {}), scopeText].join("\0"));
+    s ? `${siteKey(s)}:${s.line}:${s.col}` : "-", Function.prototype.toString.call(def.fn), JSON.stringify(def.opts.attrs ?? {}), scopeText].join("\0"));
 }
 
 function describe(v: unknown): string {
   const d = kernelDefOf(v);
-  if (d) return `kernel:${d.site ? `${d.site.file}:${d.site.line}:${d.site.col}` : d.id}:${d.name}`;
+  if (d) return `kernel:${d.site ? `${siteKey(d.site)}:${d.site.line}:${d.site.col}` : d.id}:${d.name}`;
   if (typeof v === "function") return `fn:${sha(Function.prototype.toString.call(v))}`;
   try {
     return `${typeof v}:${JSON.stringify(v, (_k, x: unknown) => (typeof x === "number" && !Number.isFinite(x) ? String(x) : x))}`;
@@ -55,6 +55,7 @@ interface Entry {
 }
 
 const fileHash = (file: string): string | null => {
+  if (isCapturedKey(file)) return capturedHash(file);
   try { return sha(readFileSync(file, "utf8")); } catch { return null; }
 };
 
@@ -62,7 +63,7 @@ const fileHash = (file: string): string | null => {
 const checked = new WeakMap<KernelDef, { entry: Entry; stats: string }>();
 
 const statsOf = (files: readonly string[]): string =>
-  files.map((f) => { try { const s = statSync(f); return `${s.mtimeMs}:${s.size}`; } catch { return "-"; } }).join("|");
+  files.map((f) => { if (isCapturedKey(f)) return `captured:${capturedHash(f)}`; try { const s = statSync(f); return `${s.mtimeMs}:${s.size}`; } catch { return "-"; } }).join("|");
 
 function subStillSame(ref: SubRef): boolean {
   return kernelDefsIn(ref.file).some((d) => d.name === ref.name && d.site?.line === ref.line && d.site.col === ref.col && defKey(d) === ref.key);
@@ -104,7 +105,7 @@ function compute(def: KernelDef): Entry {
   const entry: Entry = {
     format: FORMAT, hash, params,
     files: Object.fromEntries(files.map((f) => [f, fileHash(f)])),
-    subs: subs.filter((d) => d.site).map((d) => ({ file: d.site!.file, line: d.site!.line, col: d.site!.col, name: d.name, key: defKey(d) })),
+    subs: subs.filter((d) => d.site).map((d) => ({ file: siteKey(d.site!), line: d.site!.line, col: d.site!.col, name: d.name, key: defKey(d) })),
   };
   const root = cacheDir();
   if (root) {

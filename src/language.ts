@@ -60,7 +60,7 @@ function checkOptions(opts: unknown, who: string, site: KernelSite | null): JitO
 function define(entry: Function, kind: KernelKind, fn: unknown, opts: unknown, who: string, decorator?: ClassMethodDecoratorContext): KernelDef {
   // a build plugin (tspto/vite, ...) names the site in the original source; else the stack does
   const captured = takeNextSite();
-  const site: KernelSite | null = captured ? { file: captured.file, line: captured.line, col: captured.col } : captureSite(entry);
+  const site: KernelSite | null = captured ? { file: captured.file, line: captured.line, col: captured.col, ...(captured.version ? { version: captured.version } : {}) } : captureSite(entry);
   const span = site ? { file: site.file, line: site.line, col: site.col } : undefined;
   if (typeof fn !== "function") {
     throw new TsptoSyntaxError("E_SYNTAX", `${who} expects a function, got ${fn === null ? "null" : typeof fn}`, span,

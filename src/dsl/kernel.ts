@@ -17,7 +17,12 @@ export interface KernelSite {
   readonly file: string;
   readonly line: number;
   readonly col: number;
+  /** The version of the file's text a build plugin captured (src/capture.ts); absent: the file on disk. */
+  readonly version?: string;
 }
+
+/** Where a site's text is found: the file, or the captured version of it (src/dsl/source.ts captureSource). */
+export const siteKey = (s: KernelSite): string => (s.version ? `${s.file}\0${s.version}` : s.file);
 
 export interface KernelOptions {
   /** Values for free identifiers the parser cannot resolve statically (numbers, booleans, arrays, kernels). */
@@ -131,9 +136,9 @@ export function defineKernel(
   const def: KernelDef = Object.freeze({ kind, name, fn, opts: Object.freeze({ ...opts }), site, decorated, id: nextId++ });
   anywhere.push(def);
   if (site) {
-    const list = byFile.get(site.file) ?? [];
+    const list = byFile.get(siteKey(site)) ?? [];
     list.push(def);
-    byFile.set(site.file, list);
+    byFile.set(siteKey(site), list);
   }
   return def;
 }

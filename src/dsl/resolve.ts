@@ -15,7 +15,7 @@ import { existsSync } from "node:fs";
 import { dirname, resolve as resolvePath } from "node:path";
 import { ts } from "./typescript.js";
 import { DTYPE_CONST, MEMS, type DType } from "../ir/types.js";
-import { findKernelDefs, kernelDefOf, kernelDefsIn, type KernelDef, type KernelKind } from "./kernel.js";
+import { findKernelDefs, kernelDefOf, kernelDefsIn, siteKey, type KernelDef, type KernelKind } from "./kernel.js";
 import {
   findDeclaration, jitCallKind, kernelText, lineCol, loadSourceFile, locateKernel, skipParens,
   type Declaration, type SourceText,
@@ -278,8 +278,11 @@ export function describeConst(c: ConstVal): string {
 const isLanguageModule = (spec: string) => spec === "tspto/language" || /(^|\/)language(\.[cm]?[jt]s)?$/.test(spec);
 
 /** The `.ts` file a relative import specifier names, or null. */
-function resolveModule(fromFile: string, spec: string): string | null {
+function resolveModule(from: SourceText, spec: string): string | null {
   if (!spec.startsWith(".")) return null;
+  // a captured text's imports were captured with it (src/plugin/redact.ts)
+  if (from.imports) return Object.hasOwn(from.imports, spec) ? from.imports[spec] : null;
+  const fromFile = from.key;
   const base = resolvePath(dirname(fromFile), spec);
   const stem = base.replace(/\.[cm]?[jt]sx?$/, "");
   const cands = [
@@ -296,7 +299,7 @@ function defForJitCall(src: SourceText, call: ts.CallExpression): KernelDef | un
   const arg = call.arguments[0];
   const to = arg ? lineCol(src, arg.getStart(src.sf)).line : from;
   const col = lineCol(src, call.getStart(src.sf)).col;
-  const cands = kernelDefsIn(src.file).filter((d) => !d.decorated && d.site && d.site.line >= from && d.site.line <= to);
+  const cands = kernelDefsIn(src.key).filter((d) => !d.decorated && d.site && d.site.line >= from && d.site.line <= to);
   if (!cands.length) return undefined;
   // nearest column; among equals (a definition run several times) the most recent
   let best = cands[0];
@@ -339,7 +342,7 @@ function fromDeclaration(d: Declaration, src: SourceText, name: string, depth: n
     case "namespace-import":
       return isLanguageModule(d.spec) ? { kind: "pl" } : { kind: "other", what: `a namespace import of "${d.spec}"` };
     case "import": {
-      const file = resolveModule(src.file, d.spec);
+      const file = resolveModule(src, d.spec);
       if (!file) {
         if (d.imported === "pl") return { kind: "pl" };
         return { kind: "other", what: `imported from "${d.spec}", which is not a relative .ts module` };
@@ -376,7 +379,7 @@ function isBundledLanguageNamespace(decl: ts.VariableDeclaration, src: SourceTex
 function resolveExport(file: string, name: string, depth = 0): FreeBinding {
   if (depth > MAX_DEPTH) return { kind: "other", what: "an export re-exported through too many modules" };
   const src = loadSourceFile(file);
-  if (!src) return { kind: "other", what: `exported by ${file}, which cannot be read` };
+  if (!src) return { kind: "other", what: `exported by ${file.split("\0")[0]}, which cannot be read` };
   for (const s of src.sf.statements) {
     // export * as pl from "./dsl/language.js"
     if (ts.isExportDeclaration(s) && s.exportClause && ts.isNamespaceExport(s.exportClause) && s.exportClause.name.text === name &&
@@ -388,7 +391,7 @@ function resolveExport(file: string, name: string, depth = 0): FreeBinding {
         if (el.name.text !== name) continue;
         const local = (el.propertyName ?? el.name).text;
         if (s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)) {
-          const f = resolveModule(file, s.moduleSpecifier.text);
+          const f = resolveModule(src, s.moduleSpecifier.text);
           return f ? resolveExport(f, local, depth + 1) : { kind: "other", what: `re-exported from "${s.moduleSpecifier.text}"` };
         }
         return lookupTop(src, local, depth);
@@ -399,7 +402,7 @@ function resolveExport(file: string, name: string, depth = 0): FreeBinding {
   if (top) return top;
   for (const s of src.sf.statements) {
     if (ts.isExportDeclaration(s) && !s.exportClause && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)) {
-      const f = resolveModule(file, s.moduleSpecifier.text);
+      const f = resolveModule(src, s.moduleSpecifier.text);
       const b = f ? resolveExport(f, name, depth + 1) : null;
       if (b) return b;
     }
@@ -463,7 +466,7 @@ export class Resolver {
     } else {
       b = globalBinding(name) ?? renamedPl(name, this.root);
       if (!b) {
-        const defs = findKernelDefs(name, this.def.site?.file ?? null);
+        const defs = findKernelDefs(name, this.def.site ? siteKey(this.def.site) : null);
         const any = defs.length ? defs : findKernelDefs(name, null);
         const def = any[any.length - 1];
         if (def) b = { kind: "kernel", name, kernelKind: def.kind, def };

@@ -8,7 +8,7 @@ import { readFileSync, statSync } from "node:fs";
 import { ts } from "./typescript.js";
 import { registerSource } from "../ir/errors.js";
 import type { Span } from "../ir/nodes.js";
-import type { KernelDef, KernelKind, KernelSite } from "./kernel.js";
+import { siteKey, type KernelDef, type KernelKind, type KernelSite } from "./kernel.js";
 
 /** A parsed piece of source: a whole file, or a wrapped `fn.toString()` snippet. */
 export interface SourceText {
@@ -25,6 +25,10 @@ export interface SourceText {
   readonly lineStarts: readonly number[];
   /** The user's text (without wrapper). */
   readonly text: string;
+  /** What finds it again: the file, or `file\0version` for a captured text (captureSource). */
+  readonly key: string;
+  /** A captured text's relative imports: specifier → the key of the captured module. */
+  readonly imports?: Readonly<Record<string, string>>;
 }
 
 /** The file name of a kernel parsed from its `fn.toString()`. */
@@ -50,15 +54,56 @@ function lineStartsOf(text: string): number[] {
   return starts;
 }
 
-function makeSource(file: string, fullText: string, offset: number, userText: string, fromFile: boolean): SourceText {
+function makeSource(file: string, fullText: string, offset: number, userText: string, fromFile: boolean, key = file,
+  imports?: Readonly<Record<string, string>>): SourceText {
   const sf = ts.createSourceFile(file, fullText, ts.ScriptTarget.Latest, /* setParentNodes */ true, ts.ScriptKind.TS);
-  return { file, sf, hash: hashText(userText), fromFile, offset, lineStarts: lineStartsOf(userText), text: userText };
+  return { file, sf, hash: hashText(userText), fromFile, offset, lineStarts: lineStartsOf(userText), text: userText, key, imports };
 }
 
 /** Parse source text that is not on disk (IR text). Registers it for error excerpts. */
 export function sourceFromText(text: string, file: string): SourceText {
   registerSource(file, text);
   return makeSource(file, text, 0, text, false);
+}
+
+// ---------------------------------------------------------------- captured texts
+
+// What a build plugin captured of a module (src/capture.ts): the text its kernels need, under
+// the file's name relative to the build root and a version (a hash of the text and of its
+// imports' versions). Kernels find their text by file and version, so two texts of one path (a
+// hot reload, two bundles) never mix.
+interface Captured { readonly file: string; readonly text: string; readonly imports: Readonly<Record<string, string>>; src?: SourceText }
+const captured = new Map<string, Captured>();
+
+/** Register a captured text under `key` (`file\0version`); its imports map specifiers to keys. */
+export function captureSource(key: string, text: string, imports: Readonly<Record<string, string>> = {}): void {
+  const cut = key.indexOf("\0");
+  if (cut <= 0 || captured.has(key)) return;
+  captured.set(key, { file: key.slice(0, cut), text, imports: { ...imports } });
+}
+
+/** Whether `key` names a captured text (rather than a file on disk). */
+export const isCapturedKey = (key: string): boolean => key.includes("\0");
+
+/** The sha256 of a captured text, or null when `key` names none (src/front_memo.ts). */
+export function capturedHash(key: string): string | null {
+  const c = captured.get(key);
+  return c ? hashText(c.text) : null;
+}
+
+function loadCaptured(key: string): SourceText | null {
+  const c = captured.get(key);
+  if (!c) return null;
+  if (!c.src) {
+    c.src = makeSource(c.file, c.text, 0, c.text, true, key, c.imports);
+    registerSource(c.file, c.text);
+  }
+  return c.src;
+}
+
+/** The text (file or captured) a site names, or null. */
+export function loadSiteSource(site: KernelSite): SourceText | null {
+  return loadSourceFile(siteKey(site));
 }
 
 // ---------------------------------------------------------------- files
@@ -83,6 +128,7 @@ export function trackSourceReads(f: () => void): string[] {
 /** The parsed `.ts` file at `file`, or null when it cannot be read. Re-parsed when its text changes. */
 export function loadSourceFile(file: string): SourceText | null {
   reads?.add(file);
+  if (isCapturedKey(file)) return loadCaptured(file);
   let st: { mtimeMs: number; size: number };
   try {
     st = statSync(file);
@@ -198,6 +244,7 @@ const textCache = new Map<string, { mtimeMs: number; size: number; text: string 
 
 /** The text of `file` (cached by mtime and size), or null when unreadable. Does not parse. */
 function fileText(file: string): string | null {
+  if (isCapturedKey(file)) return captured.get(file)?.text ?? null;
   let st: { mtimeMs: number; size: number };
   try { st = statSync(file); } catch { return null; }
   const hit = textCache.get(file);
@@ -220,7 +267,7 @@ const BINDING = /\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=;]*)?=\s*(?:[
  * undefined when the text there is not of these forms (the caller then parses).
  */
 function nameFromText(site: KernelSite): string | null | undefined {
-  const text = fileText(site.file);
+  const text = fileText(siteKey(site));
   if (text === null) return undefined;
   let lineStart = 0;
   for (let l = 1; l < site.line; l++) {
@@ -256,7 +303,7 @@ export function nameFromSource(site: KernelSite, kind?: KernelKind, fnName = "")
   // The text scan found no name: a fn.name is as good as the parse's answer would usually be,
   // and it keeps the compiler unloaded at definition time (see ./typescript.ts).
   if (fnName) return null;
-  const src = loadSourceFile(site.file);
+  const src = loadSiteSource(site);
   if (!src) return null;
   const call = jitCallAt(src, site, kind);
   if (!call) return null;
@@ -338,7 +385,7 @@ const located = new WeakMap<KernelDef, { hash: string | null; ks: KernelSource }
 
 /** Find the function node of a kernel: in its file by position and name, else from `fn.toString()`. */
 export function locateKernel(def: KernelDef): KernelSource {
-  const file = def.site ? loadSourceFile(def.site.file) : null;
+  const file = def.site ? loadSiteSource(def.site) : null;
   const hit = located.get(def);
   if (hit && hit.hash === (file?.hash ?? null)) return hit.ks;
   let ks: KernelSource | null = null;

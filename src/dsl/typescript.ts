@@ -34,6 +34,8 @@ export declare namespace ts {
   export type NodeFlags = TS.NodeFlags;
   export type MethodDeclaration = TS.MethodDeclaration;
   export type Statement = TS.Statement;
+  export type ExportDeclaration = TS.ExportDeclaration;
+  export type StringLiteral = TS.StringLiteral;
   export type VariableDeclaration = TS.VariableDeclaration;
   export type ParameterDeclaration = TS.ParameterDeclaration;
   export type FunctionExpression = TS.FunctionExpression;

@@ -4,7 +4,7 @@
 // IR (src/ir/equal.ts); without precompiled IR for the call's types the page parses as usual.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { randn, zeros, type HostTensor } from "tspto";
@@ -28,10 +28,16 @@ describe("the tspto build plugin", () => {
     expect(r.precompiled).toBe(3); // plain's pl.Tensor has no shape
     expect(r.code.split("\n").length).toBe(code.split("\n").length); // lines keep their numbers
     expect(r.code).toContain('from "tspto/capture"');
-    expect(r.code).toContain(`__tspto_source(${JSON.stringify(FIXTURE)}, ${JSON.stringify(code)})`);
-    expect(r.code).toContain("consts.ts"); // the imported module's constants travel too
-    expect(r.code).toMatch(/@__tspto_site\("[^"]+kernels\.ts", 22, 3, /);
-    expect(transformKernels(code, FIXTURE, { precompile: false })!.code).toMatch(/__tspto_site\("[^"]+kernels\.ts", 22, 3, undefined, pl\.jit\)/);
+    // the kernels' part of the module, named relative to the build root and versioned by content
+    expect(r.code).toMatch(/__tspto_source\("test\/plugin\/fixtures\/kernels\.ts\\u0000[0-9a-f]{16}", "\\n\\n\\nimport \{ pl \} from/);
+    expect(r.code).toMatch(/__tspto_source\("test\/plugin\/fixtures\/consts\.ts\\u0000[0-9a-f]{16}", "\\nexport const SCALE = 0.5;"/); // the imported module's constants travel too
+    const head = r.code.slice(0, r.code.indexOf("// Kernels of the plugin tests"));
+    expect(head).toContain("__tspto_source(");
+    expect(head).not.toContain("an annotated softmax"); // the file's header comment stays out of the captured text
+    expect(r.code).not.toContain(dirname(FIXTURE));
+    expect(r.code).toMatch(/@__tspto_site\("test\/plugin\/fixtures\/kernels\.ts\\u0000[0-9a-f]{16}", 22, 3, /);
+    expect(transformKernels(code, FIXTURE, { precompile: false })!.code).toMatch(/__tspto_site\("[^"]+kernels\.ts\\u0000[0-9a-f]{16}", 22, 3, undefined, pl\.jit\)/);
+    expect(transformKernels(code, FIXTURE, { root: dirname(FIXTURE) })!.code).toMatch(/__tspto_site\("kernels\.ts\\u0000/);
     expect(transformKernels("export const x = 1;", "/a/b.ts")).toBeNull();
     expect(transformKernels(code, "/app/node_modules/x/kernels.ts")).toBeNull();
   });
@@ -61,7 +67,7 @@ describe("the tspto build plugin", () => {
     for (const [name, viaPlugin, viaNode, args] of cases) {
       expect(precompiledOf(viaPlugin.def)?.programs.length, name).toBe(1);
       expect(precompiledOf(viaNode.def), name).toBeUndefined();
-      expect(viaPlugin.def.site?.file, name).toBe(FIXTURE);
+      expect(viaPlugin.def.site?.file, name).toBe("test/plugin/fixtures/kernels.ts");
       const before = precompiledHits();
       const a = viaPlugin.lower(...args);
       expect(precompiledHits(), `${name} lowered from its precompiled IR`).toBe(before + 1);
