@@ -14,7 +14,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { renameSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { META_FILE, PROGRAM_FILE, TsptoArtifactError, checkPrivateDir, removeArtifact, unsafePathError, userCacheRoot, verifiedLibrary } from "./artifact/index.js";
+import { META_FILE, PROGRAM_FILE, TsptoArtifactError, checkPrivateDir, inMemoryVolume, removeArtifact, unsafePathError, userCacheRoot, verifiedLibrary } from "./artifact/index.js";
 import type { Target } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
@@ -45,7 +45,8 @@ let resolved: { env: string; dir: string | null } | undefined;
 export function cacheDir(): string | null {
   const env = `${process.env.TSPTO_CACHE_DIR ?? ""}\0${process.env.XDG_CACHE_HOME ?? ""}`;
   if (resolved && resolved.env === env) return resolved.dir;
-  const base = userCacheRoot();
+  // a page's volume ends with the page: a disk cache there would only hold a second copy
+  const base = inMemoryVolume() ? null : userCacheRoot();
   let dir: string | null = null;
   if (base) {
     const problem = checkPrivateDir(base);

@@ -15,7 +15,7 @@ import { parseKernel, roundTrip, type KernelDef, type ParamBinding } from "./dsl
 import { paramInfo, sourceHash } from "./front_memo.js";
 import { precompiledProgram } from "./dsl/precompiled.js";
 import { compile, lowerFor, rememberDumps } from "./compile.js";
-import { STAMP_FILE } from "./artifact/index.js";
+import { STAMP_FILE, holdArtifact, releaseArtifact } from "./artifact/index.js";
 import { getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
 import { RunConfig } from "./runtime/config.js";
@@ -129,7 +129,8 @@ function explain(prev: Spec, next: Spec): string {
 }
 
 export function createJitFunction(def: KernelDef): JitFunction {
-  const cache = new LRUCache<string, CompiledProgram>({ max: CACHE_MAX });
+  // in a page, the artifacts of evicted (or cleared) specializations leave its memory
+  const cache = new LRUCache<string, CompiledProgram>({ max: CACHE_MAX, dispose: (c) => releaseArtifact(c.outputDir) });
   const fast = new Map<number, FastEntry[]>();
   let fastCount = 0;
   /** Per parameter: a dynamic scalar (pl.Scalar<...>), known after the first bind. */
@@ -261,6 +262,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
     if (!c) {
       c = build(bindings, spec, cfg);
       lastSpec = spec;
+      if (!cfg.saveKernelsDir) holdArtifact(c.outputDir);
       cache.set(spec.key, c);
     }
     if (!cfg.saveKernelsDir) remember(args, cfg, spec, c);

@@ -17,3 +17,4 @@ export {
   untrustedReason, ancestorsReason, fileKind, isInside, type OpenedFile,
 } from "./files.js";
 export { readMarker, markerKey, recordFiles, wroteFile, listTree, removeWritten, formatMarker, parseMarker, type Marker } from "./marker.js";
+export { inMemoryVolume, holdArtifact, releaseArtifact } from "./volatile.js";

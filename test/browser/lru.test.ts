@@ -20,4 +20,17 @@ describe("the browser build's LRUCache", () => {
     expect(c.size).toBe(0);
     expect(c.get("a")).toBeUndefined();
   });
+
+  it("calls dispose for every value that leaves, as the package does (evicted, replaced, deleted, cleared)", () => {
+    const gone: string[] = [];
+    const c = new LRUCache<string, number>({ max: 2, dispose: (v, k) => gone.push(`${k}=${v}`) });
+    c.set("a", 1).set("b", 2).set("c", 3); // a evicted
+    c.set("b", 20); // b's old value replaced
+    c.set("b", 20); // the same value again: nothing leaves
+    c.delete("c");
+    c.delete("nope");
+    c.set("d", 4);
+    c.clear();
+    expect(gone).toEqual(["a=1", "b=2", "c=3", "b=20", "d=4"]);
+  });
 });

@@ -1,15 +1,41 @@
 // node:fs in tspto's browser build: one in-memory volume for the page. What tspto writes to
 // files in Node (artifact directories, the jit's cache, DFX traces, kernel source registered by
 // the build plugin) lives here, so the same runtime code runs; nothing persists past the page.
-// Only the calls tspto makes are implemented, synchronously, with Node's error codes.
+// Only the calls tspto makes are implemented, synchronously, with Node's error codes. Each
+// directory indexes its entries, so every call costs what its own directory or subtree holds,
+// never what the whole volume holds.
 import { Buffer } from "./buffer.js";
 import { dirname, resolve } from "./path.js";
 
 interface FileNode { kind: "file"; data: Uint8Array; mtimeMs: number; mode: number; ino: number }
-interface DirNode { kind: "dir"; mtimeMs: number; mode: number; ino: number }
+interface DirNode { kind: "dir"; mtimeMs: number; mode: number; ino: number; children: Set<string> }
 type FsNode = FileNode | DirNode;
 
-const nodes = new Map<string, FsNode>([["/", { kind: "dir", mtimeMs: Date.now(), mode: 0o700, ino: 1 }]]);
+const nodes = new Map<string, FsNode>([["/", { kind: "dir", mtimeMs: Date.now(), mode: 0o700, ino: 1, children: new Set() }]]);
+
+/** This node:fs is the page's in-memory volume (src/artifact reads this to know nothing persists). */
+export const IN_MEMORY_VOLUME = true;
+
+const baseName = (p: string): string => p.slice(p.lastIndexOf("/") + 1);
+/** Put `n` at `a` (its parent directory exists), indexing it in the parent. */
+function place(a: string, n: FsNode): void {
+  nodes.set(a, n);
+  if (a !== "/") (nodes.get(dirname(a)) as DirNode).children.add(baseName(a));
+}
+/** Remove `a` and everything under it, and its parent's index entry. */
+function remove(a: string): void {
+  for (const k of under(a)) nodes.delete(k);
+  if (a !== "/") (nodes.get(dirname(a)) as DirNode | undefined)?.children.delete(baseName(a));
+}
+
+/** What the volume holds now (tests, and a page that wants to watch its memory). */
+export function volumeStats(): { files: number; dirs: number; bytes: number } {
+  let files = 0, dirs = 0, bytes = 0;
+  for (const n of nodes.values()) {
+    if (n.kind === "file") { files++; bytes += n.data.length; } else dirs++;
+  }
+  return { files, dirs, bytes };
+}
 let nextIno = 2;
 const fds = new Map<number, { path: string; append: boolean }>();
 let nextFd = 3;
@@ -73,7 +99,7 @@ export function mkdirSync(p: string, o?: { recursive?: boolean; mode?: number } 
   const hit = nodes.get(a);
   if (hit) { if (recursive && hit.kind === "dir") return undefined; fail("EEXIST", "mkdir", p); }
   if (recursive) { if (dirname(a) !== a) mkdirSync(dirname(a), { recursive: true, mode }); } else parentDir(a, "mkdir");
-  nodes.set(a, { kind: "dir", mtimeMs: Date.now(), mode: mode & 0o777, ino: nextIno++ });
+  place(a, { kind: "dir", mtimeMs: Date.now(), mode: mode & 0o777, ino: nextIno++, children: new Set() });
   return a;
 }
 
@@ -83,7 +109,7 @@ export function writeFileSync(p: string, data: string | ArrayBufferView, o?: { m
   const hit = nodes.get(a);
   if (hit?.kind === "dir") fail("EISDIR", "open", p);
   if (hit && typeof o === "object" && o.flag?.includes("x")) fail("EEXIST", "open", p);
-  nodes.set(a, { kind: "file", data: bytesOf(data), mtimeMs: Date.now(), mode: (typeof o === "object" ? o.mode : undefined) ?? 0o644, ino: hit?.ino ?? nextIno++ });
+  place(a, { kind: "file", data: bytesOf(data), mtimeMs: Date.now(), mode: (typeof o === "object" ? o.mode : undefined) ?? 0o644, ino: hit?.ino ?? nextIno++ });
 }
 export function appendFileSync(p: string, data: string | ArrayBufferView): void {
   const a = abs(p);
@@ -111,15 +137,23 @@ export function readdirSync(p: string, o?: { withFileTypes?: boolean }): (string
   if (n.kind !== "dir") fail("ENOTDIR", "scandir", p);
   const prefix = a === "/" ? "/" : `${a}/`;
   const out: (string | Dirent)[] = [];
-  for (const [k, v] of nodes) {
-    if (k === a || !k.startsWith(prefix) || k.slice(prefix.length).includes("/")) continue;
-    const name = k.slice(prefix.length);
-    out.push(o?.withFileTypes ? new Dirent(name, a, v) : name);
-  }
+  for (const name of n.children) out.push(o?.withFileTypes ? new Dirent(name, a, nodes.get(prefix + name)!) : name);
   return out.sort((x, y) => (String(typeof x === "string" ? x : x.name) < String(typeof y === "string" ? y : y.name) ? -1 : 1));
 }
 
-const under = (a: string): string[] => [...nodes.keys()].filter((k) => k === a || k.startsWith(`${a}/`));
+/** `a` and every path under it (depth first, from the directories' indexes). */
+function under(a: string): string[] {
+  const out: string[] = [];
+  const stack = [a];
+  while (stack.length) {
+    const p = stack.pop()!;
+    const n = nodes.get(p);
+    if (!n) continue;
+    out.push(p);
+    if (n.kind === "dir") for (const c of n.children) stack.push(p === "/" ? `/${c}` : `${p}/${c}`);
+  }
+  return out;
+}
 
 export function renameSync(from: string, to: string): void {
   const a = abs(from), b = abs(to);
@@ -127,10 +161,13 @@ export function renameSync(from: string, to: string): void {
   if (!n) fail("ENOENT", "rename", from);
   parentDir(b, "rename");
   const t = nodes.get(b);
-  if (t?.kind === "dir" && (n.kind !== "dir" || under(b).length > 1)) fail(n.kind === "dir" ? "ENOTEMPTY" : "EISDIR", "rename", to);
+  if (t?.kind === "dir" && (n.kind !== "dir" || t.children.size > 0)) fail(n.kind === "dir" ? "ENOTEMPTY" : "EISDIR", "rename", to);
+  if (b === a || b.startsWith(`${a}/`)) { if (b === a) return; fail("EINVAL", "rename", to); }
   const moved = under(a).map((k) => [k, nodes.get(k)!] as const);
-  for (const [k] of moved) nodes.delete(k);
+  if (t) remove(b);
+  remove(a);
   for (const [k, v] of moved) nodes.set(b + k.slice(a.length), v);
+  (nodes.get(dirname(b)) as DirNode).children.add(baseName(b));
 }
 
 export function rmSync(p: string, o?: { recursive?: boolean; force?: boolean }): void {
@@ -138,16 +175,16 @@ export function rmSync(p: string, o?: { recursive?: boolean; force?: boolean }):
   const n = nodes.get(a);
   if (!n) { if (o?.force) return; fail("ENOENT", "rm", p); }
   if (n.kind === "dir" && !o?.recursive) fail("EISDIR", "rm", p);
-  for (const k of under(a)) nodes.delete(k);
+  remove(a);
 }
-export function unlinkSync(p: string): void { const n = nodes.get(abs(p)); if (!n) fail("ENOENT", "unlink", p); if (n.kind === "dir") fail("EISDIR", "unlink", p); nodes.delete(abs(p)); }
+export function unlinkSync(p: string): void { const n = nodes.get(abs(p)); if (!n) fail("ENOENT", "unlink", p); if (n.kind === "dir") fail("EISDIR", "unlink", p); remove(abs(p)); }
 export function rmdirSync(p: string): void {
   const a = abs(p);
   const n = nodes.get(a);
   if (!n) fail("ENOENT", "rmdir", p);
   if (n.kind !== "dir") fail("ENOTDIR", "rmdir", p);
-  if (under(a).length > 1) fail("ENOTEMPTY", "rmdir", p);
-  nodes.delete(a);
+  if (n.children.size) fail("ENOTEMPTY", "rmdir", p);
+  remove(a);
 }
 
 export function openSync(p: string, flags: number | string = "r", mode = 0o666): number {
@@ -158,7 +195,7 @@ export function openSync(p: string, flags: number | string = "r", mode = 0o666):
   if (!n) {
     if (!(f & constants.O_CREAT)) fail("ENOENT", "open", p);
     parentDir(a, "open");
-    nodes.set(a, { kind: "file", data: new Uint8Array(0), mtimeMs: Date.now(), mode: mode & 0o777, ino: nextIno++ });
+    place(a, { kind: "file", data: new Uint8Array(0), mtimeMs: Date.now(), mode: mode & 0o777, ino: nextIno++ });
   } else if (n.kind === "file" && (f & constants.O_TRUNC)) n.data = new Uint8Array(0);
   const fd = nextFd++;
   fds.set(fd, { path: a, append: !!(f & constants.O_APPEND) });
@@ -183,4 +220,4 @@ export function readSync(fd: number, buf: ArrayBufferView, off = 0, len?: number
   dst.set(n.data.subarray(start, start + count), off);
   return count;
 }
-export default { constants, Stats, Dirent, existsSync, statSync, lstatSync, fstatSync, realpathSync, readlinkSync, chmodSync, mkdirSync, writeFileSync, appendFileSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, rmdirSync, openSync, closeSync, writeSync, readSync };
+export default { IN_MEMORY_VOLUME, volumeStats, constants, Stats, Dirent, existsSync, statSync, lstatSync, fstatSync, realpathSync, readlinkSync, chmodSync, mkdirSync, writeFileSync, appendFileSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, rmdirSync, openSync, closeSync, writeSync, readSync };
