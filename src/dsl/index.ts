@@ -9,4 +9,4 @@ export {
 export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
 export { parseProgramText, roundTrip } from "./text.js";
 export { sourceHash, trackHashedDefs, type ConstVal } from "./resolve.js";
-export { captureSource, capturedHash, isCapturedKey, locateKernel, loadSourceFile, nameFromSource, trackSourceReads, type KernelSource, type SourceText } from "./source.js";
+export { captureSource, capturedHash, isCapturedKey, locateKernel, parseTypeScript, loadSourceFile, nameFromSource, trackSourceReads, type KernelSource, type SourceText } from "./source.js";

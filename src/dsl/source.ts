@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { ts } from "./typescript.js";
-import { registerSource } from "../ir/errors.js";
+import { TsptoSyntaxError, registerSource } from "../ir/errors.js";
 import type { Span } from "../ir/nodes.js";
 import { siteKey, type KernelDef, type KernelKind, type KernelSite } from "./kernel.js";
 
@@ -54,9 +54,36 @@ function lineStartsOf(text: string): number[] {
   return starts;
 }
 
+/** Where the brackets of `text` nest deepest (strings and comments are not skipped: a hint, not a parse). */
+function deepestPoint(text: string): { depth: number; line: number; col: number } {
+  let depth = 0, best = 0, at = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 40 || c === 91 || c === 123) { if (++depth > best) { best = depth; at = i; } } else if (c === 41 || c === 93 || c === 125) depth--;
+  }
+  const before = text.slice(0, at);
+  const nl = before.lastIndexOf("\n");
+  return { depth: best, line: before.split("\n").length, col: at - nl };
+}
+
+/**
+ * `text` parsed by the TypeScript compiler (no type checking). Its parser recurses per nesting
+ * level: text nested past what the stack holds is one E_NESTING error at the deepest point.
+ */
+export function parseTypeScript(file: string, text: string): ts.SourceFile {
+  try {
+    return ts.createSourceFile(file, text, ts.ScriptTarget.Latest, /* setParentNodes */ true, ts.ScriptKind.TS);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    const d = deepestPoint(text);
+    throw new TsptoSyntaxError("E_NESTING", `this module nests brackets ${d.depth} levels deep, more than the TypeScript parser that reads kernel modules can hold (${e.message})`,
+      { file, line: d.line, col: d.col }, "move the deeply nested expression out of the module that defines kernels (into a module of its own), or flatten it");
+  }
+}
+
 function makeSource(file: string, fullText: string, offset: number, userText: string, fromFile: boolean, key = file,
   imports?: Readonly<Record<string, string>>): SourceText {
-  const sf = ts.createSourceFile(file, fullText, ts.ScriptTarget.Latest, /* setParentNodes */ true, ts.ScriptKind.TS);
+  const sf = parseTypeScript(file, fullText);
   return { file, sf, hash: hashText(userText), fromFile, offset, lineStarts: lineStartsOf(userText), text: userText, key, imports };
 }
 
@@ -219,9 +246,18 @@ function forEachNode(node: ts.Node, f: (n: ts.Node) => void): void {
   visit(node);
 }
 
-/** Every jit call in a file, with the lines its head spans (from the call to its first argument). */
-export function jitCalls(src: SourceText): { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] {
-  const out: { call: ts.CallExpression; kind: KernelKind; from: number; to: number }[] = [];
+type JitCall = { call: ts.CallExpression; kind: KernelKind; from: number; to: number };
+const jitCallsOf = new WeakMap<ts.SourceFile, readonly JitCall[]>();
+let walks = 0;
+/** How many whole-file walks finding kernels took in this process (tests: one per parsed text, not per kernel). */
+export const sourceWalks = (): number => walks;
+
+/** Every jit call in a file, with the lines its head spans (from the call to its first argument); one walk per parsed text. */
+export function jitCalls(src: SourceText): readonly JitCall[] {
+  const hit = jitCallsOf.get(src.sf);
+  if (hit) return hit;
+  walks++;
+  const out: JitCall[] = [];
   forEachNode(src.sf, (n) => {
     if (!ts.isCallExpression(n)) return;
     const kind = jitCallKind(n);
@@ -229,6 +265,7 @@ export function jitCalls(src: SourceText): { call: ts.CallExpression; kind: Kern
     const arg = n.arguments[0];
     out.push({ call: n, kind, from: startLine(src, n), to: arg ? startLine(src, arg) : startLine(src, n) });
   });
+  jitCallsOf.set(src.sf, out);
   return out;
 }
 
@@ -417,12 +454,23 @@ function findJitFunction(src: SourceText, def: KernelDef): KernelFnNode | null {
  * The static method `name` decorated with @pl.jit nearest to the site line (the decorator
  * helper's frame points at or near it); in emitted JavaScript, the static method `name`.
  */
-function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): ts.MethodDeclaration | null {
-  const cands: ts.MethodDeclaration[] = [];
+const decoratedOf = new WeakMap<ts.SourceFile, readonly ts.MethodDeclaration[]>();
+
+/** The methods of a file decorated with @pl.jit (one walk per parsed text). */
+function decoratedMethods(src: SourceText): readonly ts.MethodDeclaration[] {
+  const hit = decoratedOf.get(src.sf);
+  if (hit) return hit;
+  walks++;
+  const out: ts.MethodDeclaration[] = [];
   forEachNode(src.sf, (n) => {
-    if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && n.name.text === name &&
-      (ts.getDecorators(n) ?? []).some(isJitDecorator)) cands.push(n);
+    if (ts.isMethodDeclaration(n) && n.name && ts.isIdentifier(n.name) && (ts.getDecorators(n) ?? []).some(isJitDecorator)) out.push(n);
   });
+  decoratedOf.set(src.sf, out);
+  return out;
+}
+
+function findDecoratedMethod(src: SourceText, site: KernelSite, name: string): ts.MethodDeclaration | null {
+  const cands: ts.MethodDeclaration[] = decoratedMethods(src).filter((n) => (n.name as ts.Identifier).text === name);
   // JavaScript emitted with the decorators lowered (tsc, esbuild: `__esDecorate` /
   // `__decorateElement` calls after the class) keeps the method without its decorator.
   if (!cands.length) {

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { tensorT, type Type } from "../ir/index.js";
 import { isOwnFile } from "../ir/package_root.js";
 import { ts } from "../dsl/typescript.js";
-import { captureSource, defineKernel, parseKernel, paramInfo, sourceHash, type KernelDef, type KernelKind, type ParamBinding } from "../dsl/index.js";
+import { captureSource, defineKernel, parseKernel, parseTypeScript, paramInfo, sourceHash, type KernelDef, type KernelKind, type ParamBinding } from "../dsl/index.js";
 import { fnOfJitCall, isJitDecorator, jitCalls, lineCol } from "../dsl/source.js";
 import type { Precompiled } from "../dsl/precompiled.js";
 import { captureModule, displayName, resolveRelative } from "./redact.js";
@@ -47,7 +47,7 @@ interface Found { at: number; kind: KernelKind; decorated: boolean; line: number
 
 /** The kernels of one module's text, in source order. */
 function findKernels(file: string, text: string): { found: Found[]; sf: ts.SourceFile } {
-  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const sf = parseTypeScript(file, text);
   const src = { file, sf, text, offset: 0, hash: "", fromFile: true, lineStarts: lineStartsOf(text), key: file };
   const found: Found[] = [];
   for (const c of jitCalls(src)) {
@@ -149,13 +149,16 @@ export function transformKernels(code: string, id: string, opts: TsptoPluginOpti
   // the precompiled records name the file as the captured text does, never by its absolute path
   const preText = (p: Precompiled | null): string =>
     (p ? JSON.stringify(p).split(JSON.stringify(file).slice(1, -1)).join(JSON.stringify(name).slice(1, -1)).replace(/</g, "\\u003c") : "undefined");
-  let out = code;
-  // from the end, so that earlier offsets stay valid
-  for (let i = found.length - 1; i >= 0; i--) {
+  const parts: string[] = [];
+  let at = 0;
+  for (let i = 0; i < found.length; i++) {
     const f = found[i];
     const args = [literal(key), f.line, f.col, preText(pre[i])].join(", ");
-    out = `${out.slice(0, f.at)}__tspto_site(${args}, ${out.slice(f.at, f.insertEnd)})${out.slice(f.insertEnd)}`;
+    parts.push(code.slice(at, f.at), `__tspto_site(${args}, `, code.slice(f.at, f.insertEnd), ")");
+    at = f.insertEnd;
   }
+  parts.push(code.slice(at));
+  const out = parts.join("");
   const sources = files.map((f, i) => {
     const imports = Object.entries(f.imports).map(([spec, j]) => [spec, keyOf(j)] as const);
     return `__tspto_source(${literal(keyOf(i))}, ${literal(f.text)}, {${imports.map(([s, k]) => `${literal(s)}: ${literal(k)}`).join(", ")}});`;

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, relative, resolve, sep } from "node:path";
 import { ts } from "../dsl/typescript.js";
+import { parseTypeScript } from "../dsl/index.js";
 
 /** One captured file: its name relative to the build root, the kept text, its relative imports. */
 export interface CapturedFile {
@@ -220,7 +221,7 @@ export function captureModule(file: string, text: string, sf: ts.SourceFile, roo
       if (!g) continue;
       let gText: string;
       try { gText = readFileSync(g, "utf8"); } catch { continue; }
-      const gSf = ts.createSourceFile(g, gText, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+      const gSf = parseTypeScript(g, gText);
       me.imports[spec] = visit(g, gText, gSf, [], names, depth + 1);
     }
     return i;

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { randn, zeros, type HostTensor } from "tspto";
+import { TsptoSyntaxError, randn, zeros, type HostTensor } from "tspto";
 import tsptoEsbuild from "tspto/esbuild";
 import { keptText } from "../../src/plugin/redact.js";
 import { transformKernels } from "../../src/plugin/core.js";
@@ -115,5 +115,39 @@ describe("what the build plugin ships", () => {
     const lines = code.split("\n");
     kernText.split("\n").forEach((l, i) => { for (let c = 0; c < l.length; c++) if (l[c] !== " ") expect(lines[i][c], `${i + 1}:${c + 1}`).toBe(l[c]); });
     expect(keptText("ab\ncd\nef", [[7, 8]])).toBe("\n\n f");
+  });
+});
+
+describe("the build plugin at scale", () => {
+  it("precompiles a module of many kernels walking its text once, not once per kernel", async () => {
+    const { sourceWalks } = await import("../../src/dsl/source.js");
+    const dir = mkdtempSync(join(tmpdir(), "tspto-many-"));
+    const lines = ['import { pl } from "tspto";'];
+    for (let i = 0; i < 120; i++) {
+      lines.push(`export const k${i} = pl.jit(function k${i}(x: pl.Tensor<[8, 8], pl.FP32>, out: pl.Out<pl.Tensor<[8, 8], pl.FP32>>) {`,
+        `  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(x, ${i})); });`, "});");
+    }
+    lines.push("export class C {", ...Array.from({ length: 30 }, (_, i) => `  @pl.jit static m${i}(x: pl.Tensor<[8, 8], pl.FP32>, out: pl.Out<pl.Tensor<[8, 8], pl.FP32>>) { pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.mul(x, ${i})); }); }`), "}");
+    const f = join(dir, "many.ts");
+    const code = lines.join("\n");
+    writeFileSync(f, code);
+    const before = sourceWalks();
+    const r = transformKernels(code, f, { root: dir })!;
+    expect(r.kernels).toBe(150);
+    expect(r.precompiled).toBe(150);
+    expect(sourceWalks() - before).toBeLessThanOrEqual(4);
+  });
+
+  it("a module nested deeper than the parser holds is one E_NESTING error at its deepest point, not a crash", () => {
+    const code = `import { pl } from "tspto";\nexport const v = ${"(".repeat(20000)}1${")".repeat(20000)};\n` +
+      "export const k = pl.jit(function k(x: pl.Tensor, out: pl.Out<pl.Tensor>) {\n  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(out, pl.add(x, 1)); });\n});\n";
+    let err: unknown;
+    try { transformKernels(code, "/app/src/deep.ts", { root: "/app" }); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(TsptoSyntaxError);
+    const e = err as TsptoSyntaxError;
+    expect(e.code).toBe("E_NESTING");
+    expect(e.message).toContain("nests brackets 20000 levels deep");
+    expect(e.span).toMatchObject({ file: "/app/src/deep.ts", line: 2, col: 20017 });
+    expect(e.hint).toMatch(/module of its own/);
   });
 });
