@@ -100,6 +100,30 @@ describe("what the build plugin ships", () => {
     expect(Array.from(o2.data as Float32Array)).toEqual(scaled(x, 3));
   }, 120_000);
 
+  it("a kernel calling a kernel of another module builds from what shipped, precompiled or parsed in place", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tspto-capture-"));
+    mkdirSync(join(dir, "src"));
+    writeFileSync(join(dir, "src", "helpers.ts"), 'import { pl } from "tspto";\n// notes that stay home\nexport const SHIFT = 3;\n' +
+      "export const addShift = pl.jit.inline(function addShift(t: pl.Tile) {\n  return pl.add(t, SHIFT);\n});\nexport const unrelated = () => \"unrelated_helper_value\";\n");
+    const body = "  pl.at(pl.Level.CORE_GROUP, () => {\n    const t = pl.load(x, [0, 0], [8, 8]);\n    pl.store(addShift(t), [0, 0], out);\n  });\n});\n";
+    writeFileSync(join(dir, "src", "kern.ts"), 'import { pl } from "tspto";\nimport { addShift } from "./helpers";\n' +
+      `export const fixed = pl.jit(function fixed(x: pl.Tensor<[8, 8], pl.FP32>, out: pl.Out<pl.Tensor<[8, 8], pl.FP32>>) {\n${body}` +
+      `export const free = pl.jit(function free(x: pl.Tensor, out: pl.Out<pl.Tensor>) {\n${body}`);
+    const cwd = process.cwd();
+    process.chdir(dir);
+    let text: string;
+    try { text = await bundle(join(dir, "src", "kern.ts"), join(dir, "xm.mjs"), true); } finally { process.chdir(cwd); }
+    expect(text).not.toContain("notes that stay home");
+    expect(text).not.toContain("unrelated_helper_value");
+    const m = (await import(/* @vite-ignore */ join(dir, "xm.mjs"))) as Record<"fixed" | "free", (x: HostTensor, o: HostTensor) => void>;
+    const x = randn([8, 8], { seed: 5 });
+    for (const k of ["fixed", "free"] as const) {
+      const o = zeros([8, 8]);
+      m[k](x, o);
+      expect(Array.from(o.data as Float32Array), k).toEqual(Array.from(x.data as Float32Array, (v) => Math.fround(v + 3)));
+    }
+  }, 120_000);
+
   it("keeps only the needed names of an import and the lines and columns of every kept token", () => {
     const dir = mkdtempSync(join(tmpdir(), "tspto-capture-"));
     const entry = app(dir, 2);
