@@ -30,7 +30,7 @@ export function rememberDumps(p: Program, dumps: PassDump[]): void {
 /** Runs the pass pipeline with the facts of `platform`'s device. */
 export function lowerFor(program: Program, platform: string, opts: { dump?: boolean; passes?: readonly Pass[]; fpContract?: "fast" | "off" } = {}) {
   const target = getTarget(platform);
-  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace, minTileElemBytes: target.description.minTileElemBytes, dump: opts.dump, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
+  return lowerProgram(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace, minTileElemBytes: target.description.minTileElemBytes, fewRowMatmulCores: target.description.fewRowMatmulCores, dump: opts.dump, passes: opts.passes, fpContract: opts.fpContract /* issue 12 */ });
 }
 
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {

@@ -15,6 +15,8 @@ export interface PassContext {
    * webgpu: 4, a 32-bit word, since WGSL memory has no bytes); absent: an element takes its dtype's bytes.
    */
   readonly minTileElemBytes?: number;
+  /** See DeviceDescription.fewRowMatmulCores (absent: matmuls of few rows get the usual tiles). */
+  readonly fewRowMatmulCores?: number;
 }
 
 /** The default contraction mode: fused multiply-add in float matmul (twice the arithmetic peak). */
@@ -42,6 +44,8 @@ export interface PipelineOptions {
   matmulOperandsInPlace?: boolean;
   /** See PassContext.minTileElemBytes. */
   minTileElemBytes?: number;
+  /** See PassContext.fewRowMatmulCores. */
+  fewRowMatmulCores?: number;
   /** Replace or wrap passes (tests inject a broken pass this way). */
   passes?: readonly Pass[];
 }
@@ -52,7 +56,7 @@ export class PassManager {
   constructor(readonly passes: readonly Pass[]) {}
 
   run(input: Program, opts: PipelineOptions = {}): PipelineResult {
-    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT), matmulOperandsInPlace: opts.matmulOperandsInPlace === true, minTileElemBytes: opts.minTileElemBytes };
+    const ctx: PassContext = { scratchCapacity: opts.scratchCapacity ?? DEFAULT_SCRATCH_CAPACITY, fpContract: checkFpContract(opts.fpContract ?? DEFAULT_FP_CONTRACT), matmulOperandsInPlace: opts.matmulOperandsInPlace === true, minTileElemBytes: opts.minTileElemBytes, fewRowMatmulCores: opts.fewRowMatmulCores };
     const verify = opts.verify ?? process.env.TSPTO_VERIFY === "1";
     const dumps: PassDump[] = [];
     const timings: { pass: string; ms: number }[] = [];

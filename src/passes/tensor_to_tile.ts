@@ -852,6 +852,22 @@ function lowerBlocked(value: Expr, ext: readonly (number | Expr)[], row: boolean
   });
 }
 
+/** The most rows a matmul has for its b to be streamed (src/codegen/cpp/emitters/matmul.ts, FEW_ROWS). */
+export const FEW_ROWS = 6;
+
+/**
+ * The column tile of a few-row fp32 product where the code generator streams b (null: the usual
+ * tiles): the columns of one core split into chunks of at most 1024, rounded up to 64.
+ */
+export function fewRowTileWidth(ctx: PassContext, m: Dim, n: Dim, k: Dim, aT: boolean, bT: boolean, batch: number, ad: string, bd: string): number | null {
+  const cores = ctx.fewRowMatmulCores;
+  if (!cores || typeof m !== "number" || typeof n !== "number" || typeof k !== "number" || m > FEW_ROWS || aT || bT || batch) return null;
+  if (ad !== "float32" || bd !== "float32" || n < 256 || k < 64) return null;
+  const perCore = Math.ceil(n / cores), chunks = Math.ceil(perCore / 1024);
+  const w = Math.ceil(Math.ceil(perCore / chunks) / 64) * 64;
+  return w > 128 ? Math.min(w, n) : null;
+}
+
 /** A tensor-level matmul: [tm, tn] output tiles, K in tiles of tk accumulated with matmulAcc in k order. */
 /** What follows a matmul's output tile before its store: the rest of an elementwise expression (`tiles`: its leaf tiles). */
 interface Epilogue { tiles: number; apply(result: Expr, offsets: Expr[], tile: number[], valid: number[] | null, inner: Stmt[]): Expr }
@@ -882,6 +898,15 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const ext = (d: number | string, t: number, lim: number) => (typeof d === "number" ? tileExtent(d, lim) : capped(dynOf.get(d)!, Math.min(t, dynTile(lim))));
   const budget = tileBudget(ctx, (batch ? 6 : 3) + (epilogue?.tiles ?? 0), [at.dtype, "float32"], "pl.matmul", span, fname);
   let tm = ext(m, 128, 128), tn = ext(n, 128, 128), tk = ext(k, 128, 128);
+  // A product of few rows (a decode GEMV) is bound by reading b: the code generator streams b's
+  // rows (ctx.fewRowMatmulCores), so its tiles are wide — one band of columns per core, at most
+  // 1024 wide (rows of 4 KiB; measured: 128-wide panels read b at 0.4 of a streaming read, 1024 at
+  // 0.95) — and k tiles shrink first to fit. Tile shapes never change an element's k order.
+  const wide = fewRowTileWidth(ctx, m, n, k, aT, bT, batch, at.dtype, bt.dtype);
+  if (wide) {
+    tn = wide;
+    while (tk > 16 && (tk * tn > budget || tm * tk > budget)) tk = ext(k, tk, Math.max(16, tk >> 1));
+  }
   while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
     if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }

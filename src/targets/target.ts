@@ -27,6 +27,12 @@ export interface DeviceDescription {
    * 32-bit words); the passes size tiles and plan scratch so. Absent: an element's own bytes.
    */
   readonly minTileElemBytes?: number;
+  /**
+   * The code generator streams the rows of b for fp32 matmuls of few rows (a decode GEMV, M <= 6):
+   * TensorToTile then gives those products wide column tiles, about one band per core of this
+   * many cores (a tiling choice only: any core count runs the program). Absent: 128-wide tiles.
+   */
+  readonly fewRowMatmulCores?: number;
 }
 
 /** Argument kinds of Device.launch (the `kinds` array). */

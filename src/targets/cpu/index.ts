@@ -1,9 +1,13 @@
 // The cpu target (the default platform): generated C++ on the native runtime's simulated
 // chip (a device-memory arena, a persistent thread pool of core threads, a task scheduler).
+import { availableParallelism } from "node:os";
 import type { Target } from "../target.js";
 import { buildCpu } from "./build.js";
 import { toolchainIdentity } from "./toolchain.js";
 import { CpuDevice } from "./device.js";
+
+/** The core threads a launch runs on by default (the machine's; the tiling of few-row matmuls follows it). */
+const CORES = Math.max(1, Math.min(16, availableParallelism()));
 
 /** Per-core scratch of the simulated chip (bytes). */
 export const CPU_SCRATCH_BYTES = 1 << 20;
@@ -11,9 +15,9 @@ export const CPU_SCRATCH_BYTES = 1 << 20;
 export const cpuTarget: Target = {
   name: "cpu",
   summary: "generated C++ on the native runtime (a simulated chip: host memory arena, thread pool)",
-  description: { scratchBytes: CPU_SCRATCH_BYTES, matmulOperandsInPlace: true },
+  description: { scratchBytes: CPU_SCRATCH_BYTES, matmulOperandsInPlace: true, fewRowMatmulCores: CORES },
   build: buildCpu,
-  cacheKeyParts: toolchainIdentity,
+  cacheKeyParts: () => [...toolchainIdentity(), `cores=${CORES}`],
   openDevice: (opts) => new CpuDevice(opts),
 };
 export { CXX_FLAGS, installPrecompiledHeader, whichSync, abiIncludeDir } from "./toolchain.js";

@@ -6,6 +6,9 @@ import { offsetsOf, windowCheck } from "./memory.js";
 import { destPtr, tileOperand } from "./tiles.js";
 import { type CDim, cdim } from "./dims.js";
 
+/** The most rows of a matmul whose b is streamed row by row (TensorToTile tiles such products wide). */
+const FEW_ROWS = 6;
+
 /**
  * The valid extents a matmul works in (docs/semantics.md, Partial tiles): it sums k below K =
  * min(a's valid columns, b's valid rows) and stores the output's valid rows mv and columns nv
@@ -134,6 +137,49 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
         });
       }
       return;
+    }
+    // A few rows (a decode GEMV, TensorToTile gives it wide tiles): b is read once, row by row,
+    // contiguously (k outer, 4 rows of k at a time), and the output rows stay in the output tile
+    // (L1) between k rows. Each element still accumulates in k order, one step per k, so the
+    // values are those of the register-blocked code bit for bit.
+    if (at.dtype === "float32" && bt.dtype === "float32" && !aT && !bT && m <= FEW_ROWS && n >= 128 && mValid === m && !dot) {
+      streamRows();
+      endDot();
+      return;
+    }
+    function streamRows(): void {
+      const NV = cdim(nValid), kk = ctx.fresh("k"), j = ctx.fresh("j"), v = ctx.fresh("v"), jv = ctx.fresh("jv");
+      const rows = Array.from({ length: m }, (_, r) => r);
+      const a = (r: number, q: number) => `${A}[${r} * ${lda} + ${kk} + ${q}]`;
+      const step = (acc: string, av: string, bv: string) => (fused ? `${acc} = tspto_fma16(${av}, ${bv}, ${acc});` : `${acc} = ${acc} + ${av} * ${bv};`);
+      ctx.open("{  // few rows: b streamed row by row");
+      ctx.line(`const int64_t ${jv} = (${NV}) - (${NV}) % 16;`);
+      // the output rows start from the accumulator input (or zero)
+      if (C !== o) {
+        for (const r of rows) ctx.line(`for (int64_t ${j} = 0; ${j} < ${NV}; ++${j}) ${o}[${r} * ${n} + ${j}] = ${C ? `${C}[${r} * ${n} + ${j}]` : "0.0f"};`);
+      }
+      ctx.line(`int64_t ${kk} = 0;`);
+      for (const [unroll, cond] of [[4, `${kk} + 4 <= ${K}`], [1, `${kk} < ${K}`]] as const) {
+        ctx.open(`for (; ${cond}; ${kk} += ${unroll}) {`);
+        const qs = Array.from({ length: unroll }, (_, q) => q);
+        for (const r of rows) ctx.line(qs.map((q) => fused ? `const tspto_v16f ${v}a${r}_${q} = tspto_splat16(${a(r, q)});` : `const float ${v}a${r}_${q} = ${a(r, q)};`).join(" "));
+        ctx.open(`for (int64_t ${j} = 0; ${j} < ${jv}; ${j} += 16) {`);
+        ctx.line(qs.map((q) => `const tspto_v16f ${v}b${q} = tspto_ld16(&${Bp}[(${kk} + ${q}) * ${ldb} + ${j}]);`).join(" "));
+        for (const r of rows) {
+          ctx.line(`{ tspto_v16f ${v} = tspto_ld16(&${o}[${r} * ${n} + ${j}]); ${qs.map((q) => step(v, `${v}a${r}_${q}`, `${v}b${q}`)).join(" ")} tspto_st16(&${o}[${r} * ${n} + ${j}], ${v}); }`);
+        }
+        ctx.close();
+        ctx.close();
+      }
+      // the last columns (fewer than 16), each in k order
+      const jt = ctx.fresh("j"), kt = ctx.fresh("k");
+      ctx.open(`for (int64_t ${jt} = ${jv}; ${jt} < ${NV}; ++${jt}) {`);
+      for (const r of rows) {
+        const x = `${o}[${r} * ${n} + ${jt}]`, ab = [`${A}[${r} * ${lda} + ${kt}]`, `${Bp}[${kt} * ${ldb} + ${jt}]`];
+        ctx.line(`{ float ${v} = ${x}; for (int64_t ${kt} = 0; ${kt} < ${K}; ++${kt}) ${v} = ${fused ? `__builtin_fmaf(${ab[0]}, ${ab[1]}, ${v})` : `${v} + ${ab[0]} * ${ab[1]}`}; ${x} = ${v}; }`);
+      }
+      ctx.close();
+      ctx.close();
     }
     /**
      * rows x (16 nv) block at (i0, j0) over k in [kc, kc + kl): b from `bsrc` with row stride
