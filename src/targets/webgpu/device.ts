@@ -37,6 +37,13 @@
 // and device are open (requestAdapter is asynchronous) every operation is queued in order and
 // runs once they are; an open that fails rejects the next async operation (and makes every later
 // one fail) with what to install.
+//
+// Waits. Every wait for the GPU (an awaited launch, a read back) ends when the device closes
+// (E_CLOSED) and, with a launch timeout (RunConfig.launchTimeoutS), after that many seconds
+// (E_LAUNCH_TIMEOUT): WebGPU cannot stop a running kernel, so the device is then given up (every
+// later operation fails with E_LAUNCH_TIMEOUT). close() never waits for the GPU: a device with work
+// still running is destroyed once that work is done (destroying it earlier would block until
+// then).
 import { TsptoArgumentError, TsptoCompileError, TsptoDeviceError, TsptoError, TsptoKernelError, TsptoOutOfMemoryError, TsptoRuntimeError, type Program } from "../../ir/index.js";
 import type { ArtifactRef } from "../../artifact/index.js";
 import type { FailSite } from "../../codegen/simt/index.js";
@@ -109,6 +116,8 @@ const GSCRATCH_BUDGET = 64 << 20;
 const MAX_WORKGROUPS = 65535;
 const SLICE_WORDS = UNIFORM_STRIDE / 4;
 const ELEM_BYTES: Record<string, number> = { float32: 4, int32: 4, float16: 2, bfloat16: 2, int16: 2, int8: 1, uint8: 1, bool: 1 };
+/** The longest setTimeout delay (ms); a launch timeout beyond it waits without a timer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const hex = (a: bigint) => `0x${a.toString(16)}`;
 const err = (code: string, msg: string, hint?: string) => new TsptoDeviceError(code, msg, undefined, hint);
@@ -116,6 +125,7 @@ const ceil = (n: number, a: number) => Math.ceil(n / a) * a;
 const firstLine = (m: string) => m.split("\n")[0].trim();
 
 const OOM_HINT = "free DeviceTensors you no longer need (freeTensor), use smaller tensors, or run on an adapter with more memory (a larger maxStorageBufferBindingSize / maxBufferSize)";
+const TIMEOUT_HINT = "construct a new ChipWorker (the DeviceTensors of this one are lost); raise RunConfig.launchTimeoutS (0 = no limit) if launches are meant to run that long";
 
 interface Allocation {
   readonly gen: number; readonly offset: number; readonly size: number; readonly reserved: number;
@@ -143,16 +153,21 @@ interface Plan {
   readonly recordMask: number;
   /** The end of the highest arena range the launch uses (arguments, staging, temporaries). */
   readonly end: number;
+  readonly timeoutS: number;
 }
 interface Recorded {
   readonly scope: Promise<Caught | null>; readonly outs: readonly OutCopy[]; readonly readback: GpuBuffer | null; readonly rbSize: number;
   readonly errAt: number; readonly tsAt: number; readonly passes: number; readonly dispatches: readonly Dispatch[]; readonly submitNs: number; readonly mod: Loaded;
-  readonly recordMask: number;
+  readonly recordMask: number; readonly timeoutS: number;
+  /** Submits up to and including this launch's. */
+  readonly serial: number;
 }
 /** What the error scopes of an operation caught: the first error, and whether the implementation ran out of memory. */
 interface Caught { readonly oom: boolean; readonly message: string }
 /** An operation waiting for the queue: `fail` (async ones) hears why it will never run. */
 interface Pending { readonly run: () => void; readonly fail: ((e: TsptoError) => void) | null }
+/** What ends a wait early: the error for it, from the wait's own words. */
+type Abort = (make: (what: string) => TsptoError) => void;
 
 export class WebGpuDevice implements Device {
   readonly asynchronous = true;
@@ -165,6 +180,15 @@ export class WebGpuDevice implements Device {
   /** The arena is growing: the queue is held until the new buffer is known to exist. */
   #growing = false;
   #closed = false;
+  /** Why the device was given up (a wait ran past the launch timeout); every later operation fails with it. */
+  #gaveUp: string | null = null;
+  /** The waits for the GPU in progress (each ends when the device closes or is given up). */
+  readonly #waits = new Set<Abort>();
+  /** Submits so far, and those a finished wait saw complete: the GPU is idle when they agree. */
+  #submits = 0;
+  #doneSubmits = 0;
+  /** RunConfig.launchTimeoutS of the worker: the limit of every wait (a launch may bring its own). */
+  readonly #timeoutS: number;
   /** A failure of an operation that ran on the queue and was not awaited: reported by the next wait. */
   #deferred: TsptoError | null = null;
 
@@ -213,6 +237,7 @@ export class WebGpuDevice implements Device {
   constructor(opts: DeviceOptions, host: WebGpuHost) {
     this.#host = host;
     this.#memoryBytes = opts.memoryBytes;
+    this.#timeoutS = opts.launchTimeoutS ?? 0;
     // until the device is open: WebGPU's guaranteed maxStorageBufferBindingSize
     this.#capacity = Math.floor(Math.min(opts.memoryBytes, 128 * 2 ** 20) / 64) * 64;
     this.#opening = host.open().then((g) => this.#opened(g), (e: unknown) => {
@@ -305,6 +330,11 @@ export class WebGpuDevice implements Device {
   #check(op: string): void {
     if (this.#closed) throw err("E_CLOSED", `${op}: device is closed`, "construct a new ChipWorker");
     if (this.#openError) throw this.#openError;
+    if (this.#gaveUp !== null) throw this.#gaveUpError(op);
+  }
+
+  #gaveUpError(op: string): TsptoDeviceError {
+    return err("E_LAUNCH_TIMEOUT", `${op}: the webgpu device was given up: ${this.#gaveUp}; WebGPU cannot stop a running kernel, so its queue and memory are unusable`, TIMEOUT_HINT);
   }
 
   #size(op: string, nbytes: number): void {
@@ -380,7 +410,7 @@ export class WebGpuDevice implements Device {
         b.destroy();
         why ||= firstLine(e.message);
       }
-      if (this.#closed || this.#gpu === null) { mem?.destroy(); return; }
+      if (this.#closed || this.#gaveUp !== null || this.#gpu === null) { mem?.destroy(); return; }
       if (mem) {
         if (this.#mem) {
           this.#enc().copyBufferToBuffer(this.#mem, 0, mem, 0, this.#memSize);
@@ -423,7 +453,8 @@ export class WebGpuDevice implements Device {
   }
 
   free(addr: bigint): void {
-    this.#check("free");
+    // (a device given up has nothing to release on the GPU: the bookkeeping only)
+    if (this.#gaveUp === null) this.#check("free");
     const a = this.#base("free", addr);
     this.#inUse -= a.reserved;
     this.#release(a);
@@ -486,6 +517,7 @@ export class WebGpuDevice implements Device {
     const e = this.#encoder;
     this.#encoder = null;
     this.#gpu!.device.queue.submit([e.finish()]);
+    this.#submits++;
   }
 
   #view(op: string, v: ArrayBufferView, nbytes: number): Uint8Array {
@@ -535,11 +567,12 @@ export class WebGpuDevice implements Device {
     const a = this.#allocation("d2hAsync", addr, nbytes);
     const off = Number(addr & OFF_MASK);
     const view = this.#view("d2hAsync", dst, nbytes);
+    const timeoutS = this.#timeoutS;
     // the aligned words holding the range, and the failure record of earlier launches
     const a0 = Math.floor(off / 4) * 4, a1 = ceil(off + nbytes, 4);
     const errAt = ceil(a1 - a0, 256);
     const size = errAt + ERR_WORDS * 4;
-    const { rb, scope } = await this.#whenAsync(() => {
+    const { rb, serial, scope } = await this.#whenAsync(() => {
       if (a.lost !== null) throw this.#lostError("d2hAsync", a);
       this.#flush();
       const caught = this.#scopes();
@@ -548,11 +581,11 @@ export class WebGpuDevice implements Device {
       if (a1 > a0) e.copyBufferToBuffer(this.#mem!, a0, rb, 0, a1 - a0);
       e.copyBufferToBuffer(this.#errBuf!, 0, rb, errAt, ERR_WORDS * 4);
       this.#flush();
-      return { rb, scope: caught() };
+      return { rb, serial: this.#submits, scope: caught() };
     });
     const what = "a read back of device memory (copyFromAsync)";
     try {
-      const [refused, unmapped] = await Promise.all([scope, this.#map(rb).then(() => null, (e: unknown) => e ?? "map failed")]);
+      const [refused, unmapped] = await this.#wait(Promise.all([scope, this.#map(rb).then(() => null, (e: unknown) => e ?? "map failed")]), what, serial, timeoutS, false);
       if (refused) throw this.#refused(what, refused);
       if (unmapped !== null) throw unmapped;
     } catch (e) {
@@ -674,17 +707,18 @@ export class WebGpuDevice implements Device {
           "await worker.runAsync(compiled, ...args), await handle.callAsync(...args) or await kernel.callAsync(...args); or pass DeviceTensors for the outputs and read them with copyFromAsync");
       }
     }
-    const plan = this.#plan(mod, this.#stage(mod, args, kinds), false);
+    const plan = this.#plan(mod, this.#stage(mod, args, kinds), false, 0);
     if (this.#now()) this.#submit(plan);
     else { this.#keep(plan); this.#when(() => { this.#submit(plan); }); }
     return 0;
   }
 
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array): Promise<number> {
+  /** `timeoutS`: this launch's RunConfig.launchTimeoutS (else the worker's). */
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, _slots?: Float64Array, timeoutS?: number): Promise<number> {
     let plan: Plan;
     try {
       const mod = this.#module("launchAsync", module);
-      plan = this.#plan(mod, this.#stage(mod, args, kinds), true);
+      plan = this.#plan(mod, this.#stage(mod, args, kinds), true, timeoutS ?? this.#timeoutS);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -750,7 +784,7 @@ export class WebGpuDevice implements Device {
    * known. Its temporaries are released at once: the queue runs this launch before anything
    * reuses the ranges.
    */
-  #plan(mod: Loaded, staged: Staged, readback: boolean): Plan {
+  #plan(mod: Loaded, staged: Staged, readback: boolean, timeoutS: number): Plan {
     const temps = [...staged.temps];
     const dispatches: Dispatch[] = [];
     let end = staged.end;
@@ -795,7 +829,7 @@ export class WebGpuDevice implements Device {
         end = Math.max(end, gs.offset + gs.reserved);
         dispatches.forEach((x, i) => { if (x.gscratch) this.#uniHost[i * SLICE_WORDS + U_GSCRATCH] = gs.offset / 4; });
       }
-      return { mod, staged, dispatches, uni: this.#uniHost, readback, recordMask: this.#recordMask, end };
+      return { mod, staged, dispatches, uni: this.#uniHost, readback, recordMask: this.#recordMask, end, timeoutS };
     } finally {
       for (const t of temps) this.#release(t);
     }
@@ -873,7 +907,7 @@ export class WebGpuDevice implements Device {
       this.#s.tasksRun += dispatches.length;
       return {
         scope, outs: staged.outs.map((o, k) => ({ ...o, offset: places[k] ?? 0 })), readback: rb, rbSize, errAt, tsAt, passes: timed ? passes : 0, dispatches, submitNs, mod,
-        recordMask: p.recordMask,
+        recordMask: p.recordMask, timeoutS: p.timeoutS, serial: this.#submits,
       };
     } catch (e) {
       this.#encoder = null; // nothing of a launch that failed while it was recorded is submitted
@@ -898,7 +932,31 @@ export class WebGpuDevice implements Device {
         "if the message names a generated kernel, this is a bug in tspto: report it");
   }
 
-  /** A readback buffer whose read back failed (its mapping may still be pending): never reused. */
+  /**
+   * Waits for `p`, a wait for the GPU's work up to submit `serial`: it ends early when the device
+   * closes (E_CLOSED) or is given up, and after `timeoutS` seconds (0: never), which gives the
+   * device up (E_LAUNCH_TIMEOUT: WebGPU cannot stop a running kernel).
+   */
+  #wait<T>(p: Promise<T>, what: string, serial: number, timeoutS: number, launch: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const end = () => { this.#waits.delete(abort); if (timer !== undefined) clearTimeout(timer); };
+      const abort: Abort = (make) => { end(); reject(make(what)); };
+      this.#waits.add(abort);
+      if (timeoutS > 0 && timeoutS * 1000 <= MAX_TIMER_MS) {
+        timer = setTimeout(() => {
+          end();
+          const late = `${what} did not complete within ${timeoutS} s (RunConfig.launchTimeoutS)`;
+          this.#giveUp(late);
+          reject(new (launch ? TsptoKernelError : TsptoDeviceError)("E_LAUNCH_TIMEOUT",
+            `${late}; WebGPU cannot stop a running kernel, so the device was given up: every later operation on it fails`, undefined, TIMEOUT_HINT));
+        }, timeoutS * 1000);
+      }
+      p.then((v) => { end(); this.#doneSubmits = Math.max(this.#doneSubmits, serial); resolve(v); }, (e: unknown) => { end(); reject(e); });
+    });
+  }
+
+  /** A readback buffer a wait gave up on (its mapping may still be pending): never reused. */
   #drop(rb: GpuBuffer): void {
     try { rb.unmap(); rb.destroy(); } catch { /* gone with the device */ }
   }
@@ -908,7 +966,8 @@ export class WebGpuDevice implements Device {
     const rb = r.readback!;
     let checked: TsptoError | null, rejected: Caught | null, unmapped: unknown;
     try {
-      [checked, rejected, unmapped] = await Promise.all([r.mod.checked ?? null, r.scope, this.#map(rb).then(() => null, (e: unknown) => e ?? "map failed")]);
+      [checked, rejected, unmapped] = await this.#wait(Promise.all([r.mod.checked ?? null, r.scope, this.#map(rb).then(() => null, (e: unknown) => e ?? "map failed")]),
+        `the launch of '${r.mod.src.name}'`, r.serial, r.timeoutS, true);
     } catch (e) {
       this.#drop(rb);
       throw e;
@@ -1031,7 +1090,7 @@ export class WebGpuDevice implements Device {
   }
 
   #giveBack(b: GpuBuffer): void {
-    if (this.#closed) { b.destroy(); return; }
+    if (this.#closed || this.#gaveUp !== null) { b.destroy(); return; }
     const list = this.#readbacks.get(b.size) ?? [];
     if (list.length < 4) { list.push(b); this.#readbacks.set(b.size, list); } else b.destroy();
   }
@@ -1061,22 +1120,48 @@ export class WebGpuDevice implements Device {
     return t;
   }
 
+  /** Ends every queued operation and every wait with the error `make` gives. */
+  #abortAll(make: (what: string) => TsptoError): void {
+    const ops = this.#pending;
+    this.#pending = [];
+    for (const p of ops) p.fail?.(make("an operation queued on the device"));
+    for (const w of [...this.#waits]) w(make);
+  }
+
+  /**
+   * Lets go of the GPU device: destroyed now when its work is done, else once it is
+   * (GPUDevice.destroy() waits for the work it has, blocking the thread: a running kernel
+   * would hold close() until it ends).
+   */
+  #retire(g: OpenedGpu): void {
+    this.#encoder = null;
+    const destroy = () => { try { g.device.destroy(); } catch { /* already lost */ } };
+    if (this.#doneSubmits >= this.#submits) destroy();
+    else g.device.queue.onSubmittedWorkDone().then(destroy, destroy);
+    for (const list of this.#readbacks.values()) for (const b of list) { try { b.destroy(); } catch { /* gone with the device */ } }
+    this.#readbacks.clear();
+  }
+
+  /** A wait ran past the launch timeout: the device is given up (its queue may run that kernel for ever). */
+  #giveUp(reason: string): void {
+    if (this.#closed || this.#gaveUp !== null) return;
+    this.#gaveUp = reason;
+    this.#abortAll((what) => this.#gaveUpError(what));
+    const g = this.#gpu;
+    this.#gpu = null;
+    if (g) this.#retire(g);
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const ops = this.#pending;
-    this.#pending = [];
-    for (const p of ops) p.fail?.(err("E_CLOSED", "the device was closed while this operation was queued", "construct a new ChipWorker"));
+    this.#abortAll((what) => err("E_CLOSED", `${what}: the device was closed while it was queued or waiting for the GPU`, "construct a new ChipWorker"));
     this.#allocs.clear();
     this.#modules.clear();
     this.#inUse = 0;
     const g = this.#gpu;
     this.#gpu = null;
-    if (g) {
-      try { this.#encoder = null; g.device.destroy(); } catch { /* already lost */ }
-    }
-    for (const list of this.#readbacks.values()) for (const b of list) { try { b.destroy(); } catch { /* gone with the device */ } }
-    this.#readbacks.clear();
+    if (g) this.#retire(g);
   }
 
   get closed(): boolean { return this.#closed; }
