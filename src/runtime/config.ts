@@ -55,6 +55,13 @@ export interface RunConfigOptions {
   // issue 12 (plumbing): the compile option, part of the jit specialization key.
   /** Float matmul contraction: "fast" (fused multiply-add, default) or "off" (bit-reproducible without FMA). */
   fpContract?: "fast" | "off";
+  /**
+   * Seconds an awaited launch or read back may wait for the GPU before it fails with
+   * E_LAUNCH_TIMEOUT, a finite number >= 0 (default 0 = no limit). webgpu only (accepted and
+   * validated, inert on the platforms whose launches run to their end): WebGPU cannot stop a
+   * running kernel, so the device is then given up and every later operation on it fails.
+   */
+  launchTimeoutS?: number;
 }
 
 export const DEFAULT_RING_TASK_WINDOW = 1024;
@@ -66,7 +73,7 @@ const RING_DEPTHS = 4;
 const OPTION_NAMES = [
   "platform", "deviceId", "enableChipSwimlane", "enableDepGen", "enablePmu", "enableDumpArgs",
   "enableScopeStats", "ringTaskWindow", "ringHeap", "ringDepPool", "aicpuThreadNum", "rtol", "atol",
-  "goldenDataDir", "saveKernels", "codegenOnly", "saveKernelsDir", "fpContract",
+  "goldenDataDir", "saveKernels", "codegenOnly", "saveKernelsDir", "fpContract", "launchTimeoutS",
 ] as const satisfies readonly (keyof RunConfigOptions)[];
 
 /** The option names `new RunConfig` accepts. */
@@ -197,6 +204,7 @@ export class RunConfig {
   readonly codegenOnly: boolean;
   readonly saveKernelsDir: string | undefined;
   readonly fpContract: "fast" | "off";
+  readonly launchTimeoutS: number;
 
   constructor(opts: RunConfigOptions = {}) {
     if (opts === null || typeof opts !== "object" || Array.isArray(opts)) {
@@ -245,6 +253,7 @@ export class RunConfig {
     const fp = get("fpContract") ?? "fast";
     if (fp !== "fast" && fp !== "off") fail(typeof fp === "string" ? "range" : "type", "fpContract", `"fast" or "off"`, fp);
     this.fpContract = fp;
+    this.launchTimeoutS = tolField("launchTimeoutS", get("launchTimeoutS") ?? 0);
     Object.defineProperty(this, BRAND, { value: true });
     Object.freeze(this);
   }

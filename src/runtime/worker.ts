@@ -120,6 +120,7 @@ export class ChipWorker implements Disposable {
       deviceId: this.config.deviceId, coreThreads: this.#cores, schedThreads: this.config.aicpuThreadNum,
       scratchBytes: this.target.description.scratchBytes, memoryBytes: DEFAULT_MEMORY_BYTES,
       ringTaskWindow: this.config.ringTaskWindowFor(0), ringHeap: this.config.ringHeapFor(0), ringDepPool: this.config.ringDepPoolFor(0),
+      launchTimeoutS: this.config.launchTimeoutS,
     });
     this.#everInit = true;
     return this;
@@ -359,7 +360,7 @@ export class ChipWorker implements Disposable {
     const held = this.#hold(reg, source);
     reg.inflight++;
     let p: Promise<number>;
-    try { p = dev.launchAsync(reg.module, args, kinds, slots); } catch (e) { this.#settled(reg, held); throw e; }
+    try { p = dev.launchAsync(reg.module, args, kinds, slots, cfg.launchTimeoutS); } catch (e) { this.#settled(reg, held); throw e; }
     this.#tail = p.then(() => undefined, () => undefined);
     return p.then((ns) => {
       this.#settled(reg, held);

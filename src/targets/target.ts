@@ -100,6 +100,8 @@ export interface DeviceOptions {
   ringTaskWindow: number;
   ringHeap: number;
   ringDepPool: number;
+  /** Seconds an asynchronous device (webgpu) lets a wait for the GPU take before it fails (RunConfig.launchTimeoutS; 0 or absent: no limit). */
+  launchTimeoutS?: number;
 }
 
 /** One open device. Memory addresses are bigints; every failure is a TsptoError. */
@@ -145,8 +147,12 @@ export interface Device {
    * would have to wait (host outputs).
    */
   launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number;
-  /** The same launch off the JS thread; launches on one device run in order. */
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
+  /**
+   * The same launch off the JS thread; launches on one device run in order. `timeoutS`: this
+   * launch's RunConfig.launchTimeoutS, which an asynchronous device (webgpu) applies to its
+   * wait (the others run a launch to its end).
+   */
+  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array, timeoutS?: number): Promise<number>;
   stats(): DeviceStats;
   /** DFX recording: false when this device records nothing (the worker says so once). */
   readonly records: boolean;

@@ -28,6 +28,7 @@ describe("RunConfig defaults", () => {
     expect(c.saveKernels).toBe(false);
     expect(c.codegenOnly).toBe(false);
     expect(c.saveKernelsDir).toBeUndefined();
+    expect(c.launchTimeoutS).toBe(0); // no limit
     expect(new RunConfig({}).toJSON()).toEqual(c.toJSON());
     expect(new RunConfig({ platform: undefined, ringHeap: undefined }).toJSON()).toEqual(c.toJSON());
   });
@@ -36,7 +37,8 @@ describe("RunConfig defaults", () => {
     expect([...PLATFORMS]).toEqual(["cpu", "interp", "cuda", "webgpu"]); // the registered targets (src/targets)
     expect(Object.isFrozen(PLATFORMS)).toBe(true);
     expect(RUN_CONFIG_OPTIONS).toContain("ringTaskWindow");
-    expect(RUN_CONFIG_OPTIONS).toHaveLength(18);
+    expect(RUN_CONFIG_OPTIONS).toContain("launchTimeoutS");
+    expect(RUN_CONFIG_OPTIONS).toHaveLength(19);
   });
 });
 
@@ -46,12 +48,12 @@ describe("RunConfig accepted values", () => {
     const c = new RunConfig({
       platform: "interp", deviceId: 3, enableChipSwimlane: 2, enableDepGen: true, enablePmu: 5, enableDumpArgs: 2,
       enableScopeStats: true, ringTaskWindow: 64, ringHeap: 4096, ringDepPool: 5, aicpuThreadNum: 4,
-      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off",
+      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off", launchTimeoutS: 2.5,
     });
     expect(c.toJSON()).toEqual({
       platform: "interp", deviceId: 3, enableChipSwimlane: 2, enableDepGen: true, enablePmu: 5, enableDumpArgs: 2,
       enableScopeStats: true, ringTaskWindow: 64, ringHeap: 4096, ringDepPool: 5, aicpuThreadNum: 4,
-      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off",
+      rtol: 1e-3, atol: 0, goldenDataDir: "/tmp/golden", saveKernels: true, codegenOnly: true, saveKernelsDir: "out/k", fpContract: "off", launchTimeoutS: 2.5,
     });
     expect(c.compileKwargs()).toEqual({ platform: "interp", outputDir: "out/k", fpContract: "off" });
     expect(new RunConfig().fpContract).toBe("fast");
@@ -127,6 +129,9 @@ describe("RunConfig validation messages", () => {
     [{ saveKernelsDir: "" }, "RangeError", 'RunConfig.saveKernelsDir must be a non-empty string (a directory path), got ""'],
     [{ saveKernels: "yes" }, "TypeError", 'RunConfig.saveKernels must be a boolean, got "yes"'],
     [{ codegenOnly: 0 }, "TypeError", "RunConfig.codegenOnly must be a boolean, got 0"],
+    [{ launchTimeoutS: -1 }, "RangeError", "RunConfig.launchTimeoutS must be a finite number >= 0, got -1"],
+    [{ launchTimeoutS: Infinity }, "RangeError", "RunConfig.launchTimeoutS must be a finite number >= 0, got Infinity"],
+    [{ launchTimeoutS: "5" }, "TypeError", 'RunConfig.launchTimeoutS must be a finite number >= 0, got "5"'],
   ];
   for (const [opts, kind, msg] of bad) {
     it(`rejects ${JSON.stringify(opts)}`, () => {

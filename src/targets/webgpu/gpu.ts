@@ -45,7 +45,8 @@ export interface GpuDevice {
   readonly features: { has(name: string): boolean };
   readonly limits: Record<string, number>;
   readonly lost: Promise<{ readonly reason: string; readonly message: string }>;
-  onuncapturederror: ((ev: { error: GpuError }) => void) | null;
+  /** `preventDefault()`: the implementation does not print / log the error too. */
+  onuncapturederror: ((ev: { error: GpuError; preventDefault?(): void }) => void) | null;
   createBuffer(desc: { size: number; usage: number; mappedAtCreation?: boolean; label?: string }): GpuBuffer;
   createShaderModule(desc: { code: string; label?: string }): GpuShaderModule;
   createBindGroupLayout(desc: { entries: readonly unknown[] }): GpuBindGroupLayout;
