@@ -144,7 +144,7 @@ describe("safetensors reader: the header", () => {
     refusal(raw("dupf.st", '{"a":{"dtype":"U8","shape":[1],"shape":[2],"data_offsets":[0,1]}}', Buffer.alloc(2)), `${at("dupf.st")}: tensor 'a': its entry gives 'shape' twice`);
     refusal(raw("dupm.st", `{"__metadata__":{},"a":${one},"__metadata__":{"x":"y"}}`, Buffer.alloc(1)), `${at("dupm.st")}: __metadata__ appears twice in the header`);
     refusal(raw("nodt.st", '{"a":{"shape":[1],"data_offsets":[0,1]}}', Buffer.alloc(1)), `${at("nodt.st")}: tensor 'a': its entry has no 'dtype' (an entry holds dtype, shape and data_offsets)`);
-    refusal(raw("dupk.st", `{"__metadata__":{"k":"1","k":"2"}}`), `${at("dupk.st")}: the header is not JSON: the key "k" appears twice in one object of the header`.replace("the header is not JSON: ", ""));
+    refusal(raw("dupk.st", `{"__metadata__":{"k":"1","k":"2"}}`), `${at("dupk.st")}: the key "k" appears twice in one object of the header`);
   });
 
   it("a dtype that is a name on Object.prototype is an unsupported dtype, not a size of NaN", () => {
