@@ -8,9 +8,10 @@
 //                      ln_f.{weight,bias}; names with or without the "transformer." prefix; Conv1D
 //                      weights are [in, out]; other entries (attn.bias, attn.masked_bias, lm_head.weight
 //                      tied to wte) are ignored; F32, F16 and BF16 are read as float32.
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { SafetensorsError, SafetensorsFile } from "./safetensors.js";
+import { openRegularFile, readOpened } from "../../src/artifact/index.js";
+import { MAX_ARRAY_LENGTH, SafetensorsError, SafetensorsFile } from "./safetensors.js";
 
 export interface GPT2Config {
   readonly nLayer: number; readonly nHead: number; readonly nEmbd: number;
@@ -39,26 +40,60 @@ export class CheckpointError extends Error {
   constructor(message: string) { super(message); this.name = "CheckpointError"; }
 }
 
-/** config.json of a Hugging Face GPT-2 directory. */
+/** The largest config.json read (Hugging Face's are about 1 KB). */
+const MAX_CONFIG_BYTES = 1 << 20;
+
+/**
+ * config.json of a Hugging Face GPT-2 directory, checked against what its values mean: the
+ * sizes positive integers, n_embd a multiple of n_head, every weight and KV cache they imply
+ * no larger than a typed array holds, layer_norm_epsilon a positive number float32 holds.
+ * The file is opened without blocking and read only if it is a regular file.
+ */
 export function readConfig(dir: string): GPT2Config {
   const file = join(dir, "config.json");
-  let raw: unknown;
-  try { raw = JSON.parse(readFileSync(file, "utf8")); } catch (e) {
-    throw new CheckpointError(`${file}: ${existsSync(file) ? `not valid JSON: ${(e as Error).message}` : "not found (a GPT-2 checkpoint directory holds config.json and model.safetensors)"}`);
+  const opened = openRegularFile(file);
+  if (!opened.ok) {
+    throw new CheckpointError(`${file}: ${opened.code === "ENOENT" ? "not found (a GPT-2 checkpoint directory holds config.json and model.safetensors)" : `${opened.why}${opened.stat ? "; not read" : ""}`}`);
   }
+  let bytes: Uint8Array;
+  try {
+    if (opened.stat.size > MAX_CONFIG_BYTES) throw new CheckpointError(`${file}: ${opened.stat.size} bytes, more than the ${MAX_CONFIG_BYTES} a config.json may have; not read`);
+    bytes = readOpened({ ...opened, path: file });
+  } finally {
+    closeSync(opened.fd);
+  }
+  let raw: unknown;
+  try { raw = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes)); } catch (e) {
+    throw new CheckpointError(`${file}: not valid ${e instanceof SyntaxError ? `JSON: ${e.message}` : "UTF-8"}`);
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new CheckpointError(`${file}: holds ${raw === null ? "null" : Array.isArray(raw) ? "a list" : `a ${typeof raw}`}, not a JSON object of the model's settings`);
   const c = raw as Record<string, unknown>;
+  const given = (k: string): unknown => (Object.hasOwn(c, k) ? c[k] : undefined);
+  const bad = (k: string, v: unknown, allowed: string): never => { throw new CheckpointError(`${file}: '${k}' must be ${allowed}, got ${v === undefined ? "nothing (the key is missing)" : typeof v === "number" ? String(v) : JSON.stringify(v)}`); };
   const int = (k: string, alt?: string): number => {
-    const v = c[k] ?? (alt ? c[alt] : undefined);
-    if (!Number.isInteger(v) || (v as number) <= 0) throw new CheckpointError(`${file}: '${k}' must be a positive integer, got ${JSON.stringify(v)}`);
+    const key = given(k) === undefined && alt !== undefined && given(alt) !== undefined ? alt : k;
+    const v = given(key);
+    if (!Number.isSafeInteger(v) || (v as number) <= 0) bad(key, v, Number.isInteger(v) && (v as number) > 0 ? "a positive integer of at most 2^53 - 1" : "a positive integer");
     return v as number;
   };
-  const cfg: GPT2Config = {
-    nLayer: int("n_layer"), nHead: int("n_head"), nEmbd: int("n_embd"), vocabSize: int("vocab_size"),
-    nPositions: int("n_positions", "n_ctx"),
-    eps: typeof c.layer_norm_epsilon === "number" ? c.layer_norm_epsilon : 1e-5,
-  };
-  if (cfg.nEmbd % cfg.nHead !== 0) throw new CheckpointError(`${file}: n_embd ${cfg.nEmbd} is not a multiple of n_head ${cfg.nHead}`);
-  return cfg;
+  const nLayer = int("n_layer"), nHead = int("n_head"), nEmbd = int("n_embd"), vocabSize = int("vocab_size"), nPositions = int("n_positions", "n_ctx");
+  const epsRaw = given("layer_norm_epsilon");
+  // float32 is what the kernels add it in: a value it rounds to 0 (or to infinity) is no epsilon
+  if (epsRaw !== undefined && (typeof epsRaw !== "number" || !(epsRaw > 0) || !(Math.fround(epsRaw) > 0) || !Number.isFinite(Math.fround(epsRaw)))) {
+    bad("layer_norm_epsilon", epsRaw, "a number > 0 that float32 holds (1.4e-45 to 3.4e38)");
+  }
+  const eps = (epsRaw as number | undefined) ?? 1e-5;
+  if (nEmbd % nHead !== 0) throw new CheckpointError(`${file}: 'n_embd' ${nEmbd} is not a multiple of 'n_head' ${nHead} (each head takes n_embd / n_head of the width)`);
+  // the largest arrays the model allocates from these sizes, each one typed array
+  const arrays: [string, string, number][] = [
+    ["wte.weight", `'vocab_size' ${vocabSize} x 'n_embd' ${nEmbd}`, vocabSize * nEmbd],
+    ["wpe.weight and each layer's KV cache", `'n_positions' ${nPositions} x 'n_embd' ${nEmbd}`, nPositions * nEmbd],
+    ["each layer's mlp.c_fc.weight", `'n_embd' ${nEmbd} x 4 x 'n_embd' ${nEmbd}`, 4 * nEmbd * nEmbd],
+  ];
+  for (const [what, how, n] of arrays) {
+    if (n > MAX_ARRAY_LENGTH) throw new CheckpointError(`${file}: ${how} = ${n} values for ${what}, more than the ${MAX_ARRAY_LENGTH} one typed array holds`);
+  }
+  return { nLayer, nHead, nEmbd, vocabSize, nPositions, eps };
 }
 
 /** The weights of a checkpoint directory, checked against its config. */

@@ -7,7 +7,9 @@
 // is opened without following a link and without blocking (a FIFO never hangs the open),
 // must be a regular file (no FIFO, device, socket or directory) no larger than the caller's
 // limit, and (Linux) the opened file is checked to be the one inside the directory. Every
-// refusal is a TsptoArtifactError E_ARTIFACT_FILE naming the file and why.
+// refusal is a TsptoArtifactError E_ARTIFACT_FILE naming the file and why. The open and the
+// regular-file check alone (links followed, for files a user names: a checkpoint, its config)
+// are `openRegularFile`, which says why without throwing, for the caller's own error.
 //
 // Writing: `writeFileNoFollow` creates a temporary file exclusively (O_EXCL, no link
 // followed) next to the target and renames it over the target, so a link planted at the
@@ -113,18 +115,14 @@ export function openInside(root: string, rel: string, opts: { maxBytes: number; 
   const bad = badRelativeName(rel);
   if (bad) throw fileError(path, `the name ${JSON.stringify(rel)} ${bad}; not read`);
   checkParents(root, rel);
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ELOOP" || code === "EMLINK") throw fileError(path, `${what}is a symbolic link; tspto does not follow links in a directory it reads`);
-    if (code === "ENOENT") throw fileError(path, `${what}is missing`, "compile the program again (ir.compile or a jit call)");
-    throw fileError(path, `${what}cannot be opened (${code ?? (e as Error).message})`);
+  const opened = openRegularFile(path, { follow: false });
+  if (!opened.ok) {
+    if (opened.code === "ELOOP" || opened.code === "EMLINK") throw fileError(path, `${what}is a symbolic link; tspto does not follow links in a directory it reads`);
+    if (opened.code === "ENOENT") throw fileError(path, `${what}is missing`, "compile the program again (ir.compile or a jit call)");
+    throw fileError(path, `${what}${opened.why}${opened.stat ? "; not read" : ""}`);
   }
+  const { fd, stat } = opened;
   try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw fileError(path, `${what}is ${fileKind(stat)}, not a regular file; not read`);
     if (stat.size > opts.maxBytes) throw fileError(path, `${what}is ${stat.size} bytes, more than the ${opts.maxBytes} bytes tspto reads from such a file; not read`);
     checkOpenedInside(fd, root, rel, path);
     return { fd, stat, path };
@@ -132,6 +130,46 @@ export function openInside(root: string, rel: string, opts: { maxBytes: number; 
     closeSync(fd);
     throw e;
   }
+}
+
+/** A file `openRegularFile` opened, or why it did not. */
+export type RegularFileOpen =
+  | { readonly ok: true; readonly fd: number; readonly stat: FileStat }
+  | { readonly ok: false; readonly code: string | undefined; readonly why: string; /** set when the file opened but is not a regular file */ readonly stat?: FileStat };
+
+/**
+ * Opens `path` for reading without blocking and keeps it only if it is a regular file: the
+ * open has O_NONBLOCK (opening a FIFO returns at once instead of waiting for a writer; reads
+ * of a regular file ignore the flag) and the kind is taken from fstat of the opened file, so
+ * no FIFO, device, socket or directory is read and nothing can be swapped in between a check
+ * and the open. `follow: false` adds O_NOFOLLOW (a link at `path` is refused with ELOOP).
+ * On success the caller closes `fd`; a refusal has closed it and says why in a phrase that
+ * does not repeat the path ("does not exist", "is a FIFO (named pipe), not a regular file").
+ */
+export function openRegularFile(path: string, opts: { follow?: boolean } = {}): RegularFileOpen {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | O_NONBLOCK | (opts.follow === false ? O_NOFOLLOW : 0));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "does not exist"
+      : code === "ELOOP" && opts.follow !== false ? "cannot be opened: its symbolic links lead in a loop (ELOOP)"
+      : `cannot be opened (${code ?? (e as Error).message})`;
+    return { ok: false, code, why };
+  }
+  let stat: FileStat;
+  try {
+    stat = fstatSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    const code = (e as NodeJS.ErrnoException).code;
+    return { ok: false, code, why: `cannot be read (${code ?? (e as Error).message})` };
+  }
+  if (!stat.isFile()) {
+    closeSync(fd);
+    return { ok: false, code: undefined, why: `is ${fileKind(stat)}, not a regular file`, stat };
+  }
+  return { ok: true, fd, stat };
 }
 
 /** Linux: the opened file really is `root/rel` (no directory on the way was swapped for a link meanwhile). */

@@ -13,8 +13,8 @@ export {
   ensurePrivateDir, checkPrivateDir, userCacheRoot, defaultArtifactRoot, privateDir, tempPrivateRoot, unsafeReason, unsafePathError, type PrivateDirProblem,
 } from "./private_dir.js";
 export {
-  FILE_LIMITS, badRelativeName, openInside, readInside, readTextInside, readOpened, hashOpened, writeFileNoFollow, checkDirInside,
-  untrustedReason, ancestorsReason, fileKind, isInside, type OpenedFile,
+  FILE_LIMITS, badRelativeName, openInside, openRegularFile, readInside, readTextInside, readOpened, hashOpened, writeFileNoFollow, checkDirInside,
+  untrustedReason, ancestorsReason, fileKind, isInside, type OpenedFile, type RegularFileOpen,
 } from "./files.js";
 export { readMarker, markerKey, recordFiles, wroteFile, listTree, removeWritten, formatMarker, parseMarker, type Marker } from "./marker.js";
 export { inMemoryVolume, holdArtifact, releaseArtifact } from "./volatile.js";

@@ -1,12 +1,14 @@
 // Reading a directory tspto does not trust (regular files inside it only, within a size
 // limit, no link followed, no FIFO hang), writing without following a planted link, and the
 // owner/mode rules for what tspto trusts.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, renameSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { closeSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import {
-  TsptoArtifactError, ancestorsReason, badRelativeName, readInside, untrustedReason, writeFileNoFollow,
+  TsptoArtifactError, ancestorsReason, badRelativeName, openRegularFile, readInside, untrustedReason, writeFileNoFollow,
 } from "../../src/artifact/index.js";
 import { cleanup, tmpDir } from "../codegen/helpers.js";
 
@@ -17,6 +19,17 @@ const refused = (f: () => unknown): TsptoArtifactError => {
   throw new Error("expected a refusal");
 };
 const isRoot = process.getuid?.() === 0;
+
+/** Runs a child without blocking this worker's event loop, killed after `ms` (a blocking open is a test failure, not a hung suite). */
+const child = (args: string[], ms: number): Promise<{ status: number | null; signal: string | null; out: string }> => new Promise((resolve, reject) => {
+  const p = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  p.stdout.on("data", (b: Buffer) => { out += b.toString(); });
+  p.stderr.on("data", (b: Buffer) => { out += b.toString(); });
+  const timer = setTimeout(() => p.kill("SIGKILL"), ms);
+  p.on("error", reject);
+  p.on("close", (status, signal) => { clearTimeout(timer); resolve({ status, signal, out }); });
+});
 
 describe("readInside", () => {
   it("reads a regular file inside the directory", () => {
@@ -76,6 +89,47 @@ describe("readInside", () => {
     const d = tmpDir("missing");
     expect(refused(() => readInside(d, "nope", { maxBytes: 1, what: "compiled_meta.json" })).detail).toBe(`${join(d, "nope")}: compiled_meta.json is missing`);
   });
+});
+
+describe("openRegularFile (a file a user names: links followed, regular files only, never blocking)", () => {
+  it("opens a regular file directly and through a link; refuses a directory, a device, a missing file and a link loop, saying why", () => {
+    const d = tmpDir("orf");
+    writeFileSync(join(d, "f"), "hello");
+    symlinkSync(join(d, "f"), join(d, "to-f"));
+    for (const p of ["f", "to-f"]) {
+      const r = openRegularFile(join(d, p));
+      expect(r.ok, p).toBe(true);
+      if (r.ok) { expect(r.stat.size).toBe(5); closeSync(r.fd); }
+    }
+    // with follow: false a link is refused by the open (ELOOP), as openInside needs
+    expect(openRegularFile(join(d, "to-f"), { follow: false })).toMatchObject({ ok: false, code: "ELOOP" });
+    mkdirSync(join(d, "dir"));
+    symlinkSync("/dev/null", join(d, "null"));
+    symlinkSync(join(d, "loop"), join(d, "loop"));
+    const cases: [string, string][] = [
+      ["dir", "is a directory, not a regular file"],
+      ["null", "is a character device, not a regular file"],
+      ["none", "does not exist"],
+      ["loop", "cannot be opened: its symbolic links lead in a loop (ELOOP)"],
+    ];
+    for (const [p, why] of cases) expect(openRegularFile(join(d, p)), p).toMatchObject({ ok: false, why });
+    expect(openRegularFile(join(d, "dir"))).toHaveProperty("stat");
+  });
+
+  it("a FIFO, directly or through a link, is refused at once (checked in a child that is killed if the open blocks)", async (ctx) => {
+    const d = tmpDir("orf-fifo");
+    const mk = spawnSync("mkfifo", [join(d, "p")], { encoding: "utf8" });
+    ctx.skip(!!mk.error || mk.status !== 0, `no mkfifo here (${mk.error?.message ?? mk.stderr}); the directory and device cases cover the kind check`);
+    symlinkSync(join(d, "p"), join(d, "to-p"));
+    const files = fileURLToPath(new URL("../../src/artifact/files.ts", import.meta.url));
+    const code = `const { openRegularFile } = await import(${JSON.stringify(files)}); for (const p of process.argv.slice(1)) console.log(JSON.stringify(openRegularFile(p)));`;
+    const r = await child(["--import", "tsx", "--input-type=module", "-e", code, join(d, "p"), join(d, "to-p")], 30_000);
+    expect(r.signal, "the open blocked on the FIFO (the child was killed at the timeout)").toBeNull();
+    expect(r.status, r.out).toBe(0);
+    const lines = r.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(2);
+    for (const l of lines) expect(l).toMatchObject({ ok: false, why: "is a FIFO (named pipe), not a regular file" });
+  }, 60_000);
 });
 
 describe("writeFileNoFollow", () => {

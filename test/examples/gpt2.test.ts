@@ -3,8 +3,8 @@
 // ... --max-new N --logits-out FILE` on cpu and on interp, checked against an independent
 // reference: onnxruntime-node running an ONNX graph of the same weights (bench/gpt2/onnx_graph.ts)
 // with its own KV cache, greedy — the same tokens, every generated token's logits within 1e-4.
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, mkdirSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,15 +34,15 @@ function checkpoint(name: string, dtype: "F32" | "F16" | "BF16" = "F32", prefix 
 const floats = (b: Buffer) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
 /** Runs generate.ts in a child without blocking this worker's event loop (a spawnSync of a compile and a run starves vitest's own messages). */
-function generate(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function generate(args: string[], killAfterMs = 600_000): Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ["--import", "tsx", join(ROOT, "examples/gpt2/generate.ts"), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "", stderr = "";
     p.stdout.on("data", (b: Buffer) => { stdout += b.toString(); });
     p.stderr.on("data", (b: Buffer) => { stderr += b.toString(); });
-    const timer = setTimeout(() => p.kill("SIGKILL"), 600_000);
+    const timer = setTimeout(() => p.kill("SIGKILL"), killAfterMs);
     p.on("error", reject);
-    p.on("close", (status) => { clearTimeout(timer); resolve({ status, stdout, stderr }); });
+    p.on("close", (status, signal) => { clearTimeout(timer); resolve({ status, signal, stdout, stderr }); });
   });
 }
 
@@ -121,4 +121,47 @@ describe("examples/gpt2 errors", () => {
     const r4 = await generate(["--model", d]);
     expect(r4.stderr).toContain("error: give one of --tokens and --prompt");
   });
+
+  const esc = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+  it("a FIFO as model.safetensors or config.json, directly or through a link, is one line naming it, exit 1 (no hang: the child is killed at 60 s)", async (ctx) => {
+    const probe = mkdtempSync(join(tmpdir(), "tspto-gpt2-fifo-"));
+    const mk = spawnSync("mkfifo", [join(probe, "p")], { encoding: "utf8" });
+    ctx.skip(!!mk.error || mk.status !== 0, `no mkfifo here (${mk.error?.message ?? mk.stderr}); the directory cases cover the kind check`);
+    const runs = ["model.safetensors", "config.json"].flatMap((name) => [false, true].map(async (viaLink) => {
+      const d = checkpoint(`fifo-${name}-${viaLink}`);
+      const fifo = viaLink ? join(d, "pipe") : join(d, name);
+      rmSync(join(d, name));
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      if (viaLink) symlinkSync(fifo, join(d, name));
+      const r = await generate(["--model", d, "--tokens", "1,2", "--max-new", "1"], 60_000);
+      const what = `${name}${viaLink ? " (a link to a FIFO)" : ""}`;
+      expect(r.signal, `${what}: the CLI blocked (killed at the timeout)`).toBeNull();
+      expect(r.status, `${what}: ${r.stderr}`).toBe(1);
+      expect(r.stderr, what).toBe(`error: ${join(d, name)}: is a FIFO (named pipe), not a regular file; not read\n`);
+      expect(r.stdout, what).toBe("");
+    }));
+    await Promise.all(runs);
+  }, 120_000);
+
+  it("a directory as model.safetensors, config.json holding null, layer_norm_epsilon -1: one line each, exit 1, nothing generated", async () => {
+    const dirModel = checkpoint("dir-model");
+    rmSync(join(dirModel, "model.safetensors"));
+    mkdirSync(join(dirModel, "model.safetensors"));
+    const nul = checkpoint("null-config");
+    writeFileSync(join(nul, "config.json"), "null");
+    const eps = checkpoint("eps");
+    writeFileSync(join(eps, "config.json"), JSON.stringify({ ...JSON.parse(configJson(CFG)), layer_norm_epsilon: -1 }));
+    const want: [string, string][] = [
+      [dirModel, `${join(dirModel, "model.safetensors")}: is a directory, not a regular file; not read`],
+      [nul, `${join(nul, "config.json")}: holds null, not a JSON object of the model's settings`],
+      [eps, `${join(eps, "config.json")}: 'layer_norm_epsilon' must be a number > 0 that float32 holds (1.4e-45 to 3.4e38), got -1`],
+    ];
+    const got = await Promise.all(want.map(([d]) => generate(["--model", d, "--tokens", "1,2", "--max-new", "3"], 300_000)));
+    got.forEach((r, i) => {
+      expect(r.status, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^error: ${esc(want[i][1])}\\n$`));
+      expect(r.stdout).toBe("");
+    });
+  }, 330_000);
 });
