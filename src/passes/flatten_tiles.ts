@@ -3,7 +3,7 @@
 // tile chains" stage); any other tile-producing op nested inside an expression (a load, a
 // move, a createTile, ...) and every nested function call is hoisted into an assignment
 // before the statement, so memory planning sees it and codegen can address it.
-import { mkAssign, mkVar, getOp, type Expr, type Func, type Stmt } from "../ir/index.js";
+import { exprType, forEachExpr, mkAssign, mkVar, getOp, type Expr, type Func, type Stmt } from "../ir/index.js";
 import type { Pass } from "./manager.js";
 
 /** Elementwise tile ops: fusable into the expression that consumes them. */
@@ -69,3 +69,28 @@ function flattenBlock(stmts: readonly Stmt[]): Stmt[] {
   return out;
 }
 
+
+/** Ops that copy a window of their tile operands as asked, pad included (docs/semantics.md, Partial tiles). */
+const WINDOW_OPS = new Set(["tile.slice", "tile.concat", "tile.assemble", "tile.read"]);
+
+/**
+ * Whether an InCore function may read the pad of a partial tile: a window op (slice, concat,
+ * assemble, read) of a tile with a validShape, or an elementwise op with a tile operand whose
+ * validShape is another than its result's. On cpu such a kernel zeroes its scratch when it
+ * starts (src/codegen/cpp/function.ts), so a pad read gives 0 or a value the same task wrote,
+ * never another launch's data; other kernels never read the pad and pay nothing for it.
+ */
+export function readsPad(fn: Func): boolean {
+  let found = false;
+  const valid = (e: Expr): string | null => {
+    const t = exprType(e);
+    return t.kind === "tile" && t.validShape ? JSON.stringify(t.validShape) : null;
+  };
+  forEachExpr(fn.body, (e) => {
+    if (found || e.kind !== "call" || e.op === "call") return;
+    const tiles = e.args.filter((a) => exprType(a).kind === "tile");
+    if (WINDOW_OPS.has(e.op)) found = tiles.some((a) => valid(a) !== null);
+    else if (isFusable(e)) found = tiles.some((a) => valid(a) !== null && valid(a) !== valid(e));
+  });
+  return found;
+}

@@ -20,6 +20,7 @@ export { PassManager, DEFAULT_SCRATCH_CAPACITY, DEFAULT_FP_CONTRACT, checkFpCont
 export { replanMemory } from "./plan_memory.js";
 export { inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass, streamOutputsPass };
 export { SPMD_MIN_CHUNK_BYTES, type SpmdAttr } from "./split_parallel_loops.js";
+export { readsPad } from "./flatten_tiles.js";
 
 /** The default pipeline, in order (ARCHITECTURE.md). */
 export const DEFAULT_PASSES: readonly Pass[] = [inlinePass, ssaPass, simplifyPass, outlinePass, tensorToTilePass, matmulFormsPass, fpContractPass, fuseRowsPass, flattenPass, fuseRowReductionsPass, memoryPlanPass, spmdPass, depsPass, streamOutputsPass];

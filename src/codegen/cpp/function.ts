@@ -8,7 +8,7 @@
 // calls become submits (./call.ts).
 import type { Call, Expr, Func, Program, Span, TensorType, TileType, Var } from "../../ir/index.js";
 import { dimSymbolsOf, forEachStmt, typeStr } from "../../ir/index.js";
-import { forwardableLoads, forwardableReads, forwardableMatmulOperands, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
+import { forwardableLoads, forwardableReads, forwardableMatmulOperands, readsPad, unreadScratchTiles, type ForwardedLoad } from "../../passes/index.js";
 import {
   type CDim, type KernelCtx, type TileDest, type Emitter,
   cstr, emitterFor, spanWhere, storageCType,
@@ -132,6 +132,9 @@ export class FnGen extends StmtWalker implements KernelCtx {
       this.line("(void)scratch; (void)rt;");
       if (this.scratchBytes > 0) {
         this.line(`if (__builtin_expect(rt->scratch_bytes < ${this.scratchBytes}, 0)) { tspto_scratch_fail(rt, ${cstr(f.name)}, ${this.scratchBytes}); return; }`);
+        // a kernel that may read a partial tile's pad starts from zeroed scratch: a pad read
+        // gives 0 or what this task wrote, never what an earlier launch left (docs/semantics.md)
+        if (readsPad(f)) this.line(`std::memset(scratch, 0, ${this.scratchBytes});  // this kernel may read a pad`);
       }
     }
     this.stmts(f.body, { yieldTo: null, loop: null });
