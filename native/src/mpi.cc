@@ -49,6 +49,8 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -156,6 +158,7 @@ constexpr const char* kCodeTimeout = "TSPTO_MPI_TIMEOUT";
 constexpr const char* kCodeState = "TSPTO_MPI_STATE";
 constexpr const char* kCodeDisagree = "TSPTO_MPI_DISAGREE";
 constexpr const char* kCodeLeft = "TSPTO_MPI_LEFT";
+constexpr const char* kCodeWatch = "TSPTO_MPI_WATCH";
 constexpr int kTypeInt64 = 5, kOpMax = 1;  // indices into kTypeSymbols / kOpSymbols
 
 template <typename T>
@@ -570,7 +573,9 @@ Napi::Value Load(const Napi::CallbackInfo& info) {
 }
 
 // init({ heartbeatS, watch }): MPI_Init_thread, then the exchange of pids, host names and
-// watch endpoints, and the watch's connections (waited for up to 5 s).
+// watch endpoints, and the watch's connections (waited for up to 5 s). `watch: false` (no
+// caller passes it: DistributedWorker always asks for one) is the only way to run a rank
+// without a watch; a rank whose watch cannot listen fails every rank's init (TSPTO_MPI_WATCH).
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -624,6 +629,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       uint16_t port;   // 0: no watch
       uint16_t naddr;
       uint32_t addrs[8];
+      char watch_failed[240];  // why this rank's watch cannot listen ("": it listens, or was not asked for)
     };
     Rec mine{};
     mine.pid = static_cast<int32_t>(getpid());
@@ -636,7 +642,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
         mine.naddr = static_cast<uint16_t>(addrs.size());
         std::copy(addrs.begin(), addrs.end(), mine.addrs);
       } else {
-        std::fprintf(stderr, "tspto: rank %d: no watch (%s): a rank lost on another host is found by TSPTO_MPI_TIMEOUT only\n", w.rank, why.c_str());
+        std::snprintf(mine.watch_failed, sizeof mine.watch_failed, "%s", why.c_str());
       }
     }
     std::random_device rd;
@@ -655,6 +661,33 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     w.my_host = mine.host;
     w.peers.clear();
     for (const Rec& r : all) w.peers.push_back(Peer{r.pid, std::string(r.host, strnlen(r.host, sizeof r.host))});
+    // A rank without the watch it was asked for: every rank fails here, together (they all
+    // see the same records), rather than run where a rank lost on another host would be found
+    // only by the timeout. MPI itself is fine: it is finalized, so the processes end cleanly.
+    std::vector<int> unwatched;
+    for (size_t r = 0; r < all.size(); r++) {
+      if (all[r].watch_failed[0] != '\0') unwatched.push_back(static_cast<int>(r));
+    }
+    if (!unwatched.empty()) {
+      const Rec& first = all[static_cast<size_t>(unwatched[0])];
+      std::string m = "MPI init: the watch of " + RankName(w, unwatched[0]) + " cannot listen: " +
+                      std::string(first.watch_failed, strnlen(first.watch_failed, sizeof first.watch_failed));
+      if (unwatched.size() > 1) {
+        m += " (nor can the watch of";
+        for (size_t i = 1; i < unwatched.size(); i++) m += (i > 1 ? ", " : " ") + RankName(w, unwatched[i]);
+        m += ")";
+      }
+      m += "; every rank needs its watch (it finds a rank lost on another host), so rank " + std::to_string(w.rank) + " stops here";
+      w.watch.SayBye(0);
+      Guarded(env, [&] {
+        try {
+          RunOnMpiThread(w, "MPI_Finalize", [&] { return a.Finalize(); }, false);
+        } catch (const MpiError&) {
+        }
+        Break(w, m, kCodeWatch);
+        throw MpiError(m, kCodeWatch);
+      });
+    }
     if (mine.port != 0) {
       // A peer on this host is tried on the loopback first, then on the addresses it published.
       std::vector<WatchEndpoint> ends(all.size());
@@ -930,6 +963,37 @@ void Abort(const Napi::CallbackInfo& info) {
   _exit(code);
 }
 
+// watchTest: the watch's listening sockets without MPI, for tests (test/distributed/watch.test.ts).
+// listen(testTaken = 0) -> { id, port }, or throws the reason (code TSPTO_MPI_WATCH) that makes
+// init fail; close(id) closes that watch's sockets. `testTaken`: see Watch::Listen.
+std::map<int, std::unique_ptr<Watch>>& TestWatches() {
+  static auto* m = new std::map<int, std::unique_ptr<Watch>>();
+  return *m;
+}
+
+Napi::Value WatchTestListen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int taken = info.Length() > 0 && !info[0].IsUndefined() ? IntArg(info, 0, "testTaken", 0, 65535) : 0;
+  auto watch = std::make_unique<Watch>();
+  const std::string why = watch->Listen(taken);
+  if (!why.empty()) {
+    Napi::Error e = Napi::Error::New(env, why);
+    e.Set("code", Napi::String::New(env, kCodeWatch));
+    throw e;
+  }
+  static int next_id = 0;
+  const int id = ++next_id;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", id);
+  o.Set("port", watch->port());
+  TestWatches()[id] = std::move(watch);
+  return o;
+}
+
+void WatchTestClose(const Napi::CallbackInfo& info) {
+  TestWatches().erase(IntArg(info, 0, "id", 1, INT_MAX));
+}
+
 }  // namespace
 
 Napi::Object MpiBinding(Napi::Env env) {
@@ -951,6 +1015,10 @@ Napi::Object MpiBinding(Napi::Env env) {
   o.Set("setExitCode", Napi::Function::New<SetExitCode>(env, "setExitCode"));
   o.Set("abort", Napi::Function::New<Abort>(env, "abort"));
   o.Set("lostPeer", Napi::Function::New<LostPeerJs>(env, "lostPeer"));
+  Napi::Object watch_test = Napi::Object::New(env);
+  watch_test.Set("listen", Napi::Function::New<WatchTestListen>(env, "listen"));
+  watch_test.Set("close", Napi::Function::New<WatchTestClose>(env, "close"));
+  o.Set("watchTest", watch_test);
   // At env teardown (the main thread's): finalize a world still open, unless the process
   // fails (SetExitCode) or the world is broken.
   env.AddCleanupHook([] {

@@ -36,9 +36,19 @@ struct WatchLoss {
 
 class Watch {
  public:
-  // Opens the listening socket on every interface (TSPTO_MPI_WATCH_PORTS="min-max" restricts
-  // the port); returns "" or why it could not.
-  std::string Listen();
+  Watch() = default;
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+  ~Watch();  // closes the listening sockets of a watch that was never started
+
+  // Opens the listening socket on every interface, on an ephemeral port, or on the first port
+  // of TSPTO_MPI_WATCH_PORTS="min-max" that listens: a port whose bind() or listen() fails
+  // (another process, or another rank of this host, has it) is passed over for the next one.
+  // Returns "" or why no port could listen (then this rank has no watch: the caller fails).
+  // `test_taken` (tests only, the watchTest binding): on each of the first `test_taken`
+  // candidate ports, another socket binds the same address and port after this one did and
+  // listens before it, as another rank of this host can (kept open until this watch closes).
+  std::string Listen(int test_taken = 0);
   uint16_t port() const { return port_; }
 
   // This host's IPv4 addresses for peers, at most `max`: those Open MPI's TCP transport is told
@@ -64,7 +74,8 @@ class Watch {
 
   // Tells every peer this rank is failing (once; from any thread, written at once).
   void SayFailing(const std::string& why);
-  // Tells every peer goodbye after `collectives` collectives, then stops the thread.
+  // Tells every peer goodbye after `collectives` collectives, then stops the thread (a watch
+  // never started only closes its listening sockets).
   void SayBye(uint32_t collectives);
 
  private:
@@ -72,7 +83,10 @@ class Watch {
   void Run();
   void WriteAll(const std::string& frame);  // mu_ held
 
-  int listen_fd_ = -1;
+  void CloseListening();
+
+  std::vector<int> listen_fds_;
+  std::vector<int> test_taken_fds_;  // Listen's test_taken sockets
   uint16_t port_ = 0;
   int wake_[2] = {-1, -1};
   bool started_ = false;

@@ -4,6 +4,8 @@
 // not installed (the missing-MPI error is checked everywhere).
 import { describe, it, expect, vi } from "vitest";
 import { child, childEnv, expectAllChecks, hasMpirun, run } from "./jobs.js";
+import { freeWatchPorts } from "./sockets.js";
+import { nativeMpi } from "../../src/distributed/mpi.js";
 
 // An mpirun job of 4 ranks on a busy 2-core machine can take minutes: the jobs' own timeouts
 // (below) end a hang; the test's must be longer.
@@ -115,6 +117,21 @@ describe.skipIf(!hasMpirun)("agreement across ranks (issue 19, item 12)", () => 
     expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
     const said = [0, 2].filter((s) => new RegExp(`rank ${s}: left: E_MPI_MISMATCH MPI rank 1 \\(pid \\d+ on host .*\\) left the job \\(closed its DistributedWorker\\) after 1 collective, but rank ${s} waits in collective #2 \\(allReduce\\), which it will never join`).test(r.out));
     expect(said.length, r.out).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe.skipIf(!hasMpirun)("the watch's port (TSPTO_MPI_WATCH_PORTS)", () => {
+  it("two ranks of one host and a range of one port: the rank that gets none fails every rank's init with E_MPI_WATCH naming it, instead of running without a watch", async () => {
+    const p = freeWatchPorts(1, nativeMpi().watchTest);
+    const r = await mpirun(2, child("watch_child.ts"), ["ok"], 90_000, { TSPTO_MPI_WATCH_PORTS: `${p}-${p}` });
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    expect(r.status, r.out).not.toBe(0);
+    const failed = [...r.out.matchAll(new RegExp(`^rank (\\d): constructor failed: E_MPI_WATCH MPI init: the watch of rank (\\d) \\(pid \\d+ on host [^)]+\\) cannot listen: none of the 1 port of TSPTO_MPI_WATCH_PORTS=${p}-${p} could listen at 0\\.0\\.0\\.0 \\(${p}: (bind|listen): Address already in use\\); every rank needs its watch \\(it finds a rank lost on another host\\), so rank (\\d) stops here$`, "gm"))];
+    // both ranks, naming the same rank (the one without a port), each saying it stops
+    expect(failed.map((m) => m[1]).sort(), r.out).toEqual(["0", "1"]);
+    expect(new Set(failed.map((m) => m[2])).size, r.out).toBe(1);
+    for (const m of failed) expect(m[4]).toBe(m[1]);
+    expect(r.out).not.toContain("watch listens on");
   });
 });
 
