@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -628,7 +629,8 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       uint64_t nonce;  // rank 0's is the job's
       uint16_t port;   // 0: no watch
       uint16_t naddr;
-      uint32_t addrs[8];
+      uint32_t addrs[kMaxWatchAddrs];  // the watch's (network order)
+      uint8_t watch_any;               // it listens on every interface (else on addrs only)
       char watch_failed[240];  // why this rank's watch cannot listen ("": it listens, or was not asked for)
     };
     Rec mine{};
@@ -638,7 +640,8 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       const std::string why = w.watch.Listen();
       if (why.empty()) {
         mine.port = w.watch.port();
-        const std::vector<uint32_t> addrs = Watch::LocalAddresses(8);
+        mine.watch_any = w.watch.listens_any() ? 1 : 0;
+        const std::vector<uint32_t> addrs = w.watch.Addresses(kMaxWatchAddrs);
         mine.naddr = static_cast<uint16_t>(addrs.size());
         std::copy(addrs.begin(), addrs.end(), mine.addrs);
       } else {
@@ -689,13 +692,17 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       });
     }
     if (mine.port != 0) {
-      // A peer on this host is tried on the loopback first, then on the addresses it published.
+      // A peer on this host whose watch listens on every interface is tried on the loopback
+      // first; then every peer on the addresses it published (the loopback only on this host).
       std::vector<WatchEndpoint> ends(all.size());
       for (size_t r = 0; r < all.size(); r++) {
+        const bool here = w.peers[r].host == w.my_host;
         ends[r].port = all[r].port;
-        if (w.peers[r].host == w.my_host) ends[r].addrs.push_back(htonl(INADDR_LOOPBACK));
-        for (int k = 0; k < all[r].naddr && k < 8; k++) {
-          if (all[r].addrs[k] != htonl(INADDR_LOOPBACK)) ends[r].addrs.push_back(all[r].addrs[k]);
+        if (here && all[r].watch_any) ends[r].addrs.push_back(htonl(INADDR_LOOPBACK));
+        for (size_t k = 0; k < all[r].naddr && k < kMaxWatchAddrs; k++) {
+          const uint32_t a = all[r].addrs[k];
+          if ((a == htonl(INADDR_LOOPBACK) && !here) || std::find(ends[r].addrs.begin(), ends[r].addrs.end(), a) != ends[r].addrs.end()) continue;
+          ends[r].addrs.push_back(a);
         }
       }
       w.watch.Start(w.rank, all[0].nonce, std::move(ends), heartbeat_s);
@@ -964,7 +971,8 @@ void Abort(const Napi::CallbackInfo& info) {
 }
 
 // watchTest: the watch's listening sockets without MPI, for tests (test/distributed/watch.test.ts).
-// listen(testTaken = 0) -> { id, port }, or throws the reason (code TSPTO_MPI_WATCH) that makes
+// listen(testTaken = 0) -> { id, port, addresses (listened on; [] = every interface), published
+// (what init tells the peers) }, or throws the reason (code TSPTO_MPI_WATCH) that makes
 // init fail; close(id) closes that watch's sockets. `testTaken`: see Watch::Listen.
 std::map<int, std::unique_ptr<Watch>>& TestWatches() {
   static auto* m = new std::map<int, std::unique_ptr<Watch>>();
@@ -986,6 +994,19 @@ Napi::Value WatchTestListen(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("id", id);
   o.Set("port", watch->port());
+  auto texts = [&](const std::vector<uint32_t>& addrs) {
+    Napi::Array a = Napi::Array::New(env, addrs.size());
+    for (uint32_t i = 0; i < addrs.size(); i++) {
+      char buf[INET_ADDRSTRLEN] = "";
+      in_addr x{};
+      x.s_addr = addrs[i];
+      inet_ntop(AF_INET, &x, buf, sizeof buf);
+      a.Set(i, std::string(buf));
+    }
+    return a;
+  };
+  o.Set("addresses", texts(watch->listens_any() ? std::vector<uint32_t>{} : watch->Addresses(kMaxWatchAddrs)));
+  o.Set("published", texts(watch->Addresses(kMaxWatchAddrs)));
   TestWatches()[id] = std::move(watch);
   return o;
 }

@@ -65,13 +65,16 @@ std::vector<IfRule> ParseRules(const char* spec) {
     IfRule r;
     const size_t slash = item.find('/');
     in_addr a{};
-    if (slash != std::string::npos && inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) == 1) {
-      const int bits = std::atoi(item.c_str() + slash + 1);
+    const std::string bits_text = slash == std::string::npos ? "" : item.substr(slash + 1);
+    if (slash != std::string::npos && inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) == 1 &&
+        !bits_text.empty() && bits_text.size() <= 2 && bits_text.find_first_not_of("0123456789") == std::string::npos &&
+        std::atoi(bits_text.c_str()) <= 32) {
+      const int bits = std::atoi(bits_text.c_str());
       r.cidr = true;
       r.mask = bits <= 0 ? 0 : bits >= 32 ? 0xffffffffu : ~((1u << (32 - bits)) - 1);
       r.net = ntohl(a.s_addr) & r.mask;
     } else {
-      r.name = item;
+      r.name = item;  // an interface name (a malformed CIDR, taken as one, matches nothing)
     }
     rules.push_back(r);
   }
@@ -88,6 +91,31 @@ bool Matches(const std::vector<IfRule>& rules, const char* ifname, uint32_t addr
 void Close(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
+}
+
+// The include list Open MPI's TCP traffic is limited to, as the variable that holds it:
+// btl_tcp_if_include (the transport between ranks), else oob_tcp_if_include (mpirun's own
+// channel); nullptr when neither is set. mpirun's `--mca <name> <value>` (and `-x`, and an
+// exported OMPI_MCA_<name>) reaches every rank as the variable OMPI_MCA_<name>.
+const char* IncludeVar() {
+  for (const char* v : {"OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"}) {
+    const char* spec = std::getenv(v);
+    if (spec != nullptr && spec[strspn(spec, " \t,")] != '\0') return v;
+  }
+  return nullptr;
+}
+
+// This host's IPv4 interfaces that are up, as (name, address in network order).
+std::vector<std::pair<std::string, uint32_t>> Interfaces() {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_UP) == 0) continue;
+    out.emplace_back(i->ifa_name, reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+  }
+  freeifaddrs(list);
+  return out;
 }
 
 }  // namespace
@@ -177,7 +205,24 @@ std::string Watch::Listen(int test_taken) {
       return std::string("TSPTO_MPI_WATCH_PORTS must be '<min>-<max>' (ports 1..65535), got '") + spec + "'";
     }
   }
-  const std::vector<uint32_t> addrs = {htonl(INADDR_ANY)};
+  // Where: the addresses Open MPI's TCP traffic is limited to, else every interface.
+  std::vector<uint32_t> addrs = {htonl(INADDR_ANY)};
+  if (const char* var = IncludeVar()) {
+    const std::vector<IfRule> include = ParseRules(std::getenv(var));
+    addrs.clear();
+    std::string seen;
+    for (const auto& [name, addr] : Interfaces()) {
+      seen += (seen.empty() ? "" : ", ") + name + " " + AddrText(addr);
+      if (Matches(include, name.c_str(), ntohl(addr)) && addrs.size() < kMaxWatchAddrs &&
+          std::find(addrs.begin(), addrs.end(), addr) == addrs.end()) {
+        addrs.push_back(addr);
+      }
+    }
+    if (addrs.empty()) {
+      return std::string(var) + "='" + std::getenv(var) + "' selects no IPv4 address of this host (its IPv4 interfaces: " +
+             (seen.empty() ? "none" : seen) + "), and the watch listens only where Open MPI's TCP traffic may go";
+    }
+  }
   std::string where;
   for (uint32_t a : addrs) where += (where.empty() ? "" : ", ") + AddrText(a);
   // The candidates: each port of the range in turn, or (no range) a few ephemeral ports: with
@@ -204,6 +249,7 @@ std::string Watch::Listen(int test_taken) {
     }
     if (fds.size() == addrs.size()) {
       listen_fds_ = std::move(fds);
+      listen_addrs_ = addrs[0] == htonl(INADDR_ANY) ? std::vector<uint32_t>{} : addrs;
       port_ = port;
       return "";
     }
@@ -229,21 +275,18 @@ std::string Watch::Listen(int test_taken) {
          std::to_string(lo) + "-" + std::to_string(hi) + " could listen at " + where + " (" + list + ")";
 }
 
-std::vector<uint32_t> Watch::LocalAddresses(size_t max) {
+std::vector<uint32_t> Watch::Addresses(size_t max) const {
+  if (!listen_addrs_.empty()) {
+    return std::vector<uint32_t>(listen_addrs_.begin(), listen_addrs_.begin() + static_cast<long>(std::min(max, listen_addrs_.size())));
+  }
   std::vector<uint32_t> out;
-  const std::vector<IfRule> include = ParseRules(std::getenv("OMPI_MCA_btl_tcp_if_include"));
   const std::vector<IfRule> exclude = ParseRules(std::getenv("OMPI_MCA_btl_tcp_if_exclude"));
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return out;
   for (ifaddrs* i = list; i != nullptr && out.size() < max; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_UP) == 0) continue;
     const uint32_t net = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
-    const uint32_t host = ntohl(net);
-    if (!include.empty()) {
-      if (!Matches(include, i->ifa_name, host)) continue;
-    } else if ((i->ifa_flags & IFF_LOOPBACK) != 0 || Matches(exclude, i->ifa_name, host)) {
-      continue;
-    }
+    if ((i->ifa_flags & IFF_LOOPBACK) != 0 || Matches(exclude, i->ifa_name, ntohl(net))) continue;
     if (std::find(out.begin(), out.end(), net) == out.end()) out.push_back(net);
   }
   freeifaddrs(list);

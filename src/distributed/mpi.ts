@@ -46,7 +46,7 @@ interface NativeMpi {
   /** Tests only (test/distributed/watch.test.ts): the watch's listening sockets, without MPI. */
   watchTest: {
     /** Listens as init does (testTaken: the first candidate ports another socket takes between bind and listen); throws init's reason. */
-    listen(testTaken?: number): { id: number; port: number };
+    listen(testTaken?: number): { id: number; port: number; addresses: string[]; published: string[] };
     close(id: number): void;
   };
 }
@@ -135,7 +135,7 @@ export class Disagreement extends Error {}
 
 export const MISMATCH_HINT = "every rank must call the same collectives in the same order, with the same shapes, dtypes, ops and roots";
 
-const WATCH_HINT = "each rank's watch needs a TCP port of its own: widen TSPTO_MPI_WATCH_PORTS (one port per rank of a host) or free its ports";
+const WATCH_HINT = "each rank's watch needs a TCP port of its own on the addresses Open MPI's TCP traffic may use: widen TSPTO_MPI_WATCH_PORTS (one port per rank of a host) or free its ports, and give btl_tcp_if_include / oob_tcp_if_include an interface or IPv4 CIDR each host has";
 
 /** Converts a native MPI error into a TsptoRuntimeError. */
 function mpiError(e: unknown): Error {
