@@ -11,6 +11,8 @@
 //   'f' u16 length, text     the sender is failing (why); it will not join another collective
 //   'b' u32 collectives      the sender leaves the world cleanly after that many collectives
 // A peer whose watch cannot be reached (a firewall) is only unwatched, never declared lost.
+// Where it listens: see Listen (the addresses Open MPI's TCP traffic is limited to, a port of
+// TSPTO_MPI_WATCH_PORTS); a rank whose watch cannot listen fails init on every rank.
 #ifndef TSPTO_NATIVE_MPI_WATCH_H
 #define TSPTO_NATIVE_MPI_WATCH_H
 
