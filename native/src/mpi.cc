@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -49,6 +50,8 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -156,6 +159,7 @@ constexpr const char* kCodeTimeout = "TSPTO_MPI_TIMEOUT";
 constexpr const char* kCodeState = "TSPTO_MPI_STATE";
 constexpr const char* kCodeDisagree = "TSPTO_MPI_DISAGREE";
 constexpr const char* kCodeLeft = "TSPTO_MPI_LEFT";
+constexpr const char* kCodeWatch = "TSPTO_MPI_WATCH";
 constexpr int kTypeInt64 = 5, kOpMax = 1;  // indices into kTypeSymbols / kOpSymbols
 
 template <typename T>
@@ -570,7 +574,9 @@ Napi::Value Load(const Napi::CallbackInfo& info) {
 }
 
 // init({ heartbeatS, watch }): MPI_Init_thread, then the exchange of pids, host names and
-// watch endpoints, and the watch's connections (waited for up to 5 s).
+// watch endpoints, and the watch's connections (waited for up to 5 s). `watch: false` (no
+// caller passes it: DistributedWorker always asks for one) is the only way to run a rank
+// without a watch; a rank whose watch cannot listen fails every rank's init (TSPTO_MPI_WATCH).
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   World& w = W();
@@ -623,7 +629,9 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       uint64_t nonce;  // rank 0's is the job's
       uint16_t port;   // 0: no watch
       uint16_t naddr;
-      uint32_t addrs[8];
+      uint32_t addrs[kMaxWatchAddrs];  // the watch's (network order)
+      uint8_t watch_any;               // it listens on every interface (else on addrs only)
+      char watch_failed[240];  // why this rank's watch cannot listen ("": it listens, or was not asked for)
     };
     Rec mine{};
     mine.pid = static_cast<int32_t>(getpid());
@@ -632,11 +640,12 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
       const std::string why = w.watch.Listen();
       if (why.empty()) {
         mine.port = w.watch.port();
-        const std::vector<uint32_t> addrs = Watch::LocalAddresses(8);
+        mine.watch_any = w.watch.listens_any() ? 1 : 0;
+        const std::vector<uint32_t> addrs = w.watch.Addresses(kMaxWatchAddrs);
         mine.naddr = static_cast<uint16_t>(addrs.size());
         std::copy(addrs.begin(), addrs.end(), mine.addrs);
       } else {
-        std::fprintf(stderr, "tspto: rank %d: no watch (%s): a rank lost on another host is found by TSPTO_MPI_TIMEOUT only\n", w.rank, why.c_str());
+        std::snprintf(mine.watch_failed, sizeof mine.watch_failed, "%s", why.c_str());
       }
     }
     std::random_device rd;
@@ -655,14 +664,45 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     w.my_host = mine.host;
     w.peers.clear();
     for (const Rec& r : all) w.peers.push_back(Peer{r.pid, std::string(r.host, strnlen(r.host, sizeof r.host))});
+    // A rank without the watch it was asked for: every rank fails here, together (they all
+    // see the same records), rather than run where a rank lost on another host would be found
+    // only by the timeout. MPI itself is fine: it is finalized, so the processes end cleanly.
+    std::vector<int> unwatched;
+    for (size_t r = 0; r < all.size(); r++) {
+      if (all[r].watch_failed[0] != '\0') unwatched.push_back(static_cast<int>(r));
+    }
+    if (!unwatched.empty()) {
+      const Rec& first = all[static_cast<size_t>(unwatched[0])];
+      std::string m = "MPI init: the watch of " + RankName(w, unwatched[0]) + " cannot listen: " +
+                      std::string(first.watch_failed, strnlen(first.watch_failed, sizeof first.watch_failed));
+      if (unwatched.size() > 1) {
+        m += " (nor can the watch of";
+        for (size_t i = 1; i < unwatched.size(); i++) m += (i > 1 ? ", " : " ") + RankName(w, unwatched[i]);
+        m += ")";
+      }
+      m += "; every rank needs its watch (it finds a rank lost on another host), so rank " + std::to_string(w.rank) + " stops here";
+      w.watch.SayBye(0);
+      Guarded(env, [&] {
+        try {
+          RunOnMpiThread(w, "MPI_Finalize", [&] { return a.Finalize(); }, false);
+        } catch (const MpiError&) {
+        }
+        Break(w, m, kCodeWatch);
+        throw MpiError(m, kCodeWatch);
+      });
+    }
     if (mine.port != 0) {
-      // A peer on this host is tried on the loopback first, then on the addresses it published.
+      // A peer on this host whose watch listens on every interface is tried on the loopback
+      // first; then every peer on the addresses it published (the loopback only on this host).
       std::vector<WatchEndpoint> ends(all.size());
       for (size_t r = 0; r < all.size(); r++) {
+        const bool here = w.peers[r].host == w.my_host;
         ends[r].port = all[r].port;
-        if (w.peers[r].host == w.my_host) ends[r].addrs.push_back(htonl(INADDR_LOOPBACK));
-        for (int k = 0; k < all[r].naddr && k < 8; k++) {
-          if (all[r].addrs[k] != htonl(INADDR_LOOPBACK)) ends[r].addrs.push_back(all[r].addrs[k]);
+        if (here && all[r].watch_any) ends[r].addrs.push_back(htonl(INADDR_LOOPBACK));
+        for (size_t k = 0; k < all[r].naddr && k < kMaxWatchAddrs; k++) {
+          const uint32_t a = all[r].addrs[k];
+          if ((a == htonl(INADDR_LOOPBACK) && !here) || std::find(ends[r].addrs.begin(), ends[r].addrs.end(), a) != ends[r].addrs.end()) continue;
+          ends[r].addrs.push_back(a);
         }
       }
       w.watch.Start(w.rank, all[0].nonce, std::move(ends), heartbeat_s);
@@ -930,6 +970,51 @@ void Abort(const Napi::CallbackInfo& info) {
   _exit(code);
 }
 
+// watchTest: the watch's listening sockets without MPI, for tests (test/distributed/watch.test.ts).
+// listen(testTaken = 0) -> { id, port, addresses (listened on; [] = every interface), published
+// (what init tells the peers) }, or throws the reason (code TSPTO_MPI_WATCH) that makes
+// init fail; close(id) closes that watch's sockets. `testTaken`: see Watch::Listen.
+std::map<int, std::unique_ptr<Watch>>& TestWatches() {
+  static auto* m = new std::map<int, std::unique_ptr<Watch>>();
+  return *m;
+}
+
+Napi::Value WatchTestListen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int taken = info.Length() > 0 && !info[0].IsUndefined() ? IntArg(info, 0, "testTaken", 0, 65535) : 0;
+  auto watch = std::make_unique<Watch>();
+  const std::string why = watch->Listen(taken);
+  if (!why.empty()) {
+    Napi::Error e = Napi::Error::New(env, why);
+    e.Set("code", Napi::String::New(env, kCodeWatch));
+    throw e;
+  }
+  static int next_id = 0;
+  const int id = ++next_id;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", id);
+  o.Set("port", watch->port());
+  auto texts = [&](const std::vector<uint32_t>& addrs) {
+    Napi::Array a = Napi::Array::New(env, addrs.size());
+    for (uint32_t i = 0; i < addrs.size(); i++) {
+      char buf[INET_ADDRSTRLEN] = "";
+      in_addr x{};
+      x.s_addr = addrs[i];
+      inet_ntop(AF_INET, &x, buf, sizeof buf);
+      a.Set(i, std::string(buf));
+    }
+    return a;
+  };
+  o.Set("addresses", texts(watch->listens_any() ? std::vector<uint32_t>{} : watch->Addresses(kMaxWatchAddrs)));
+  o.Set("published", texts(watch->Addresses(kMaxWatchAddrs)));
+  TestWatches()[id] = std::move(watch);
+  return o;
+}
+
+void WatchTestClose(const Napi::CallbackInfo& info) {
+  TestWatches().erase(IntArg(info, 0, "id", 1, INT_MAX));
+}
+
 }  // namespace
 
 Napi::Object MpiBinding(Napi::Env env) {
@@ -951,6 +1036,10 @@ Napi::Object MpiBinding(Napi::Env env) {
   o.Set("setExitCode", Napi::Function::New<SetExitCode>(env, "setExitCode"));
   o.Set("abort", Napi::Function::New<Abort>(env, "abort"));
   o.Set("lostPeer", Napi::Function::New<LostPeerJs>(env, "lostPeer"));
+  Napi::Object watch_test = Napi::Object::New(env);
+  watch_test.Set("listen", Napi::Function::New<WatchTestListen>(env, "listen"));
+  watch_test.Set("close", Napi::Function::New<WatchTestClose>(env, "close"));
+  o.Set("watchTest", watch_test);
   // At env teardown (the main thread's): finalize a world still open, unless the process
   // fails (SetExitCode) or the world is broken.
   env.AddCleanupHook([] {

@@ -65,13 +65,16 @@ std::vector<IfRule> ParseRules(const char* spec) {
     IfRule r;
     const size_t slash = item.find('/');
     in_addr a{};
-    if (slash != std::string::npos && inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) == 1) {
-      const int bits = std::atoi(item.c_str() + slash + 1);
+    const std::string bits_text = slash == std::string::npos ? "" : item.substr(slash + 1);
+    if (slash != std::string::npos && inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) == 1 &&
+        !bits_text.empty() && bits_text.size() <= 2 && bits_text.find_first_not_of("0123456789") == std::string::npos &&
+        std::atoi(bits_text.c_str()) <= 32) {
+      const int bits = std::atoi(bits_text.c_str());
       r.cidr = true;
       r.mask = bits <= 0 ? 0 : bits >= 32 ? 0xffffffffu : ~((1u << (32 - bits)) - 1);
       r.net = ntohl(a.s_addr) & r.mask;
     } else {
-      r.name = item;
+      r.name = item;  // an interface name (a malformed CIDR, taken as one, matches nothing)
     }
     rules.push_back(r);
   }
@@ -90,6 +93,31 @@ void Close(int& fd) {
   fd = -1;
 }
 
+// The include list Open MPI's TCP traffic is limited to, as the variable that holds it:
+// btl_tcp_if_include (the transport between ranks), else oob_tcp_if_include (mpirun's own
+// channel); nullptr when neither is set. mpirun's `--mca <name> <value>` (and `-x`, and an
+// exported OMPI_MCA_<name>) reaches every rank as the variable OMPI_MCA_<name>.
+const char* IncludeVar() {
+  for (const char* v : {"OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"}) {
+    const char* spec = std::getenv(v);
+    if (spec != nullptr && spec[strspn(spec, " \t,")] != '\0') return v;
+  }
+  return nullptr;
+}
+
+// This host's IPv4 interfaces that are up, as (name, address in network order).
+std::vector<std::pair<std::string, uint32_t>> Interfaces() {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_UP) == 0) continue;
+    out.emplace_back(i->ifa_name, reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
 }  // namespace
 
 struct Watch::Slot {
@@ -102,53 +130,163 @@ struct Watch::Slot {
   bool said_bye = false;
 };
 
-std::string Watch::Listen() {
-  int lo = 0, hi = 0;
-  if (const char* spec = std::getenv("TSPTO_MPI_WATCH_PORTS"); spec != nullptr && *spec != '\0') {
-    if (std::sscanf(spec, "%d-%d", &lo, &hi) != 2 || lo < 1 || hi > 65535 || lo > hi) {
-      return std::string("TSPTO_MPI_WATCH_PORTS must be '<min>-<max>' (ports 1..65535), got '") + spec + "'";
-    }
-  }
+namespace {
+
+std::string AddrText(uint32_t addr_net) {
+  char buf[INET_ADDRSTRLEN] = "?";
+  in_addr a{};
+  a.s_addr = addr_net;
+  inet_ntop(AF_INET, &a, buf, sizeof buf);
+  return buf;
+}
+
+// A socket listening on addr:port (port 0: an ephemeral one), or -1 with *why ("bind: ...").
+// SO_REUSEADDR lets it bind a port that connections of an earlier job still hold in TIME_WAIT
+// (without it a pinned range is unusable for a minute after each job). On Linux it never lets
+// two sockets listen on one address and port (SO_REUSEPORT would: it is never set), but two
+// sockets may both bind() one port while neither listens yet, so the second listen() fails
+// (EADDRINUSE): the caller then tries the next port, as for a failed bind().
+int ListenOn(uint32_t addr_net, uint16_t port, bool test_take, std::vector<int>* taken, std::string* why) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  if (fd < 0) {
+    *why = std::string("socket: ") + std::strerror(errno);
+    return -1;
+  }
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  bool bound = false;
-  for (int p = lo; p <= hi && !bound; p++) {  // lo = hi = 0: any port
-    a.sin_port = htons(static_cast<uint16_t>(p));
-    bound = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  if (!bound || listen(fd, 64) != 0) {
-    const std::string why = std::strerror(errno);
+  a.sin_addr.s_addr = addr_net;
+  a.sin_port = htons(port);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    *why = std::string("bind: ") + std::strerror(errno);
     close(fd);
-    return lo ? "no free port in TSPTO_MPI_WATCH_PORTS=" + std::to_string(lo) + "-" + std::to_string(hi) + " (" + why + ")"
-              : "bind/listen: " + why;
+    return -1;
   }
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  listen_fd_ = fd;
-  port_ = ntohs(a.sin_port);
-  return "";
+  if (test_take) {  // another rank of this host binds the same port now and listens first
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (other >= 0) {
+      setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(other, 1) == 0) {
+        taken->push_back(other);
+      } else {
+        close(other);
+      }
+    }
+  }
+  if (listen(fd, 64) != 0) {
+    *why = std::string("listen: ") + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
-std::vector<uint32_t> Watch::LocalAddresses(size_t max) {
+}  // namespace
+
+Watch::~Watch() {
+  if (!thread_.joinable()) CloseListening();
+}
+
+void Watch::CloseListening() {
+  for (int& fd : listen_fds_) Close(fd);
+  listen_fds_.clear();
+  for (int& fd : test_taken_fds_) Close(fd);
+  test_taken_fds_.clear();
+}
+
+std::string Watch::Listen(int test_taken) {
+  int lo = 0, hi = 0;
+  if (const char* spec = std::getenv("TSPTO_MPI_WATCH_PORTS"); spec != nullptr && *spec != '\0') {
+    int end = 0;
+    if (std::sscanf(spec, "%d-%d%n", &lo, &hi, &end) != 2 || spec[end] != '\0' || lo < 1 || hi > 65535 || lo > hi) {
+      return std::string("TSPTO_MPI_WATCH_PORTS must be '<min>-<max>' (ports 1..65535), got '") + spec + "'";
+    }
+  }
+  // Where: the addresses Open MPI's TCP traffic is limited to, else every interface.
+  std::vector<uint32_t> addrs = {htonl(INADDR_ANY)};
+  if (const char* var = IncludeVar()) {
+    const std::vector<IfRule> include = ParseRules(std::getenv(var));
+    addrs.clear();
+    std::string seen;
+    for (const auto& [name, addr] : Interfaces()) {
+      seen += (seen.empty() ? "" : ", ") + name + " " + AddrText(addr);
+      if (Matches(include, name.c_str(), ntohl(addr)) && addrs.size() < kMaxWatchAddrs &&
+          std::find(addrs.begin(), addrs.end(), addr) == addrs.end()) {
+        addrs.push_back(addr);
+      }
+    }
+    if (addrs.empty()) {
+      return std::string(var) + "='" + std::getenv(var) + "' selects no IPv4 address of this host (its IPv4 interfaces: " +
+             (seen.empty() ? "none" : seen) + "), and the watch listens only where Open MPI's TCP traffic may go";
+    }
+  }
+  std::string where;
+  for (uint32_t a : addrs) where += (where.empty() ? "" : ", ") + AddrText(a);
+  // The candidates: each port of the range in turn, or (no range) a few ephemeral ports: with
+  // several addresses, the port the first one got may be taken on another.
+  const int candidates = lo ? hi - lo + 1 : 8;
+  std::vector<std::string> failed;  // "<port>: <why>" per candidate
+  for (int c = 0; c < candidates; c++) {
+    uint16_t port = static_cast<uint16_t>(lo ? lo + c : 0);
+    std::vector<int> fds;
+    std::string why;
+    for (size_t k = 0; k < addrs.size(); k++) {
+      const int fd = ListenOn(addrs[k], port, k == 0 && c < test_taken, &test_taken_fds_, &why);
+      if (fd < 0) {
+        if (addrs.size() > 1) why += " (on " + AddrText(addrs[k]) + ")";
+        break;
+      }
+      fds.push_back(fd);
+      if (port == 0) {
+        sockaddr_in a{};
+        socklen_t len = sizeof a;
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+      }
+    }
+    if (fds.size() == addrs.size()) {
+      listen_fds_ = std::move(fds);
+      listen_addrs_ = addrs[0] == htonl(INADDR_ANY) ? std::vector<uint32_t>{} : addrs;
+      port_ = port;
+      return "";
+    }
+    for (int& fd : fds) Close(fd);
+    failed.push_back((lo ? std::to_string(lo + c) + ": " : "") + why);
+  }
+  // The first few failures and the last: they say why (one reason, usually) without listing a wide range.
+  std::string list;
+  for (size_t i = 0; i < failed.size(); i++) {
+    if (i < 3 || i + 1 == failed.size()) list += (list.empty() ? "" : "; ") + failed[i];
+    else if (i == 3) list += "; ...";
+  }
+  if (!lo) {  // the ports differ from try to try: the distinct reasons say it
+    std::vector<std::string> reasons;
+    for (const std::string& f : failed) {
+      if (std::find(reasons.begin(), reasons.end(), f) == reasons.end()) reasons.push_back(f);
+    }
+    std::string text;
+    for (const std::string& r : reasons) text += (text.empty() ? "" : "; ") + r;
+    return "could not listen on an ephemeral port at " + where + " in " + std::to_string(candidates) + " tries (" + text + ")";
+  }
+  return "none of the " + std::to_string(hi - lo + 1) + " port" + (hi > lo ? "s" : "") + " of TSPTO_MPI_WATCH_PORTS=" +
+         std::to_string(lo) + "-" + std::to_string(hi) + " could listen at " + where + " (" + list + ")";
+}
+
+std::vector<uint32_t> Watch::Addresses(size_t max) const {
+  if (!listen_addrs_.empty()) {
+    return std::vector<uint32_t>(listen_addrs_.begin(), listen_addrs_.begin() + static_cast<long>(std::min(max, listen_addrs_.size())));
+  }
   std::vector<uint32_t> out;
-  const std::vector<IfRule> include = ParseRules(std::getenv("OMPI_MCA_btl_tcp_if_include"));
   const std::vector<IfRule> exclude = ParseRules(std::getenv("OMPI_MCA_btl_tcp_if_exclude"));
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return out;
   for (ifaddrs* i = list; i != nullptr && out.size() < max; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_UP) == 0) continue;
     const uint32_t net = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
-    const uint32_t host = ntohl(net);
-    if (!include.empty()) {
-      if (!Matches(include, i->ifa_name, host)) continue;
-    } else if ((i->ifa_flags & IFF_LOOPBACK) != 0 || Matches(exclude, i->ifa_name, host)) {
-      continue;
-    }
+    if ((i->ifa_flags & IFF_LOOPBACK) != 0 || Matches(exclude, i->ifa_name, ntohl(net))) continue;
     if (std::find(out.begin(), out.end(), net) == out.end()) out.push_back(net);
   }
   freeifaddrs(list);
@@ -156,7 +294,7 @@ std::vector<uint32_t> Watch::LocalAddresses(size_t max) {
 }
 
 void Watch::Start(int rank, uint64_t nonce, std::vector<WatchEndpoint> peers, double silence_s) {
-  if (started_ || listen_fd_ < 0) return;
+  if (started_ || listen_fds_.empty()) return;
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return;
   rank_ = rank;
   nonce_ = nonce;
@@ -229,7 +367,10 @@ void Watch::SayFailing(const std::string& why) {
 }
 
 void Watch::SayBye(uint32_t collectives) {
-  if (!started_) return;
+  if (!started_) {
+    CloseListening();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::string frame = "b";
@@ -241,7 +382,7 @@ void Watch::SayBye(uint32_t collectives) {
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (Slot* s : slots_) Close(s->fd);
-  Close(listen_fd_);
+  CloseListening();
   started_ = false;
 }
 
@@ -312,7 +453,11 @@ void Watch::Run() {
   while (!stop_.load()) {
     auto now = Clock::now();
     std::vector<pollfd> fds;
-    std::vector<int> who;  // per pollfd: -3 wake, -2 listen, -1 - k pending k, else the slot
+    struct Who {
+      enum Kind { kWake, kListening, kPending, kSlot } kind;
+      int i;  // listening socket k, pending k, or the slot's rank
+    };
+    std::vector<Who> who;  // per pollfd
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int r = rank_ + 1; r < n; r++) {  // this rank connects to the ranks above it
@@ -345,19 +490,21 @@ void Watch::Run() {
         }
       }
       fds.push_back({wake_[0], POLLIN, 0});
-      who.push_back(-3);
-      fds.push_back({listen_fd_, POLLIN, 0});
-      who.push_back(-2);
+      who.push_back({Who::kWake, 0});
+      for (size_t k = 0; k < listen_fds_.size(); k++) {
+        fds.push_back({listen_fds_[k], POLLIN, 0});
+        who.push_back({Who::kListening, static_cast<int>(k)});
+      }
       for (size_t k = 0; k < pending.size(); k++) {
         fds.push_back({pending[k].fd, POLLIN, 0});
-        who.push_back(-1 - static_cast<int>(k));
+        who.push_back({Who::kPending, static_cast<int>(k)});
       }
       for (int r = 0; r < n; r++) {
         Slot* s = slots_[r];
         if (s->state == Slot::kConnecting) fds.push_back({s->fd, POLLOUT, 0});
         else if (s->state == Slot::kHelloSent || s->state == Slot::kUp) fds.push_back({s->fd, POLLIN, 0});
         else continue;
-        who.push_back(r);
+        who.push_back({Who::kSlot, r});
       }
     }
     const int wait_ms = std::max(0, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - now).count()) + 1);
@@ -367,17 +514,18 @@ void Watch::Run() {
     std::vector<size_t> done_pending;
     for (size_t i = 0; i < fds.size(); i++) {
       const short ev = fds[i].revents;
-      const int w = who[i];
-      if (w == -3) {
+      const Who::Kind kind = who[i].kind;
+      const int w = who[i].i;
+      if (kind == Who::kWake) {
         char buf[64];
         while (read(wake_[0], buf, sizeof buf) > 0) {
         }
         continue;
       }
-      if (w == -2) {
+      if (kind == Who::kListening) {
         if ((ev & POLLIN) == 0) continue;
         for (;;) {
-          const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          const int c = accept4(listen_fds_[static_cast<size_t>(w)], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (c < 0) break;
           const int one = 1;
           setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -385,21 +533,21 @@ void Watch::Run() {
         }
         continue;
       }
-      if (w < 0) {  // an accepted connection waiting for its hello
-        Pending& p = pending[static_cast<size_t>(-1 - w)];
+      if (kind == Who::kPending) {  // an accepted connection waiting for its hello
+        Pending& p = pending[static_cast<size_t>(w)];
         if (ev == 0) continue;
         char buf[256];
         const ssize_t got = recv(p.fd, buf, sizeof buf, 0);
         if (got <= 0) {
           if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
           Close(p.fd);
-          done_pending.push_back(static_cast<size_t>(-1 - w));
+          done_pending.push_back(static_cast<size_t>(w));
           continue;
         }
         p.in.append(buf, static_cast<size_t>(got));
         if (p.in.size() < kHelloBytes) continue;
         const int r = HelloRank(p.in, nonce_);
-        done_pending.push_back(static_cast<size_t>(-1 - w));
+        done_pending.push_back(static_cast<size_t>(w));
         const bool ok = r >= 0 && r < rank_ && slots_[r]->state != Slot::kUp && slots_[r]->state != Slot::kLost &&
                         slots_[r]->state != Slot::kLeft;
         const std::string reply = Hello(nonce_, rank_);

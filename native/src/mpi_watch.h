@@ -11,6 +11,8 @@
 //   'f' u16 length, text     the sender is failing (why); it will not join another collective
 //   'b' u32 collectives      the sender leaves the world cleanly after that many collectives
 // A peer whose watch cannot be reached (a firewall) is only unwatched, never declared lost.
+// Where it listens: see Listen (the addresses Open MPI's TCP traffic is limited to, a port of
+// TSPTO_MPI_WATCH_PORTS); a rank whose watch cannot listen fails init on every rank.
 #ifndef TSPTO_NATIVE_MPI_WATCH_H
 #define TSPTO_NATIVE_MPI_WATCH_H
 
@@ -22,6 +24,9 @@
 #include <vector>
 
 namespace tspto {
+
+// The most addresses a watch listens on and publishes.
+constexpr size_t kMaxWatchAddrs = 8;
 
 // How to reach one rank's watch.
 struct WatchEndpoint {
@@ -36,15 +41,29 @@ struct WatchLoss {
 
 class Watch {
  public:
-  // Opens the listening socket on every interface (TSPTO_MPI_WATCH_PORTS="min-max" restricts
-  // the port); returns "" or why it could not.
-  std::string Listen();
-  uint16_t port() const { return port_; }
+  Watch() = default;
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+  ~Watch();  // closes the listening sockets of a watch that was never started
 
-  // This host's IPv4 addresses for peers, at most `max`: those Open MPI's TCP transport is told
-  // to use (OMPI_MCA_btl_tcp_if_include, names or CIDRs), else every non-loopback one not in
-  // OMPI_MCA_btl_tcp_if_exclude.
-  static std::vector<uint32_t> LocalAddresses(size_t max);
+  // Opens the listening sockets, on the addresses Open MPI's TCP traffic is limited to
+  // (OMPI_MCA_btl_tcp_if_include, else OMPI_MCA_oob_tcp_if_include: interface names or IPv4
+  // CIDRs; at most kMaxWatchAddrs), one socket each, else on every interface; on an ephemeral
+  // port, or on the first port of TSPTO_MPI_WATCH_PORTS="min-max" that listens on every one of
+  // them: a port whose bind() or listen() fails (another process, or another rank of this host,
+  // has it) is passed over for the next one. Returns "" or why it could not listen (then this
+  // rank has no watch: the caller fails).
+  // `test_taken` (tests only, the watchTest binding): on each of the first `test_taken`
+  // candidate ports, another socket binds the same address and port after this one did and
+  // listens before it, as another rank of this host can (kept open until this watch closes).
+  std::string Listen(int test_taken = 0);
+  uint16_t port() const { return port_; }
+  // True when the watch listens on every interface (no include list).
+  bool listens_any() const { return !listen_fds_.empty() && listen_addrs_.empty(); }
+
+  // This host's IPv4 addresses for peers, at most `max`: those the watch listens on, else (it
+  // listens on every interface) every non-loopback one not in OMPI_MCA_btl_tcp_if_exclude.
+  std::vector<uint32_t> Addresses(size_t max) const;
 
   // Starts the thread: connects to the peers above `rank`, accepts those below. `peers[r]` for
   // every rank (this one's ignored); `silence_s` 0 turns the heartbeat rule off.
@@ -64,7 +83,8 @@ class Watch {
 
   // Tells every peer this rank is failing (once; from any thread, written at once).
   void SayFailing(const std::string& why);
-  // Tells every peer goodbye after `collectives` collectives, then stops the thread.
+  // Tells every peer goodbye after `collectives` collectives, then stops the thread (a watch
+  // never started only closes its listening sockets).
   void SayBye(uint32_t collectives);
 
  private:
@@ -72,7 +92,11 @@ class Watch {
   void Run();
   void WriteAll(const std::string& frame);  // mu_ held
 
-  int listen_fd_ = -1;
+  void CloseListening();
+
+  std::vector<int> listen_fds_;
+  std::vector<uint32_t> listen_addrs_;  // network order; empty: every interface
+  std::vector<int> test_taken_fds_;  // Listen's test_taken sockets
   uint16_t port_ = 0;
   int wake_[2] = {-1, -1};
   bool started_ = false;

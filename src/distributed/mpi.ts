@@ -43,6 +43,12 @@ interface NativeMpi {
   setExitCode(code: number): void;
   abort(code: number): never;
   lostPeer(): { rank: number; message: string } | null;
+  /** Tests only (test/distributed/watch.test.ts): the watch's listening sockets, without MPI. */
+  watchTest: {
+    /** Listens as init does (testTaken: the first candidate ports another socket takes between bind and listen); throws init's reason. */
+    listen(testTaken?: number): { id: number; port: number; addresses: string[]; published: string[] };
+    close(id: number): void;
+  };
 }
 
 /** Reduction operators of the collectives. */
@@ -105,6 +111,7 @@ const NATIVE_CODES: Record<string, string> = {
   TSPTO_MPI_ERROR: "E_MPI",
   TSPTO_MPI_STATE: "E_MPI_STATE",
   TSPTO_MPI_LEFT: "E_MPI_MISMATCH",
+  TSPTO_MPI_WATCH: "E_MPI_WATCH",
   TSPTO_DEVICE_CLOSED: "E_CLOSED",
 };
 
@@ -128,6 +135,8 @@ export class Disagreement extends Error {}
 
 export const MISMATCH_HINT = "every rank must call the same collectives in the same order, with the same shapes, dtypes, ops and roots";
 
+const WATCH_HINT = "each rank's watch needs a TCP port of its own on the addresses Open MPI's TCP traffic may use: widen TSPTO_MPI_WATCH_PORTS (one port per rank of a host) or free its ports, and give btl_tcp_if_include / oob_tcp_if_include an interface or IPv4 CIDR each host has";
+
 /** Converts a native MPI error into a TsptoRuntimeError. */
 function mpiError(e: unknown): Error {
   if (!(e instanceof Error)) return new Error(String(e));
@@ -141,6 +150,7 @@ function mpiError(e: unknown): Error {
     const hint = mapped === "E_MPI_MISSING" ? "a DistributedWorker in a process started by mpirun needs Open MPI's libmpi at run time"
       : mapped === "E_MPI_TIMEOUT" ? "raise TSPTO_MPI_TIMEOUT (seconds, default 300; 0 = wait forever), or find the rank that never joined"
       : mapped === "E_MPI_MISMATCH" ? MISMATCH_HINT
+      : mapped === "E_MPI_WATCH" ? WATCH_HINT
       : undefined;
     return new TsptoRuntimeError(mapped, e.message, callerSpan(), hint);
   }

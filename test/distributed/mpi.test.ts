@@ -4,6 +4,8 @@
 // not installed (the missing-MPI error is checked everywhere).
 import { describe, it, expect, vi } from "vitest";
 import { child, childEnv, expectAllChecks, hasMpirun, run } from "./jobs.js";
+import { freeWatchPorts } from "./sockets.js";
+import { nativeMpi } from "../../src/distributed/mpi.js";
 
 // An mpirun job of 4 ranks on a busy 2-core machine can take minutes: the jobs' own timeouts
 // (below) end a hang; the test's must be longer.
@@ -13,9 +15,9 @@ if (!hasMpirun) {
   console.warn("SKIPPED: distributed tests over MPI (no `mpirun` on this machine: apt-get install openmpi-bin libopenmpi-dev)");
 }
 
-/** mpirun -np <ranks> node --import tsx <script> <args>. */
-const mpirun = (ranks: number, script: string, args: string[], timeoutMs = 180_000, env: Record<string, string> = {}) =>
-  run("mpirun", ["--allow-run-as-root", "--oversubscribe", "-np", String(ranks), "node", "--import", "tsx", script, ...args], childEnv(env), timeoutMs);
+/** mpirun <mpirunArgs> -np <ranks> node --import tsx <script> <args>. */
+const mpirun = (ranks: number, script: string, args: string[], timeoutMs = 180_000, env: Record<string, string> = {}, mpirunArgs: string[] = []) =>
+  run("mpirun", ["--allow-run-as-root", "--oversubscribe", ...mpirunArgs, "-np", String(ranks), "node", "--import", "tsx", script, ...args], childEnv(env), timeoutMs);
 
 describe.skipIf(!hasMpirun)("collectives over MPI (Open MPI, mpirun)", () => {
   // The last one without the agreement checks (TSPTO_MPI_CHECKS=0: the collectives' other path).
@@ -115,6 +117,35 @@ describe.skipIf(!hasMpirun)("agreement across ranks (issue 19, item 12)", () => 
     expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
     const said = [0, 2].filter((s) => new RegExp(`rank ${s}: left: E_MPI_MISMATCH MPI rank 1 \\(pid \\d+ on host .*\\) left the job \\(closed its DistributedWorker\\) after 1 collective, but rank ${s} waits in collective #2 \\(allReduce\\), which it will never join`).test(r.out));
     expect(said.length, r.out).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe.skipIf(!hasMpirun)("the watch's port (TSPTO_MPI_WATCH_PORTS) and interfaces (btl_tcp_if_include)", () => {
+  it("two ranks of one host and a range of one port: the rank that gets none fails every rank's init with E_MPI_WATCH naming it, instead of running without a watch", async () => {
+    const p = freeWatchPorts(1, nativeMpi().watchTest);
+    const r = await mpirun(2, child("watch_child.ts"), ["ok"], 90_000, { TSPTO_MPI_WATCH_PORTS: `${p}-${p}` });
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    expect(r.status, r.out).not.toBe(0);
+    const failed = [...r.out.matchAll(new RegExp(`^rank (\\d): constructor failed: E_MPI_WATCH MPI init: the watch of rank (\\d) \\(pid \\d+ on host [^)]+\\) cannot listen: none of the 1 port of TSPTO_MPI_WATCH_PORTS=${p}-${p} could listen at 0\\.0\\.0\\.0 \\(${p}: (bind|listen): Address already in use\\); every rank needs its watch \\(it finds a rank lost on another host\\), so rank (\\d) stops here$`, "gm"))];
+    // both ranks, naming the same rank (the one without a port), each saying it stops
+    expect(failed.map((m) => m[1]).sort(), r.out).toEqual(["0", "1"]);
+    expect(new Set(failed.map((m) => m[2])).size, r.out).toBe(1);
+    for (const m of failed) expect(m[4]).toBe(m[1]);
+    expect(r.out).not.toContain("watch listens on");
+  });
+
+  it("mpirun --mca btl_tcp_if_include lo: each rank's watch listens on 127.0.0.1 only (the kernel's table), on a port of its own, and still hears a rank that fails", async () => {
+    const p = freeWatchPorts(3, nativeMpi().watchTest);
+    const r = await mpirun(3, child("watch_child.ts"), ["throw"], 90_000, { TSPTO_MPI_WATCH_PORTS: `${p}-${p + 2}` }, ["--mca", "btl_tcp_if_include", "lo"]);
+    expect(r.signal, `the job hung:\n${r.out}`).toBeNull();
+    const where = [0, 1, 2].map((rank) => new RegExp(`^rank ${rank}: watch listens on (.*)$`, "m").exec(r.out)?.[1]);
+    expect(new Set(where).size, r.out).toBe(3);
+    for (const w of where) expect(w, r.out).toMatch(new RegExp(`^127\\.0\\.0\\.1:(${p}|${p + 1}|${p + 2})$`));
+    // "it failed: ..." comes only through the watch (the pid check would say "its process exited")
+    const named = [0, 2].filter((s) => r.out.includes(`rank ${s}: caught E_RANK_LOST lostRank=1 MPI rank 1 (pid `) &&
+      new RegExp(`was lost during allReduce: it failed: uncaught Error: rank 1 fails on purpose; rank ${s} stops here`).test(r.out));
+    expect(named.length, r.out).toBeGreaterThanOrEqual(1);
+    expect(r.out).not.toContain("could not connect");
   });
 });
 

@@ -147,6 +147,24 @@ describe.skipIf(why !== null)("collectives across hosts (TCP only)", () => {
   });
 });
 
+describe.skipIf(why !== null)("the watch across hosts", () => {
+  it("2 hosts with 2 ranks each, btl_tcp_if_include 192.0.2.0/24 (the script's): each rank's watch listens on its host's 192.0.2.x only, on a port of its own; the survivors hear through it why a rank failed", async () => {
+    const r = await hostsJob(2, 2, child("watch_child.ts"), ["throw"], { timeoutMs: 120_000, env: { TSPTO_MPI_WATCH_PORTS: "47000-47001" } });
+    expect(r.status, r.out).not.toBe(0);
+    const where = [0, 1, 2, 3].map((rank) => new RegExp(`^rank ${rank}: watch listens on (.*)$`, "m").exec(r.out)?.[1] ?? "");
+    for (const w of where) expect(w, r.out).toMatch(/^192\.0\.2\.[12]:4700[01]$/);
+    // two ranks per host address, each on a port of its own: four distinct address:port pairs
+    expect(new Set(where).size, r.out).toBe(4);
+    expect(where.filter((w) => w.startsWith("192.0.2.1:")).length, r.out).toBe(2);
+    // "it failed: ..." comes only through the watch (its 192.0.2.x sockets); a survivor that says
+    // so exits failing and mpirun ends the job, so under load the others may be ended first
+    const named = [0, 2, 3].filter((s) => new RegExp(`rank ${s}: caught E_RANK_LOST lostRank=1 MPI rank 1 \\(pid \\d+ on host h0\\) was lost during allReduce: it failed: uncaught Error: rank 1 fails on purpose; rank ${s} stops here`).test(r.out));
+    expect(named.length, r.out).toBeGreaterThanOrEqual(1);
+    expect(r.out).not.toContain("could not connect");
+    expectNothingLeft(r);
+  });
+});
+
 describe.skipIf(why !== null)("faults across hosts", () => {
   // A survivor that names the lost rank exits failing, and mpirun then ends the job: under load
   // the other survivor may be ended before it reports. At least one of them names it.
