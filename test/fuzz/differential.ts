@@ -607,6 +607,9 @@ function reductionCase(r: Rand, id: number): Case {
   const isMax = /Max|Argmax/.test(kind), isMin = /Min|Argmin/.test(kind);
   const pad = isMax ? "min" : isMin ? "max" : "zero";
   const padV = padOf(pad, d);
+  // a partial tile is reduced either after fillpad (the whole tile) or as it is: its valid region
+  // only, the result's pad (rows / columns past the valid ones) not stored (docs/semantics.md)
+  const filled = partial && r() < 0.5;
   const x = (i: number, j: number) => (i < vm && j < vn ? a.values[i * N + j] : padV);
   const rowWise = kind.startsWith("row");
   const outShape = rowWise ? [M, 1] : [1, N];
@@ -635,17 +638,24 @@ function reductionCase(r: Rand, id: number): Case {
     return isMax ? Math.max(...vals) : Math.min(...vals);
   };
   const expected: number[] = [];
-  if (rowWise) for (let i = 0; i < M; i++) expected.push(combine(Array.from({ length: N }, (_, j) => x(i, j))));
-  else for (let j = 0; j < N; j++) expected.push(combine(Array.from({ length: M }, (_, i) => x(i, j))));
-  const load = partial ? `pl.fillpad(pl.load(${a.name}, [0, 0], [${M}, ${N}], { validShape: [${vm}, ${vn}] }), "${pad}")` : `pl.load(${a.name}, [0, 0], [${M}, ${N}])`;
+  if (!partial || filled) {
+    if (rowWise) for (let i = 0; i < M; i++) expected.push(combine(Array.from({ length: N }, (_, j) => x(i, j))));
+    else for (let j = 0; j < N; j++) expected.push(combine(Array.from({ length: M }, (_, i) => x(i, j))));
+  } else if (rowWise) {
+    for (let i = 0; i < M; i++) expected.push(i < vm ? combine(Array.from({ length: vn }, (_, j) => x(i, j))) : 0);
+  } else {
+    for (let j = 0; j < N; j++) expected.push(j < vn ? combine(Array.from({ length: vm }, (_, i) => x(i, j))) : 0);
+  }
+  const partialLoad = `pl.load(${a.name}, [0, 0], [${M}, ${N}], { validShape: [${vm}, ${vn}] })`;
+  const load = !partial ? `pl.load(${a.name}, [0, 0], [${M}, ${N}])` : filled ? `pl.fillpad(${partialLoad}, "${pad}")` : partialLoad;
   const tmp = rowWise && (!isArg || r() < 0.5);
   const call = tmp ? `pl.${kind}(t, pl.createTile([${M}, ${N}], ${DT[d]}))` : `pl.${kind}(t)`;
   const body = `const t = ${load};\n    pl.store(${call}, [0, 0], o${id});`;
   const tol = isFloat(outD) ? (d === "float16" || d === "bfloat16" ? { rtol: 6e-2, atol: 6e-2 } : isProd ? { rtol: 1e-5, atol: 1e-30 } : { rtol: 1e-5, atol: 1e-4 }) : null;
   return {
     id, kind: "reduction", scopes: [body], inputs: [a], out: { name: `o${id}`, shape: outShape, dtype: outD, init: new Array(outShape[0] * outShape[1]).fill(0) },
-    expected, tol, what: `reduction ${kind} ${d}[${M},${N}] valid [${vm},${vn}] pad ${pad}`,
-    ops: ["load", "store", kind, ...(partial ? ["fillpad"] : []), ...(tmp ? ["createTile"] : [])],
+    expected, tol, what: `reduction ${kind} ${d}[${M},${N}] valid [${vm},${vn}] ${filled ? `pad ${pad}` : partial ? "valid region only" : ""}`,
+    ops: ["load", "store", kind, ...(filled ? ["fillpad"] : []), ...(tmp ? ["createTile"] : [])],
   };
 }
 
@@ -697,8 +707,12 @@ function shapeCase(r: Rand, id: number): Case {
   const tensor = r() < 0.4;
   const inputs: Input[] = [a];
   let outShape: number[], expected: number[], tileSrc: string, tensorSrc: string;
-  const at = (i: number, j: number) => a.values[i * N + j];
-  const T = `pl.load(${a.name}, [0, 0], [${M}, ${N}])`;
+  // the tile forms of slice and concat sometimes read a partial tile, pad included: a
+  // kernel that reads a pad starts from zeroed scratch, so the pad reads 0 (docs/semantics.md)
+  const padded = (kind === "slice" || kind === "concat") && !tensor && r() < 0.4;
+  const vm = padded ? int(r, 1, M) : M, vn = padded ? int(r, 1, N) : N;
+  const at = (i: number, j: number) => (i < vm && j < vn ? a.values[i * N + j] : 0);
+  const T = padded ? `pl.load(${a.name}, [0, 0], [${M}, ${N}], { validShape: [${vm}, ${vn}] })` : `pl.load(${a.name}, [0, 0], [${M}, ${N}])`;
   switch (kind) {
     case "transpose":
       outShape = [N, M];
