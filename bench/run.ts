@@ -2,7 +2,7 @@
 // side in one run (the contenders alternate within each round) and taken between medians of
 // repeated runs. Results and the machine description go to BENCHMARKS.md.
 //   BENCH_ROUNDS (default 15) rounds per row; BENCH_OUT (default BENCHMARKS.md).
-//   BENCH_ONLY=2,3 runs only those sections (1..16; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5 (with gpt2q: its bf16 / int8 / int4 rows 11f-11j, bench/gpt2/lowbits.ts, also alone); 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts; 16 = browser: the browser build, bench/browser.ts; 14 = amx: bf16 / int8 matmul on the dot-product units vs their peaks and onnxruntime fp32, bench/isa.ts) and prints their rows as markdown instead of
+//   BENCH_ONLY=2,3 runs only those sections (1..17; 17 = gemv: products of one row vs the streaming read, bench/gemv.ts; gelu, valid: bench/fastmath.ts; 7 needs Open MPI and skips without it; 4 holds the launch rows 4a-4d of bench/launch.ts, 5 the compile rows with 5f, the GPT-2-shaped programs; 11 = gpt2: GPT-2 small vs onnxruntime, BENCH_GPT2_ROUNDS rounds, default 5 (with gpt2q: its bf16 / int8 / int4 rows 11f-11j, bench/gpt2/lowbits.ts, also alone); 12 = attention over a KV cache; 13 = webgpu: the WebGPU platform, bench/webgpu.ts; 15 = gpt2tp: tensor-parallel GPT-2 small decode at tp 1, 2, 4 under mpirun, bench/gpt2/tp.ts; 16 = browser: the browser build, bench/browser.ts; 14 = amx: bf16 / int8 matmul on the dot-product units vs their peaks and onnxruntime fp32, bench/isa.ts) and prints their rows as markdown instead of
 //   writing BENCH_OUT (unless BENCH_OUT is set). Section 10 (cost curves: size sweeps of add,
 //   softmax and matmul for tspto and its peers) also writes BENCHMARKS_<op>.svg next to BENCH_OUT;
 //   BENCH_SWEEP_ROUNDS (default 5) rounds per size; BENCH_SWEEP=add,softmax,matmul (default all).
@@ -633,6 +633,11 @@ async function main() {
   if (want("11") || want("gpt2") || want("gpt2q")) {
     const { gpt2LowBitsBench } = await import("./gpt2/lowbits.js");
     for (const r of await gpt2LowBitsBench(work, Number(process.env.BENCH_GPT2_ROUNDS ?? 5), log)) row(r, r.limit);
+  }
+  if (want("17") || want("gemv")) {
+    const { gemvBench } = await import("./gemv.js");
+    log("17. products of one row (decode) vs the streaming read");
+    for (const r of await gemvBench(work, Math.max(3, Math.min(ROUNDS, 7)), log)) row(r, r.limit);
   }
   if (want("15") || want("gpt2tp")) {
     const { gpt2TpBench } = await import("./gpt2/tp.js");

@@ -907,7 +907,13 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     tn = wide;
     while (tk > 16 && (tk * tn > budget || tm * tk > budget)) tk = ext(k, tk, Math.max(16, tk >> 1));
   }
-  while (tm * tk > budget || tk * tn > budget || tm * tn > budget) {
+  // b stored [n, k] (tied logits) read in place under a few rows: k tiles of whole rows (up to
+  // 4096), so the code generator streams each block of 16 rows as one contiguous piece of b; a
+  // forwarded operand takes no scratch, so the budget does not bound it
+  const rowsBT = !wide && bT && !aT && !batch && ctx.matmulOperandsInPlace === true && !!ctx.fewRowMatmulCores && typeof m === "number" && m <= FEW_ROWS &&
+    typeof k === "number" && at.dtype === "float32" && bt.dtype === "float32";
+  if (rowsBT) tk = ext(k, Math.min(k, 4096), 4096);
+  while (tm * tk > budget || (!rowsBT && tk * tn > budget) || tm * tn > budget) {
     if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }
   const ka = typeof k === "number" ? axisOf(k, tk) : null;

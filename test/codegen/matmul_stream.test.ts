@@ -2,7 +2,8 @@
 // wide column tiles (about one band per core) and the code generator streams b row by row (k outer),
 // src/codegen/cpp/emitters/matmul.ts. The values are interp's bit for bit in both contraction modes:
 // every element still accumulates in k order. Column tails (< 16), k tails (not a multiple of 4),
-// partial tiles, matmulAcc / matmulBias epilogues and the tile-level form are covered.
+// partial tiles, matmulAcc / matmulBias epilogues, the tile-level form and b stored [N, K] (bTrans:
+// 16 rows of b at a time, transposed in registers) are covered.
 import { readFileSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -20,6 +21,12 @@ const gemv = pl.jit(function gemv(x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tenso
 });
 const linear = pl.jit(function linear(x: pl.Tensor, w: pl.Tensor, b: pl.Tensor, y: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.relu(pl.add(pl.matmul(x, w), b))); });
+});
+const gemvT = pl.jit(function gemvT(x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.matmul(x, w, { bTrans: true })); });
+});
+const accT = pl.jit(function accT(c: pl.Tensor, x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.add(pl.matmulAcc(c, x, w, { bTrans: true }), 1)); });
 });
 const acc = pl.jit(function acc(c: pl.Tensor, x: pl.Tensor, w: pl.Tensor, y: pl.Out<pl.Tensor>) {
   pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.matmulAcc(c, x, w)); });
@@ -50,6 +57,21 @@ describe("few-row fp32 products stream b on cpu", () => {
         }
       }
       expect(source(gemv.compile(x, w, zeros([m, n])).outputDir)).toContain("few rows: b streamed row by row");
+    });
+  }
+
+  for (const [m, k, n] of [[1, 768, 1000], [2, 300, 77], [6, 4100, 33], [1, 5, 16]] as const) {
+    it(`[${m}, ${k}] x [${n}, ${k}]ᵀ (bTrans) equals interp bit for bit, fused and not`, () => {
+      const x = randn([m, k], { seed: m + k }), w = randn([n, k], { seed: n }), c = randn([m, n], { seed: 10 });
+      for (const mode of ["fast", "off"] as const) {
+        for (const [f, args] of [[gemvT, [x, w]], [accT, [c, x, w]]] as const) {
+          const got = zeros([m, n]), want = zeros([m, n]);
+          (f as (...a: unknown[]) => void)(...args, got, cfg("cpu", mode));
+          (f as (...a: unknown[]) => void)(...args, want, cfg("interp", mode));
+          expect(bits(got), `${f.name} ${mode}`).toEqual(bits(want));
+        }
+      }
+      expect(source(gemvT.compile(x, w, zeros([m, n])).outputDir)).toContain("tspto_gemv_bt<");
     });
   }
 

@@ -488,6 +488,49 @@ static inline void tspto_pack_bt(float* __restrict pb, int64_t W, const float* _
     for (int64_t j = 0; j < W; ++j) pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk];
 }
 
+// A few rows times b stored [n, k] (bTrans), b streamed: o[r, j] = c[r, j] (or 0) + the sum over
+// k < K, in k order, of a[r, k] * bt[j, k], for r < M and j < nv. Sixteen rows of bt are read at
+// a time, each contiguously, and transposed 16 x 16 in registers (as tspto_pack_bt does), so each
+// column j is one lane and its k order is kept: the values are the packed path's bit for bit.
+template <int M, bool FUSED>
+static inline void tspto_gemv_bt(const float* __restrict a, int64_t lda, const float* __restrict bt, int64_t ldb,
+    const float* c, int64_t ldc, float* o, int64_t ldo, int64_t nv, int64_t K) {
+  int64_t j0 = 0;
+#if defined(__AVX512F__)
+  for (; j0 + 16 <= nv; j0 += 16) {
+    __m512 acc[M];
+    for (int r = 0; r < M; ++r) acc[r] = c ? _mm512_loadu_ps(c + r * ldc + j0) : _mm512_setzero_ps();
+    const float* s = bt + j0 * ldb;
+    for (int64_t k = 0; k < K; k += 16) {
+      const int64_t kn = K - k < 16 ? K - k : 16;
+      const __mmask16 mk = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
+      __m512 r_[16], t[16];
+      for (int i = 0; i < 16; ++i) r_[i] = _mm512_maskz_loadu_ps(mk, s + i * ldb + k);
+      for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r_[i], r_[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r_[i], r_[i + 1]); }
+      for (int i = 0; i < 16; i += 4) {
+        r_[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r_[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r_[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r_[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      for (int h = 0; h < 16; h += 8)
+        for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r_[h + i], r_[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r_[h + i], r_[h + i + 4], 0xDD); }
+      for (int i = 0; i < 8; ++i) { r_[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r_[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
+      for (int64_t q = 0; q < kn; ++q)
+        for (int r = 0; r < M; ++r) {
+          const __m512 av = _mm512_set1_ps(a[r * lda + k + q]);
+          acc[r] = FUSED ? _mm512_fmadd_ps(av, r_[q], acc[r]) : _mm512_add_ps(acc[r], _mm512_mul_ps(av, r_[q]));
+        }
+    }
+    for (int r = 0; r < M; ++r) _mm512_storeu_ps(o + r * ldo + j0, acc[r]);
+  }
+#endif
+  for (; j0 < nv; ++j0)
+    for (int r = 0; r < M; ++r) {
+      float v = c ? c[r * ldc + j0] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) v = FUSED ? __builtin_fmaf(a[r * lda + k], bt[j0 * ldb + k], v) : v + a[r * lda + k] * bt[j0 * ldb + k];
+      o[r * ldo + j0] = v;
+    }
+}
+
 // ------------------------------------------------------------------ integers
 static inline int8_t tspto_sat_i8(int64_t v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
 static inline int16_t tspto_sat_i16(int64_t v) { return (int16_t)(v < -32768 ? -32768 : v > 32767 ? 32767 : v); }

@@ -147,6 +147,13 @@ function emitMatmul(ctx: KernelCtx, call: Call, dest: TileDest, accArg: Expr | n
       endDot();
       return;
     }
+    // b stored [n, k] (bTrans) under a few rows: 16 rows of b at a time, each read contiguously
+    // (tspto_gemv_bt, prelude.ts); the values are the packed path's bit for bit
+    if (at.dtype === "float32" && bt.dtype === "float32" && !aT && bT && m <= FEW_ROWS && mValid === m && !dot) {
+      ctx.line(`tspto_gemv_bt<${m}, ${fused}>(${A}, ${lda}, ${Bp}, ${ldb}, ${C ?? "nullptr"}, ${n}, ${o}, ${n}, ${cdim(nValid)}, ${K});  // few rows: b streamed row by row`);
+      endDot();
+      return;
+    }
     function streamRows(): void {
       const NV = cdim(nValid), kk = ctx.fresh("k"), j = ctx.fresh("j"), v = ctx.fresh("v"), jv = ctx.fresh("jv");
       const rows = Array.from({ length: m }, (_, r) => r);
