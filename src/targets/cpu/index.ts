@@ -4,6 +4,7 @@ import type { Target } from "../target.js";
 import { buildCpu } from "./build.js";
 import { toolchainIdentity } from "./toolchain.js";
 import { CpuDevice } from "./device.js";
+import { cpuLimits } from "./limits.js";
 
 /** Per-core scratch of the simulated chip (bytes). */
 export const CPU_SCRATCH_BYTES = 1 << 20;
@@ -15,5 +16,7 @@ export const cpuTarget: Target = {
   build: buildCpu,
   cacheKeyParts: toolchainIdentity,
   openDevice: (opts) => new CpuDevice(opts),
+  limits: cpuLimits,
 };
 export { CXX_FLAGS, installPrecompiledHeader, whichSync, abiIncludeDir } from "./toolchain.js";
+export { FMA_PEAK, DOT_PEAK, NATIVE_READ, FmaPeak, DotPeak, NativeRead, buildProgram, peakFlags, readFlags, cpuLimits, measureLimits, limitsMeasurements, limitsCacheFile, forgetLimitsMemo } from "./limits.js";
