@@ -109,11 +109,16 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;
     std::vector<float> out(threads);
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { out[t] = run(iters); });
+    std::vector<double> cpu(threads);
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { const double c0 = thread_seconds(); out[t] = run(iters); cpu[t] = thread_seconds() - c0; });
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (float v : out) sink = sink + v;
-    std::printf("%.3f %d\n", 2.0 * LANES * CHAINS * iters * threads / s / 1e9, LANES);
+    // the rate by wall time, the lanes, and the rate by each thread's CPU time (what the cores
+    // do while they run it: time other processes took from a thread is not counted)
+    double by_cpu = 0;
+    for (double c : cpu) by_cpu += 2.0 * LANES * CHAINS * iters / c / 1e9;
+    std::printf("%.3f %d %.3f\n", 2.0 * LANES * CHAINS * iters * threads / s / 1e9, LANES, by_cpu);
     std::fflush(stdout);
   }
   return 0;
@@ -132,6 +137,7 @@ export const DOT_PEAK = String.raw`
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -143,6 +149,7 @@ export const DOT_PEAK = String.raw`
 #endif
 static const int CHAINS = 24;
 static volatile int seeds[CHAINS + 2];
+static double thread_seconds() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 #define R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #if defined(__AVX512BF16__)
 static double run_bf16(long iters) {
@@ -233,27 +240,34 @@ int main(int argc, char** argv) {
     if (!have) { std::printf("0 none\n"); std::fflush(stdout); continue; }
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;
-    std::vector<double> out(threads);
+    std::vector<double> out(threads), cpu(threads);
     // ops per instruction: vdpbf16ps 16 lanes x 2 pairs x 2; vpdpbusd 16 x 4 x 2;
     // tdpbf16ps 16 x 16 x 32 x 2 (16 rows x 16 cols x 16 pairs x 2 products x 2); tdpbssd 16 x 16 x 64 x 2
     double per = 0; long n = iters; int ins = CHAINS;
     for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] {
+      const double c0 = thread_seconds();
+      [&] {
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AMX_INT8__)
-      if (amx) { out[t] = run_amx(iters / 8, bf16); return; }
+        if (amx) { out[t] = run_amx(iters / 8, bf16); return; }
 #endif
 #if defined(__AVX512BF16__)
-      if (bf16) { out[t] = run_bf16(iters); return; }
+        if (bf16) { out[t] = run_bf16(iters); return; }
 #endif
 #if defined(__AVX512VNNI__)
-      if (!bf16) { out[t] = run_int8(iters); return; }
+        if (!bf16) { out[t] = run_int8(iters); return; }
 #endif
+      }();
+      cpu[t] = thread_seconds() - c0;
     });
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (double v : out) sink = sink + v;
     if (amx) { per = bf16 ? 16.0 * 16 * 32 * 2 : 16.0 * 16 * 64 * 2; n = iters / 8; ins = 4; }
     else per = bf16 ? 16.0 * 2 * 2 : 16.0 * 4 * 2;
-    std::printf("%.3f %s\n", per * ins * (double)n * threads / s / 1e9, amx ? (bf16 ? "tdpbf16ps" : "tdpbssd") : (bf16 ? "vdpbf16ps" : "vpdpbusd"));
+    // the rate by wall time, the instruction, the rate by each thread's CPU time (as the FMA peak's)
+    double by_cpu = 0;
+    for (double c : cpu) by_cpu += per * ins * (double)n / c / 1e9;
+    std::printf("%.3f %s %.3f\n", per * ins * (double)n * threads / s / 1e9, amx ? (bf16 ? "tdpbf16ps" : "tdpbssd") : (bf16 ? "vdpbf16ps" : "vpdpbusd"), by_cpu);
     std::fflush(stdout);
   }
   return 0;
@@ -394,8 +408,13 @@ export class NativeRead {
 
 // ------------------------------------------------------------------ measured once per machine
 
-/** Bursts per limit; the limit is the best of them (a peak: other processes only ever slow a burst). */
-const BURSTS = 5;
+/**
+ * Bursts per limit; the limit is the best of them (a peak: other processes only ever slow a
+ * burst). The compute peaks are rated by each thread's CPU time (a core's FMA or dot units are
+ * its own: time another process took from the thread is not the unit's), the read by wall time
+ * (the memory bus is shared by all cores at once), with more passes to find a quiet moment.
+ */
+const BURSTS = 5, READ_PASSES = 9;
 /** Buffer of the read: at least 512 MiB and four times the machine's last-level caches. */
 function readBytes(): number {
   let l3 = 0;
@@ -424,8 +443,8 @@ function cpuModel(): string {
   return cpus()[0]?.model ?? "unknown";
 }
 
-/** `bursts` answers of a measuring program run once (its stdin: one request per line). */
-function runOnce(exe: string, args: string[], requests: string[], what: string): string[] {
+/** The answers of a measuring program run once (its stdin: one request per line); E_LIMITS when it fails or answers fewer. */
+export function runOnce(exe: string, args: string[], requests: string[], what: string): string[] {
   const r = spawnSync(exe, args, { input: requests.map((q) => `${q}\n`).join(""), encoding: "utf8", timeout: 300_000, maxBuffer: 1 << 20 });
   const lines = (r.stdout ?? "").split("\n").filter(Boolean);
   if (r.status !== 0 || lines.length !== requests.length) {
@@ -447,19 +466,19 @@ export function measureLimits(threads: number): MachineLimits {
     const t = String(threads);
     const best = (xs: number[]) => Math.max(...xs.filter((x) => Number.isFinite(x) && x > 0), 0);
     const bytes = readBytes();
-    const read = runOnce(buildProgram(dir, "native_read", NATIVE_READ, readFlags()), [String(bytes), t], Array(BURSTS).fill("go"), "streaming read")
+    const read = runOnce(buildProgram(dir, "native_read", NATIVE_READ, readFlags()), [String(bytes), t], Array(READ_PASSES).fill("go"), "streaming read")
       .map((l) => bytes / 1e6 / Number(l.split(" ")[0]));
     const fmaLines = runOnce(buildProgram(dir, "fma_peak", FMA_PEAK, peakFlags()), [t, "4000000"], Array(BURSTS).fill("go"), "FMA peak");
     const dotExe = buildProgram(dir, "dot_peak", DOT_PEAK, peakFlags());
     const dot = (kind: "bf16" | "int8") => {
       const ls = runOnce(dotExe, [t, "2000000", kind], Array(BURSTS).fill("go"), `${kind} dot peak`).map((l) => l.split(" "));
       const ins = ls[0][1];
-      return ins === "none" ? null : { rate: best(ls.map((x) => Number(x[0]))), instruction: ins };
+      return ins === "none" ? null : { rate: best(ls.map((x) => Number(x[2]))), instruction: ins };
     };
     const bf16 = dot("bf16"), int8 = dot("int8");
     const limits: MachineLimits = {
       readGBs: best(read),
-      fmaGflops: best(fmaLines.map((l) => Number(l.split(" ")[0]))),
+      fmaGflops: best(fmaLines.map((l) => Number(l.split(" ")[2]))),
       ...(bf16 && bf16.rate > 0 ? { dotGflops: bf16.rate, dotInstruction: bf16.instruction } : {}),
       ...(int8 && int8.rate > 0 ? { dotInt8Gops: int8.rate, dotInt8Instruction: int8.instruction } : {}),
       fmaLanes: Number(fmaLines[0].split(" ")[1]),

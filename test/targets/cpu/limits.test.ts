@@ -13,15 +13,16 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   DOT_PEAK, DotPeak, FMA_PEAK, FmaPeak, NativeRead, cpuLimits, forgetLimitsMemo, limitsCacheFile, limitsMeasurements, peakFlags,
 } from "../../../src/targets/cpu/index.js";
+import { runOnce } from "../../../src/targets/cpu/limits.js";
 import { getTarget } from "../../../src/targets/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tspto-limits-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const info = (() => { try { return readFileSync("/proc/cpuinfo", "utf8"); } catch { return ""; } })();
 const has = (f: string) => new RegExp(`\\bflags\\s*:.*\\b${f}\\b`).test(info);
-const saved = { cache: process.env.TSPTO_CACHE_DIR, isa: process.env.TSPTO_CPU_ISA };
+const saved = { cache: process.env.TSPTO_CACHE_DIR, isa: process.env.TSPTO_CPU_ISA, cxx: process.env.CXX };
 afterEach(() => {
-  for (const [k, v] of [["TSPTO_CACHE_DIR", saved.cache], ["TSPTO_CPU_ISA", saved.isa]] as const) {
+  for (const [k, v] of [["TSPTO_CACHE_DIR", saved.cache], ["TSPTO_CPU_ISA", saved.isa], ["CXX", saved.cxx]] as const) {
     if (v === undefined) delete process.env[k]; else process.env[k] = v;
   }
   forgetLimitsMemo();
@@ -152,5 +153,14 @@ describe("cpuLimits: measured once per machine, cached", () => {
     expect(limitsMeasurements()).toBe(before + 1);
     expect(existsSync(file)).toBe(true);
     expect(JSON.parse(readFileSync(file, "utf8")).limits).toEqual(l);
+  });
+
+  it("errors: no compiler to build the measuring programs, a measuring program that fails", () => {
+    process.env.TSPTO_CACHE_DIR = mkdtempSync(join(dir, "cache-"));
+    process.env.CXX = join(dir, "no-such-cxx");
+    expect(() => cpuLimits(1)).toThrow(`[E_CXX] C++ compiler '${process.env.CXX}' could not be run (ENOENT)`);
+    expect(existsSync(limitsCacheFile(1))).toBe(false);
+    expect(() => runOnce("/bin/false", [], ["go", "go"], "streaming read")).toThrow(
+      "[E_LIMITS] measuring the machine's streaming read failed (exit 1, 0 of 2 answers)");
   });
 });
