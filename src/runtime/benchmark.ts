@@ -126,7 +126,7 @@ class RooflineRecorder {
     }
     const notes = reportNotes(platform, times ? null : noTimesNote(platform, this.worker.device.records), limits, limitsError);
     return new RooflineReport({
-      program: compiled.meta.name, platform, launches: this.perLaunch.length, per: "launch",
+      program: compiled.meta.name, outputDir: compiled.outputDir, platform, launches: this.perLaunch.length, per: "launch",
       rows: rooflineRows(byKernel, typeof counts === "string" ? counts : null, times, limits), limits, notes,
     });
   }

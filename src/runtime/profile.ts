@@ -96,7 +96,7 @@ export class Profiler {
       const timed = p.timed === p.launches && p.launches > 0;
       const notes = reportNotes(platform, timed ? null : p.timed > 0 ? `only ${p.timed} of the ${p.launches} launches had per-task times: no row has a time` : noTimesNote(platform, p.records), l.limits, l.error);
       out.push({
-        program: p.program, platform, launches: p.launches, per: "total",
+        program: p.program, outputDir: p.outputDir, platform, launches: p.launches, per: "total",
         rows: rooflineRows(counts, p.countsError, timed ? p.times : null, l.limits), limits: l.limits, notes,
       });
     }

@@ -60,6 +60,8 @@ export interface RooflineRow {
 
 export interface RooflineData {
   readonly program: string;
+  /** The program's artifact directory (CompiledProgram.outputDir). */
+  readonly outputDir?: string;
   readonly platform: string;
   /** Launches the times come from. */
   readonly launches: number;
@@ -77,6 +79,7 @@ export function setRooflineRenderer(f: (r: RooflineData) => string): void { tabl
 
 export class RooflineReport implements RooflineData {
   readonly program: string;
+  readonly outputDir?: string;
   readonly platform: string;
   readonly launches: number;
   readonly per: "launch" | "total";
@@ -85,6 +88,7 @@ export class RooflineReport implements RooflineData {
   readonly notes: readonly string[];
   constructor(d: RooflineData) {
     this.program = d.program;
+    if (d.outputDir !== undefined) this.outputDir = d.outputDir;
     this.platform = d.platform;
     this.launches = d.launches;
     this.per = d.per;
@@ -97,7 +101,7 @@ export class RooflineReport implements RooflineData {
     return tableRenderer ? tableRenderer(this) : `RooflineReport(${this.program}: ${this.rows.length} kernels; import "tspto" to render the table)`;
   }
   toJSON(): RooflineData {
-    return { program: this.program, platform: this.platform, launches: this.launches, per: this.per, rows: this.rows, limits: this.limits, notes: this.notes };
+    return { program: this.program, ...(this.outputDir !== undefined ? { outputDir: this.outputDir } : {}), platform: this.platform, launches: this.launches, per: this.per, rows: this.rows, limits: this.limits, notes: this.notes };
   }
 }
 

@@ -21,18 +21,12 @@ import { formatRooflineTable, parseRoofline, renderRooflineHtml, type RooflineMo
 export const USAGE = `Usage: tspto inspect <outputDir> [options]
        tspto profile [--json] <script> [args...]
 
-tspto profile runs a script (.js/.mjs with node, .ts/.mts through tsx) and prints
-the roofline of every program it launches: per task kernel, bytes and flops
-counted from the IR, the measured time of its tasks, GB/s, GFLOP/s, which roof
-applies (memory or compute), the fraction of it reached and the time lost,
-totals over the script's launches, sorted by time lost. --json prints the
-profile document instead (format: docs/dfx-formats.md).
+tspto inspect shows what is inside a compiled artifact directory
+(CompiledProgram.outputDir): metadata (params, outputs, scratch, kernels), pass
+dumps, generated code and library, and the DFX outputs recorded under
+<outputDir>/${DFX_DIR}/.
 
-tspto inspect shows what is inside a compiled artifact directory (CompiledProgram.outputDir):
-metadata (params, outputs, scratch, kernels), pass dumps, generated code and
-library, and the DFX outputs recorded under <outputDir>/${DFX_DIR}/.
-
-Options:
+Options of inspect:
   --json          print the summary as JSON
   --trace         render ${DFX_DIR}/${SWIMLANE_FILE} (Chrome trace) as a swimlane
                   HTML page, written to ${DFX_DIR}/${SWIMLANE_HTML}; prints its path.
@@ -45,11 +39,23 @@ Options:
                   ${DFX_DIR}/${ROOFLINE_HTML}; prints its path (--trace adds the
                   plot under the swimlane when the file is there)
   --out <file>    write the page of --trace, --graph or --roofline there instead
+
+tspto profile runs a script (.js/.mjs with node, .ts/.mts through tsx) and
+prints the roofline of every program it launches: per task kernel, bytes and
+flops counted from the IR, the measured time of its tasks, GB/s, GFLOP/s, the
+roof that applies (memory or compute), the fraction of it reached and the time
+lost, totals over the script's launches, sorted by time lost. Arguments after
+<script> are the script's.
+
+Options of profile:
+  --json          print the profile document instead of the tables
+
   -h, --help      show this help
   -v, --version   print the tspto version
 
-Formats of the DFX files: docs/dfx-formats.md.
-Exit status: 0 ok, 1 error (missing or non-artifact directory, malformed file), 2 usage.
+Formats of the DFX files and of the profile: docs/dfx-formats.md.
+Exit status: 0 ok, 1 error (missing or non-artifact directory, malformed file,
+a script that failed), 2 usage.
 `;
 
 class UsageError extends Error {}

@@ -39,6 +39,7 @@ export interface RooflineRowModel {
 }
 export interface RooflineModel {
   readonly program: string;
+  readonly outputDir?: string;
   readonly platform: string;
   readonly launches: number;
   readonly per: "launch" | "total";
@@ -90,6 +91,7 @@ const COLUMNS: readonly { head: string; left?: boolean; cell: (r: RooflineRowMod
 export function formatRooflineTable(m: RooflineModel): string {
   const what = m.per === "launch" ? `per launch (times: the median of ${m.launches} launch${m.launches === 1 ? "" : "es"})` : `total over ${m.launches} launch${m.launches === 1 ? "" : "es"}`;
   const lines = [`roofline of ${m.program} on ${m.platform}, ${what}, sorted by time lost against the roof`];
+  if (m.outputDir) lines.push(`  program: ${m.outputDir}`);
   lines.push(m.limits ? `  limits: ${limitsLine(m.limits)}` : "  limits: none measured");
   const cells = m.rows.map((r) => COLUMNS.map((c) => c.cell(r)));
   const width = COLUMNS.map((c, i) => Math.max(c.head.length, ...cells.map((row) => row[i].length)));
@@ -161,7 +163,8 @@ export function parseRoofline(json: unknown, file: string): RooflineModel {
     limits = { ...(l as unknown as RooflineLimitsModel), threads: Number(l.threads ?? 0), cpu: String(l.cpu ?? "") };
   }
   const notes = Array.isArray(o.notes) ? (o.notes as unknown[]).map(String) : [];
-  return { program: o.program as string, platform: o.platform as string, launches: o.launches as number, per: o.per as "launch" | "total", rows, limits, notes };
+  if (o.outputDir !== undefined && typeof o.outputDir !== "string") bad(`"outputDir" must be a string`);
+  return { program: o.program as string, ...(typeof o.outputDir === "string" ? { outputDir: o.outputDir } : {}), platform: o.platform as string, launches: o.launches as number, per: o.per as "launch" | "total", rows, limits, notes };
 }
 
 // ------------------------------------------------------------------ the plot
