@@ -1,10 +1,13 @@
 // `tspto profile <script>`: the CLI (src/tools/cli.ts) runs the script with $TSPTO_PROFILE naming a
-// file; in that process every launch of every worker records its tasks (a process-wide task
-// listener, src/runtime/task_listeners.ts), and each launch's counts (from the program's IR, with
-// that launch's argument shapes) and per-kernel times are summed per compiled program and
-// kernel. At exit the roofline of each program, totals over its launches, is written to the file
-// (format "tspto-profile-1": docs/dfx-formats.md) for the CLI to print.
+// directory; in every process (and worker thread) that loads the runtime there, every launch of
+// every worker records its tasks (a process-wide task listener, src/runtime/task_listeners.ts),
+// and each launch's counts (from the program's IR, with that launch's argument shapes) and
+// per-kernel times are summed per compiled program and kernel. At exit the roofline of each
+// program, totals over its launches, is written to a file of its own in that directory
+// (format "tspto-profile-1": docs/dfx-formats.md) for the CLI to merge and print.
+import { randomBytes } from "node:crypto";
 import { writeFileSync, renameSync } from "node:fs";
+import { join } from "node:path";
 import type { KernelCost } from "../ir/index.js";
 import type { MachineLimits } from "../targets/index.js";
 import { addGlobalTaskListener } from "./task_listeners.js";
@@ -106,10 +109,12 @@ export class Profiler {
 
 let active: Profiler | null = null;
 
-/** Starts the process-wide profile when $TSPTO_PROFILE names a file (once); it is written at exit. */
+/** Starts the process-wide profile when $TSPTO_PROFILE names a directory (once); it is written there at exit. */
 export function profileFromEnv(): void {
-  const file = process.env.TSPTO_PROFILE;
-  if (!file || active) return;
+  const dir = process.env.TSPTO_PROFILE;
+  if (!dir || active) return;
+  // one file per process or worker thread (they share a pid): children of the script are profiled too
+  const file = join(dir, `profile-${process.pid}-${randomBytes(4).toString("hex")}.json`);
   active = new Profiler().start();
   const profiler = active;
   process.on("exit", () => {

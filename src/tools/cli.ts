@@ -4,7 +4,7 @@
 // Exit codes: 0 ok, 1 an error (missing directory, not an artifact, a malformed DFX file, a
 // script that failed), 2 a usage error.
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, dirname, extname, join, resolve } from "node:path";
@@ -217,15 +217,25 @@ export function tsxLoader(script: string, from: readonly string[] = [dirname(scr
 export const noTsxMessage = (script: string): string =>
   `running ${basename(script)} (TypeScript) needs tsx, which neither its directory, the working directory nor tspto resolves: npm install --save-dev tsx, or give a .js / .mjs script`;
 
-interface ProfileDoc { programs: RooflineModel[]; error?: string }
+interface ProfileDoc { pid: number | null; programs: RooflineModel[]; raw: unknown[]; error?: string }
 
-/** Reads the profile document the script's process wrote at exit; a malformed one is a DfxFormatError naming the file. */
+/** Reads a profile document a process of the script wrote at exit; a malformed one is a DfxFormatError naming the file. */
 export function readProfile(file: string): ProfileDoc {
   let j: unknown;
   try { j = JSON.parse(readFileSync(file, "utf8")); } catch (e) { throw new DfxFormatError(file, `not a profile (${(e as Error).message})`); }
-  const o = j as { format?: unknown; programs?: unknown; error?: unknown };
+  const o = j as { format?: unknown; pid?: unknown; programs?: unknown; error?: unknown };
   if (o === null || typeof o !== "object" || o.format !== "tspto-profile-1" || !Array.isArray(o.programs)) throw new DfxFormatError(file, `not a "tspto-profile-1" document`);
-  return { programs: o.programs.map((p, i) => parseRoofline({ format: "tspto-roofline-1", ...(p as object) }, `${file} (programs[${i}])`)), error: typeof o.error === "string" ? o.error : undefined };
+  return {
+    pid: typeof o.pid === "number" ? o.pid : null, raw: o.programs,
+    programs: o.programs.map((p, i) => parseRoofline({ format: "tspto-roofline-1", ...(p as object) }, `${file} (programs[${i}])`)),
+    error: typeof o.error === "string" ? o.error : undefined,
+  };
+}
+
+/** Every profile document in `dir` (one per process or worker thread that loaded tspto), the script's own process first. */
+function readProfiles(dir: string, pid: number | undefined): ProfileDoc[] {
+  const docs = readdirSync(dir).filter((f) => /^profile-\d+-[0-9a-f]+\.json$/.test(f)).sort().map((f) => readProfile(join(dir, f)));
+  return docs.sort((a, b) => Number(b.pid === pid) - Number(a.pid === pid));
 }
 
 /** Runs `tspto profile`; returns the exit status. */
@@ -243,11 +253,11 @@ function profile(a: ProfileArgs, io: Io): number {
   }
   const work = mkdtempSync(join(tmpdir(), "tspto-profile-"));
   try {
-    const file = join(work, "profile.json");
-    const r = spawnSync(process.execPath, [...pre, script, ...a.args], { stdio: "inherit", env: { ...process.env, TSPTO_PROFILE: file } });
+    const r = spawnSync(process.execPath, [...pre, script, ...a.args], { stdio: "inherit", env: { ...process.env, TSPTO_PROFILE: work } });
     if (r.error) throw new ProfileError(`cannot run ${script}: ${r.error.message}`);
     const failed = r.status !== 0 ? `the script ${r.signal ? `was killed by ${r.signal}` : `exited with status ${r.status}`}` : null;
-    if (!existsSync(file)) {
+    const docs = readProfiles(work, r.pid);
+    if (docs.length === 0) {
       // the profile is written by tspto's runtime at exit: a script that never loaded it launched nothing
       if (!failed) {
         io.out(`tspto profile: ${basename(script)} made no launch: nothing to profile (no tspto runtime was loaded, or one older than \`tspto profile\`)\n`);
@@ -255,11 +265,12 @@ function profile(a: ProfileArgs, io: Io): number {
       }
       throw new ProfileError(`${failed} without writing its profile (it loaded no tspto runtime, or left before exit handlers ran: process.abort, a fatal signal)`);
     }
-    const doc = readProfile(file);
-    if (a.json) io.out(`${readFileSync(file, "utf8")}`);
-    else if (doc.programs.length === 0) io.out(`tspto profile: ${basename(script)} made no launch: nothing to profile\n`);
-    else io.out(`${doc.programs.map((p) => formatRooflineTable(p)).join("\n\n")}\n`);
-    if (doc.error) throw new ProfileError(`the profile is incomplete: ${doc.error}`);
+    const programs = docs.flatMap((d) => d.programs);
+    if (a.json) io.out(`${JSON.stringify({ format: "tspto-profile-1", processes: docs.map((d) => d.pid), programs: docs.flatMap((d) => d.raw) }, null, 1)}\n`);
+    else if (programs.length === 0) io.out(`tspto profile: ${basename(script)} made no launch: nothing to profile\n`);
+    else io.out(`${programs.map((p) => formatRooflineTable(p)).join("\n\n")}\n`);
+    const error = docs.find((d) => d.error)?.error;
+    if (error) throw new ProfileError(`the profile is incomplete: ${error}`);
     if (failed) throw new ProfileError(`${failed} (the profile above covers the launches it made)`);
     return 0;
   } finally {

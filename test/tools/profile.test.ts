@@ -67,6 +67,24 @@ console.log("script output");
     expect(out).toMatch(/\n {2}mm_incore_0 +\d+ +2\.50 MiB +67\.1 M +\d+\.\d\d /);
   });
 
+  it("launches of the script's child processes are profiled too (each process writes its own document)", () => {
+    const child = script("child.ts", `${KERNELS}\nfor (let i = 0; i < 2; i++) addKernel(A, B, O);\n`);
+    const f = script("parent.ts", `import { spawnSync } from "node:child_process";
+${KERNELS}
+const M = randn([256, 256], { seed: 2 }), C = zeros([256, 256]);
+mm(M, M, C);
+const r = spawnSync(process.execPath, [...process.execArgv, ${JSON.stringify(child)}], { stdio: "inherit" });
+if (r.status !== 0) throw new Error("child failed");
+`);
+    const r = tspto("profile", f);
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    // the script's own process first, then the child's
+    const mmAt = r.stdout.indexOf("roofline of mm on cpu, total over 1 launch,"), addAt = r.stdout.indexOf("roofline of addKernel on cpu, total over 2 launches,");
+    expect(mmAt).toBeGreaterThanOrEqual(0);
+    expect(addAt).toBeGreaterThan(mmAt);
+  });
+
   it("--json prints the profile document", () => {
     const f = script("json.ts", `${KERNELS}
 for (let i = 0; i < 2; i++) addKernel(A, B, O);
@@ -75,6 +93,7 @@ for (let i = 0; i < 2; i++) addKernel(A, B, O);
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.format).toBe("tspto-profile-1");
+    expect(doc.processes).toHaveLength(1);
     expect(doc.programs).toHaveLength(1);
     const p = doc.programs[0];
     expect(p).toMatchObject({ program: "addKernel", platform: "cpu", launches: 2, per: "total" });
