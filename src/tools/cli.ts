@@ -172,9 +172,14 @@ export function renderTrace(dir: string, out?: string): string {
   const model = parseTrace(readJsonFile(dir, rel), input);
   // the roofline of the latest benchmark with { roofline: true }, when there is one, under the swimlane
   const rf = `${DFX_DIR}/${ROOFLINE_FILE}`;
-  let roofline: RooflineModel | undefined;
-  try { lstatSync(join(dir, rf)); roofline = parseRoofline(readJsonFile(dir, rf), join(dir, rf)); } catch (e) { if (e instanceof DfxFormatError) throw e; }
-  return page(renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}`, source: input, roofline }));
+  let roofline: RooflineModel | undefined, rooflineProblem: string | undefined;
+  let there = false;
+  try { lstatSync(join(dir, rf)); there = true; } catch { /* no report: no plot */ }
+  if (there) {
+    // a report tspto cannot read does not keep the swimlane from being drawn: the page says why it is missing
+    try { roofline = parseRoofline(readJsonFile(dir, rf), join(dir, rf)); } catch (e) { if (!(e instanceof DfxFormatError)) throw e; rooflineProblem = escapeControls(e.message); }
+  }
+  return page(renderTraceHtml(model, { title: `Swimlane: ${programName(dir)}`, source: input, roofline, rooflineProblem }));
 }
 
 /** Render <dir>/dfx_outputs/roofline.json; returns the page's path. */

@@ -239,6 +239,8 @@ export interface TraceHtmlOptions {
   plotWidth?: number;
   /** The roofline report of the same program (dfx_outputs/roofline.json): its plot goes under the swimlane. */
   roofline?: RooflineModel;
+  /** Why the roofline report next to the trace could not be drawn (a malformed or refused file). */
+  rooflineProblem?: string;
 }
 
 const DEFAULT_PLOT_W = 1000;
@@ -383,6 +385,7 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
   if (model.taskCount) body.push(statsTables(model, colours));
   if (notes.length) body.push(`<p class="sub">${notes.join("<br>")}</p>`);
   if (opts.roofline) body.push(rooflineSection(opts.roofline, kernelColours([...colours.keys(), ...opts.roofline.rows.map((r) => r.kernel)])));
+  if (opts.rooflineProblem) body.push(`<p class="sub warn">roofline not drawn: ${esc(opts.rooflineProblem)}</p>`);
   return page(title, body.join("\n"));
 }
 

@@ -2,7 +2,7 @@
 // read back (and its errors), the plot (every kernel a point on or under its roof, log-log, the
 // memory slope and the compute ceilings), and `tspto inspect --roofline` / `--trace` drawing it
 // from a real benchmark's dfx_outputs/roofline.json.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -158,6 +158,21 @@ describe("tspto inspect --roofline / --trace", () => {
     const page = readFileSync(t.out.trim(), "utf8");
     expect(page).toContain('class="timeline"');
     expect(page).toContain('class="roofline"');
+  });
+
+  it("a roofline.json tspto cannot read: --roofline fails naming it, --trace still draws the swimlane and says why the plot is missing", async () => {
+    const dir = join(work, "artifact");
+    const rf = join(dir, "dfx_outputs", "roofline.json");
+    writeFileSync(rf, `{"format":"tspto-roofline-1","program":"p","platform":"cpu","launches":1,"per":"launch","rows":7}`);
+    const r = await run("inspect", dir, "--roofline");
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(`tspto inspect: ${rf}: "rows" must be an array\n`);
+    const t = await run("inspect", dir, "--trace");
+    expect(t.code).toBe(0);
+    const page = readFileSync(t.out.trim(), "utf8");
+    expect(page).toContain('class="timeline"');
+    expect(page).not.toContain('class="roofline"');
+    expect(page).toContain(`roofline not drawn: ${rf}: &quot;rows&quot; must be an array`);
   });
 
   it("--roofline without a report names the file and how to make it", async () => {
