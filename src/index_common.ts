@@ -7,7 +7,8 @@ export { ChipWorker, type ChipWorkerOptions, type RegistrationHandle, type Worke
 export { RunConfig, type RunConfigOptions } from "./runtime/config.js";
 export { DeviceTensor } from "./runtime/device_tensor.js";
 export { CompiledProgram } from "./runtime/compiled.js";
-export { benchmark, benchmarkAsync, BenchmarkStats } from "./runtime/benchmark.js";
+export { benchmark, benchmarkAsync, BenchmarkStats, type BenchmarkOptions } from "./runtime/benchmark.js";
+export { RooflineReport, type RooflineRow, type RooflineData, type MachineLimits } from "./runtime/roofline.js";
 export { HostTensor, tensor, zeros, full, randn, assertClose, type TensorLike } from "./runtime/host/index.js";
 export { quantize, dequantize, type QuantizeOptions, type QuantizedWeight } from "./runtime/host/index.js";
 export type { DType } from "./ir/index.js";
@@ -19,3 +20,8 @@ export { TsptoArtifactError } from "./artifact/index.js";
 export type { JitFunction } from "./jit.js";
 export { readArgsDump } from "./runtime/dfx.js";
 export { dfxSwimlane, type Swimlane } from "./dfx_view.js";
+
+// the roofline report prints as the tools' table (the runtime joins, tools/ renders)
+import { setRooflineRenderer } from "./runtime/roofline.js";
+import { formatRooflineTable } from "./tools/roofline.js";
+setRooflineRenderer(formatRooflineTable);

@@ -8,19 +8,17 @@
 //            a native streaming read on every core (the weights a token reads / its time)
 //   cold compile  the model's programs in a fresh process with the disk cache off
 //   host share   of a decode step: each launch's host time beyond its device time, summed
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { availableParallelism, tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { benchmark, type RegistrationHandle } from "tspto";
-import { CXX_FLAGS } from "../../src/targets/cpu/index.js";
-import { build } from "../peers.js";
 import { GPT2_SMALL, randomWeights, type GPT2Config } from "../../examples/gpt2/weights.js";
 import { GPT2Model } from "../../examples/gpt2/model.js";
 import { OrtGpt2 } from "./onnx_graph.js";
+import { NativeRead } from "../../src/targets/cpu/index.js";
 
 const DECODE_LIMIT = 'what limits it, measured in CPU time (process.cpuUsage over 10 launches at position 128, this session, both threads summed): each layer 4.1 ms for its 28 MB of weights (6.9 GB/s per core-second) and the head 28.5 ms for the 154 MB tied logits GEMV (5.4 GB/s per core-second), against about 8 GB/s for a plain streaming read on one core; the head is 36% of a step. The M = 1 products read the weights a 128 x 128 tile at a time, 256 B of each row per 64-column panel, instead of streaming whole rows, and the bTrans head transposes 16 x 16 blocks through a packed buffer; a GEMV path that streams rows (k order kept) is the next step.';
 const PREFILL_LIMIT = "what limits it, measured: the per-head attention loop is one task (the swimlane shows one bar: its scores tensor is shared by the iterations, so SplitParallelLoops cannot band it), so one core idles through attention; the matmuls split across both cores. A prompt whose length is not a multiple of 128 also runs its last row tile one row at a time (each row re-reading the weights' tiles from L2).";
@@ -30,70 +28,9 @@ export interface Gpt2Row { id: string; what: string; tspto: string; peer: string
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 
-// A streaming read of a 1 GiB buffer on N threads: the memory bandwidth decode is bound by.
-const NATIVE_READ = String.raw`
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <string>
-#include <thread>
-#include <vector>
-#include <immintrin.h>
-int main(int argc, char** argv) {
-  const size_t n = std::strtoull(argv[1], nullptr, 10) / sizeof(float);
-  const int threads = std::atoi(argv[2]);
-  float* buf = (float*)std::aligned_alloc(64, n * sizeof(float));
-  for (size_t i = 0; i < n; ++i) buf[i] = (float)(i & 1023);
-  std::vector<double> sums(threads * 8);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] {
-      const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-#if defined(__AVX512F__)
-      __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
-      size_t i = lo;
-      for (; i + 64 <= hi; i += 64) {
-        a = _mm512_add_ps(a, _mm512_load_ps(buf + i)); b = _mm512_add_ps(b, _mm512_load_ps(buf + i + 16));
-        c = _mm512_add_ps(c, _mm512_load_ps(buf + i + 32)); d = _mm512_add_ps(d, _mm512_load_ps(buf + i + 48));
-      }
-      float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
-      for (; i < hi; ++i) s += buf[i];
-#else
-      float s = 0; for (size_t i = lo; i < hi; ++i) s += buf[i];
-#endif
-      sums[t * 8] = s;
-    });
-    for (auto& t : ts) t.join();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    double s = 0; for (int t = 0; t < threads; ++t) s += sums[t * 8];
-    std::printf("%.4f %g\n", ms, s);
-    std::fflush(stdout);
-  }
-  return 0;
-}
-`;
-
-export class NativeRead {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly waiting: ((l: string) => void)[] = [];
-  constructor(dir: string, readonly bytes: number, threads: number) {
-    const exe = build(dir, "native_read", NATIVE_READ, CXX_FLAGS.filter((f) => f !== "-shared" && f !== "-fPIC"));
-    this.child = spawn(exe, [String(bytes), String(threads)]);
-    createInterface({ input: this.child.stdout }).on("line", (l) => this.waiting.shift()?.(l));
-  }
-  /** GB/s of one pass. */
-  measure(): Promise<number> {
-    return new Promise((resolve) => {
-      this.waiting.push((l) => resolve(this.bytes / 1e6 / Number(l.split(" ")[0])));
-      this.child.stdin.write("go\n");
-    });
-  }
-  close(): void { this.child.stdin.end(); this.child.kill(); }
-}
+// A streaming read of a 1 GiB buffer on N threads: the memory bandwidth decode is bound by (the
+// program the cpu target measures the roofline's readGBs with, src/targets/cpu/limits.ts).
+export { NativeRead };
 
 /** Bytes of weights one decode step reads: every layer's matrices and vectors, the final LN, the whole embedding (tied logits), one wpe row. */
 export function weightBytesPerToken(c: GPT2Config): number {

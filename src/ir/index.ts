@@ -13,5 +13,6 @@ export * from "./visit.js";
 export * from "./values.js";
 export { BINARY, UNARY, newTensor, ELEMENTWISE, defineElementwise, CMP_MODES, type ElementwiseSpec, type CmpMode, REDUCTIONS, REDUCE_LANES, PROD_REDUCTIONS, ROW_KEEP, ARG_REDUCTIONS, EXPAND_OPS, PAD_VALUES, padValue, matmulAccDType, fmaF32, contractOf, FP_CONTRACT_MODES, type FpContract, dtypeLowest, dtypeHighest, type ReduceKind, QUANT_BITS, QUANT_SCALE_DTYPES, quantWeightDType, quantWeight, matmulQuantValue } from "./ops/index.js";
 export { returnedParams } from "./analysis.js";
+export { programCost, totalBytes, totalFlops, type Cost, type CostArg, type KernelCost, type ProgramCost } from "./cost.js";
 export { interpret, type InterpStats } from "./interpret.js";
 export { validSources, validRangeMessage, type ValidSource } from "./valid.js";

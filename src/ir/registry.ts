@@ -110,7 +110,39 @@ export interface OpDef {
   readonly loweredBy?: string;
   /** The README op table row this op belongs to (ops sharing `key` share one row). */
   readonly row?: OpRow;
+  /**
+   * What one call costs (the roofline's counts, src/ir/cost.ts): its arithmetic and the bytes it
+   * moves between tensors (global memory) and tiles. Absent on a tile op that is elementwise
+   * (fusable): one op per valid element of its result. Every other tile op declares it (a test
+   * keeps the registry complete); `NO_COST` for pure data movement between tiles.
+   */
+  readonly cost?: (c: CostCtx) => OpCost;
 }
+
+/** The operands of one call as the cost rule sees them: extents resolved for this launch. */
+export interface CostCtx {
+  readonly args: readonly Expr[];
+  readonly attrs: Attrs;
+  readonly type: Type;
+  /** The valid extents of the result (a tile: its validShape, resolved; a tensor: its shape); [] for a scalar or nothing. */
+  readonly extents: readonly number[];
+  /** Operand `i`'s extents (a tile's valid region, a tensor's shape), null for a scalar or a list. */
+  operand(i: number): readonly number[] | null;
+}
+
+/** The unit that does an op's arithmetic: the vector (FMA) pipes, or a dot-product unit (bf16 pairs, int8 quads). */
+export type CostUnit = "vector" | "dotBf16" | "dotInt8";
+
+/** One call's cost: arithmetic ops (`flops`, done by `unit`, default "vector") and bytes read from / written to tensors. */
+export interface OpCost {
+  readonly flops?: number;
+  readonly unit?: CostUnit;
+  readonly readBytes?: number;
+  readonly writeBytes?: number;
+}
+
+/** The cost rule of an op that only moves data between tiles (or does nothing countable). */
+export const NO_COST = (): OpCost => ({});
 
 /**
  * The tile a tensor-level op's `tileExpr` computes: its shape, (a partial edge tile) its

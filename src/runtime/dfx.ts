@@ -14,7 +14,8 @@ import { dtypeBytes, typedArrayFor, type DType } from "./dtype.js";
 export { DFX_DIR };
 
 /** Native TraceFlags (native/src/scheduler.h). */
-const TRACE_TASKS = 1, TRACE_DUMP = 2, TRACE_PMU = 4;
+export const TRACE_TASKS = 1;
+const TRACE_DUMP = 2, TRACE_PMU = 4;
 /** Bytes of each access snapshotted at enableDumpArgs level 1 (16 values of up to 8 bytes). */
 const DUMP_L1_BYTES = 128;
 
@@ -231,6 +232,21 @@ export function writeDfx(outputDir: string, meta: CompiledMeta, cfg: RunConfig, 
   }
   recordFiles(outputDir, written);
   return dir;
+}
+
+/** The roofline report of the latest benchmark with `roofline: true` (the DFX HTML's roofline plot reads it). */
+export const ROOFLINE_FILE = "roofline.json";
+
+/** Writes `<outputDir>/dfx_outputs/roofline.json` (atomically, recorded in the artifact's marker); returns its path. */
+export function writeRooflineFile(outputDir: string, report: object, subdir = ""): string {
+  const rel = subdir ? `${DFX_DIR}/${subdir}` : DFX_DIR;
+  const dir = join(outputDir, rel);
+  checkDirInside(outputDir, rel);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, ROOFLINE_FILE);
+  writeFile(file, `${JSON.stringify({ format: "tspto-roofline-1", ...report }, null, 1)}\n`);
+  recordFiles(outputDir, [`${rel}/${ROOFLINE_FILE}`]);
+  return file;
 }
 
 function firstValues(bytes: Uint8Array, dtype: DType, n: number): (number | string)[] {

@@ -13,9 +13,15 @@ import { DeviceTensor, type DeviceTensorOwner } from "./device_tensor.js";
 import { asTensorLike, HostTensor } from "./host/index.js";
 import { isDType, dtypeBytes, type DType } from "./dtype.js";
 import { Binder, rtErr, describe, show, type Packed } from "./binder.js";
-import { recordingOf, writeDfx } from "./dfx.js";
+import { TRACE_TASKS, recordingOf, writeDfx } from "./dfx.js";
+import { globalTaskListeners, type TaskListener } from "./task_listeners.js";
+import { profileFromEnv } from "./profile.js";
 
 let noDfxWarned = false;
+export type { TaskListener };
+
+// `tspto profile` runs a script with $TSPTO_PROFILE set: every launch of this process is profiled
+profileFromEnv();
 
 export interface WorkerStats {
   launches: number;
@@ -98,6 +104,7 @@ export class ChipWorker implements Disposable {
   #cores = 1;
   /** Where under dfx_outputs/ this worker's DFX files go ("" = dfx_outputs/ itself). */
   readonly #dfxSubdir: string;
+  readonly #taskListeners = new Set<TaskListener>();
 
   constructor(config: RunConfig = new RunConfig(), opts: ChipWorkerOptions = {}) {
     if (!(config instanceof RunConfig)) throw rtErr("E_ARG", `ChipWorker: config must be a RunConfig, got ${describe(config)}`, "construct it with new RunConfig({ ... })", { argument: "config", position: 1 });
@@ -109,6 +116,16 @@ export class ChipWorker implements Disposable {
   }
 
   get platform(): string { return this.config.platform; }
+  /** Core threads of its device (the limits a roofline compares with are measured on as many). */
+  get coreThreads(): number { return this.#cores; }
+
+  /** A listener of this worker's launches (see TaskListener); returns its removal. */
+  addTaskListener(l: TaskListener): () => void {
+    this.#taskListeners.add(l);
+    return () => { this.#taskListeners.delete(l); };
+  }
+  /** Whether launches hand their task traces to a listener now (and whether the device can). */
+  get tracingTasks(): boolean { return (this.#taskListeners.size > 0 || globalTaskListeners.size > 0) && !!this.#device?.records; }
   get closed(): boolean { return this.#closed; }
 
   /** Opens the device (idempotent). A closed worker cannot be re-opened. */
@@ -349,10 +366,12 @@ export class ChipWorker implements Disposable {
     const rec = packed.config ? recordingOf(cfg) : this.#cfgRec;
     if (rec.mask !== 0 && !dev.records) this.#warnNoDfx();
     const recording = rec.mask !== 0 && dev.records;
-    if (recording || this.#devMask !== 0) this.#setRecording(recording ? rec.mask : 0, recording ? rec.dumpBytes : 0);
+    const listening = this.#taskListeners.size > 0 || globalTaskListeners.size > 0;
+    const mask = (recording ? rec.mask : 0) | (listening && dev.records ? TRACE_TASKS : 0);
+    if (mask !== 0 || this.#devMask !== 0) this.#setRecording(mask, recording ? rec.dumpBytes : 0);
     if (!async) {
       this.lastDeviceNs = dev.launch(reg.module, packed.args, packed.kinds, packed.slots);
-      if (recording) this.#writeTrace(reg, cfg);
+      if (recording || listening) this.#takeTrace(reg, cfg, recording, listening, packed.source);
       return this.#result(reg, packed.source);
     }
     // Launches of one device run in order: the recording mask set now applies to this launch.
@@ -365,7 +384,7 @@ export class ChipWorker implements Disposable {
     return p.then((ns) => {
       this.#settled(reg, held);
       this.lastDeviceNs = ns;
-      if (recording) this.#writeTrace(reg, cfg);
+      if (recording || listening) this.#takeTrace(reg, cfg, recording, listening, source);
       return this.#result(reg, source);
     }, (e: unknown) => {
       this.#settled(reg, held);
@@ -412,9 +431,10 @@ export class ChipWorker implements Disposable {
     this.#devDump = dumpBytes;
   }
 
-  #writeTrace(reg: Registration, cfg: RunConfig): void {
-    const trace = this.#device!.takeTrace();
-    if (trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId, this.#dfxSubdir);
+  #takeTrace(reg: Registration, cfg: RunConfig, write: boolean, listen: boolean, args: readonly unknown[]): void {
+    const trace = this.#device!.records ? this.#device!.takeTrace() : null;
+    if (write && trace) writeDfx(reg.compiled.outputDir, reg.compiled.meta, cfg, trace, this.#cores, this.config.deviceId, this.#dfxSubdir);
+    if (listen) for (const l of [...this.#taskListeners, ...globalTaskListeners]) l(this, reg, trace, args);
   }
 
   #warnNoDfx(): void {

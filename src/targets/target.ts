@@ -175,6 +175,36 @@ export interface BuildOptions {
   options?: Readonly<Record<string, string | number | boolean>>;
 }
 
+/**
+ * What a machine can do at most (the roofline's roofs), measured by its target once per machine
+ * and cached. Rates are of all `threads` core threads of a device together.
+ */
+export interface MachineLimits {
+  /** Streaming read bandwidth, GB/s (10^9 bytes per second). */
+  readonly readGBs: number;
+  /** fp32 fused multiply-add peak, GFLOP/s (an FMA is 2 flops). */
+  readonly fmaGflops: number;
+  /** bf16 dot-product peak (vdpbf16ps / AMX tdpbf16ps), GFLOP/s; absent where the machine (or the ISA path) has no such unit. */
+  readonly dotGflops?: number;
+  /** int8 dot-product peak (vpdpbusd / AMX tdpbssd), GOPS (a multiply-add is 2 ops); absent where there is none. */
+  readonly dotInt8Gops?: number;
+  /** The instructions the dot peaks ran. */
+  readonly dotInstruction?: string;
+  readonly dotInt8Instruction?: string;
+  /** Lanes of the FMA the peak ran (16: AVX-512, 8: AVX2, 1: scalar). */
+  readonly fmaLanes?: number;
+  /** Core threads the rates were measured on. */
+  readonly threads: number;
+  /** The CPU (model name) or device they were measured on. */
+  readonly cpu: string;
+  /** The ISA path the measuring programs were built for (cpu), or null. */
+  readonly isa?: string | null;
+  /** Bytes of the buffer the read streamed (larger than the caches). */
+  readonly readBufferBytes?: number;
+  /** When they were measured (ISO 8601). */
+  readonly measuredAt: string;
+}
+
 export interface Target {
   /** The platform name (RunConfig.platform, CompiledProgram.platform). */
   readonly name: string;
@@ -188,4 +218,9 @@ export interface Target {
   cacheKeyParts(): readonly string[];
   /** Opens a device; throws a TsptoError when this machine has none (e.g. no GPU). */
   openDevice(opts: DeviceOptions): Device;
+  /**
+   * The machine's limits for a device of `threads` core threads (measured once per machine, then
+   * cached); absent on a target that measures none (the roofline then has no roofs to compare with).
+   */
+  limits?(threads: number): MachineLimits;
 }

@@ -8,6 +8,8 @@ export const SWIMLANE_FILE = "swimlane.json";
 export const DEPS_FILE = "deps.json";
 export const SWIMLANE_HTML = "swimlane.html";
 export const DEPS_HTML = "deps.html";
+export const ROOFLINE_FILE = "roofline.json";
+export const ROOFLINE_HTML = "roofline.html";
 
 /** A DFX file that does not follow its format: names the file and the exact problem. */
 export class DfxFormatError extends Error {

@@ -4,3 +4,4 @@ export { parseTrace, renderTraceHtml, taskTooltip, type TraceModel, type TraceTa
 export { parseDeps, layoutDeps, renderDepsHtml, type DepsModel, type DepTask, type DepEdge, type DepsLayout, type DepsHtmlOptions } from "./graph.js";
 export { DfxFormatError, DFX_DIR, SWIMLANE_FILE, DEPS_FILE, SWIMLANE_HTML, DEPS_HTML } from "./dfx.js";
 export { main, renderTrace, renderGraph, USAGE } from "./cli.js";
+export { formatRooflineTable, parseRoofline, renderRooflineHtml, rooflineSection, rooflineSvg, limitsLine, type RooflineModel, type RooflineRowModel, type RooflineLimitsModel } from "./roofline.js";

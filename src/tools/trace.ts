@@ -3,6 +3,7 @@
 // Format: docs/dfx-formats.md.
 import { DfxFormatError, maxOf, minOf, show } from "./dfx.js";
 import { esc, fitText, fmtInt, fmtUs, kernelColours, legendHtml, niceStep, page, textOn } from "./html.js";
+import { rooflineSection, type RooflineModel } from "./roofline.js";
 
 export interface TraceTask {
   /** Kernel (event) name; the colour key. */
@@ -236,6 +237,10 @@ export interface TraceHtmlOptions {
   source?: string;
   /** Width of the time axis in px (default: 1000, shrinking to fit the window; wider and scrolling for dense traces). */
   plotWidth?: number;
+  /** The roofline report of the same program (dfx_outputs/roofline.json): its plot goes under the swimlane. */
+  roofline?: RooflineModel;
+  /** Why the roofline report next to the trace could not be drawn (a malformed or refused file). */
+  rooflineProblem?: string;
 }
 
 const DEFAULT_PLOT_W = 1000;
@@ -379,6 +384,8 @@ export function renderTraceHtml(model: TraceModel, opts: TraceHtmlOptions = {}):
   body.push(`<div class="scroll">${svg.join("\n")}</div>`);
   if (model.taskCount) body.push(statsTables(model, colours));
   if (notes.length) body.push(`<p class="sub">${notes.join("<br>")}</p>`);
+  if (opts.roofline) body.push(rooflineSection(opts.roofline, kernelColours([...colours.keys(), ...opts.roofline.rows.map((r) => r.kernel)])));
+  if (opts.rooflineProblem) body.push(`<p class="sub warn">roofline not drawn: ${esc(opts.rooflineProblem)}</p>`);
   return page(title, body.join("\n"));
 }
 

@@ -5,12 +5,12 @@
 //   target's shape (the target's values are unused; its shape, memory and validShape are kept).
 // Arithmetic is that of the binary elementwise op of the same name (the result rounded to the
 // dtype).
-import { getOp, registerOp, type InferCtx, type OpDef, type OpRow } from "../registry.js";
+import { NO_COST, getOp, registerOp, type InferCtx, type OpDef, type OpRow } from "../registry.js";
 import { isFloat, tileT, typeStr, type TensorType, type TileType, type Type } from "../types.js";
 import { mkTile, readElem, toDType, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import { BINARY } from "./elementwise.js";
-import { argName, expect2D, expectKind } from "./common.js";
+import { argName, expect2D, expectKind, perResultElement } from "./common.js";
 
 export const EXPAND_OPS: Record<string, keyof typeof BINARY> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div", Max: "maximum", Min: "minimum" };
 
@@ -49,7 +49,7 @@ const expdif = (x: number, y: number, d: TileType["dtype"]) => toDType(Math.exp(
 
 for (const axis of ["row", "col"] as const) {
   registerOp({
-    name: `tile.${axis}ExpandExpdif`, pl: `${axis}ExpandExpdif`, level: "tile", pure: true, fusable: false,
+    name: `tile.${axis}ExpandExpdif`, pl: `${axis}ExpandExpdif`, level: "tile", pure: true, fusable: false, cost: perResultElement(2), // a subtraction and an exp
     decl: EXPAND_DECL, row: EXPAND_ROWS[axis],
     doc: `${axis}ExpandExpdif(t[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): exp(t - v), v broadcast ${axis === "row" ? "along each row" : "down each column"} (float dtypes)`,
     params: [{ name: "t", kind: "value" }, { name: "v", kind: "value" }],
@@ -65,7 +65,7 @@ for (const axis of ["row", "col"] as const) {
     const fn = BINARY[bin].fn;
     registerOp({
       decl: EXPAND_DECL, row: EXPAND_ROWS[axis],
-      name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+      name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: perResultElement(1),
       doc: axis === "row"
         ? `${name}(t[M,N], v[M,1]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast along each row`
         : `${name}(t[M,N], v[1,N]): t ${BINARY[bin].doc.replace(/^a | b.*$/g, "")} v broadcast down each column`,
@@ -76,7 +76,7 @@ for (const axis of ["row", "col"] as const) {
   }
   const name = `${axis}Expand`;
   registerOp({
-    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: NO_COST, // a broadcast copy
     decl: ["<D extends DType>(target: AnyTile, v: AnyTile<D>): AnyTile<D>", "<T extends Tensor>(target: T, v: Tensor): T"],
     row: { key: "expand", call: "rowExpand(target, v[M,1])` / `colExpand(target, v[1,N])", does: "v broadcast to the target's shape (target values unused)" },
     doc: `${name}(target[M,N], v[${axis === "row" ? "M,1" : "1,N"}]): v broadcast to the target's shape (target values unused)`,
@@ -88,7 +88,7 @@ for (const axis of ["row", "col"] as const) {
 
 // prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope[r], the slope broadcast along each row.
 registerOp({
-  name: "tile.prelu", pl: "prelu", level: "tile", pure: true, fusable: false,
+  name: "tile.prelu", pl: "prelu", level: "tile", pure: true, fusable: false, cost: perResultElement(1),
   decl: EXPAND_DECL.map((d) => d.replace("(t:", "(x:").replace("v:", "slope:")),
   row: { key: "prelu", call: "prelu(x[M,N], slope[M,1])", does: "parametric relu `x > 0 ? x : x * slope`, the slope broadcast along each row like `rowExpand*` (float dtypes)" },
   doc: "prelu(x[M,N], slope[M,1]): x > 0 ? x : x * slope, the slope broadcast along each row",

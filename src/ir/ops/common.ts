@@ -1,8 +1,8 @@
 // Shared building blocks for op definitions.
-import type { Expr } from "../nodes.js";
-import { runtimeDims, type InferCtx } from "../registry.js";
+import { exprType, type Expr } from "../nodes.js";
+import { runtimeDims, type CostCtx, type InferCtx, type OpCost } from "../registry.js";
 import type { Dim, DType, TensorType, TileType, Type } from "../types.js";
-import { RUNTIME_DIM, isDType, isInt, numel, shapeStr, typeStr } from "../types.js";
+import { DTYPE_BYTES, RUNTIME_DIM, isDType, isInt, numel, shapeStr, typeStr } from "../types.js";
 
 export const ints = (a: unknown): number[] => (Array.isArray(a) ? a.map(Number) : []);
 
@@ -195,3 +195,15 @@ export function expectBroadcastable(ctx: InferCtx, x: TileType | TensorType, sha
     ctx.fail(`cannot broadcast ${typeStr(x)} to [${shape.join(", ")}]`, "only dimensions of 1 stretch, and the rank stays");
   }
 }
+
+// ---------------------------------------------------------------- cost rules (src/ir/cost.ts)
+
+/** Bytes of `n` elements of operand `i`'s dtype (a tensor: what moves between it and a tile). */
+export function operandBytes(c: CostCtx, i: number, n: number): number {
+  const t = exprType(c.args[i]);
+  return t.kind === "tensor" || t.kind === "tile" ? n * DTYPE_BYTES[t.dtype] : 0;
+}
+/** `k` ops per valid element of the result (elementwise with broadcast: rowExpandAdd, prelu). */
+export const perResultElement = (k = 1) => (c: CostCtx): OpCost => ({ flops: k * numel(c.extents) });
+/** One op per valid element of operand `i` (a reduction: each input element is combined once). */
+export const perOperandElement = (i = 0) => (c: CostCtx): OpCost => ({ flops: numel(c.operand(i) ?? []) });

@@ -13,11 +13,11 @@
 // `indices` is a vector of int32 or int64: shape [N], [N, 1] or [1, N]. An index outside
 // [0, table extent) is a run-time E_KERNEL naming the index, its position and the bounds; no
 // element outside the table is ever read.
-import { registerOp, type InferCtx } from "../registry.js";
+import { NO_COST, registerOp, type InferCtx } from "../registry.js";
 import { isInt, numel, tensorT, tileT, typeStr, type Dim, type DType, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, toDType, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { newTensor } from "./elementwise.js";
-import { argName, checkWindow, constItems, expectDType, expectKind, expectShape, staticDims, stridesOf, validShapeOption } from "./common.js";
+import { argName, checkWindow, constItems, expectDType, expectKind, expectShape, operandBytes, staticDims, stridesOf, validShapeOption } from "./common.js";
 
 // ------------------------------------------------------------------ iota
 function iotaAxis(ctx: InferCtx, rank: number): number {
@@ -38,7 +38,7 @@ function iotaFill(shape: readonly number[], axis: number, put: (flat: number, v:
 }
 
 registerOp({
-  name: "tile.iota", pl: "iota", level: "tile", pure: true, fusable: false,
+  name: "tile.iota", pl: "iota", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(shape: readonly (number | string)[], axis: number, dtype: D): Full<D>"],
   row: { key: "iota", call: "iota(shape, axis, dtype)", does: "each element's index along `axis` (a numeric dtype; an integer dtype saturates): with `cmp` / `sel` a mask (causal: `cmp(iota(s, 1), iota(s, 0), \"le\")`); a tile, or a tensor where it is an operand of a tensor-level op or `pl.assign`'s value (a dynamic dimension name in `shape`, `[S, \"L\"]`, makes it a tensor)" },
   doc: "iota(shape, axis, dtype): each element's index along axis (integer dtypes saturate); a tile, or a tensor where it is written as an operand of a tensor-level op (a dynamic dimension name in the shape makes it a tensor)",
@@ -135,7 +135,7 @@ function gatherValues(table: TileValue | TensorValue, idx: TileValue | TensorVal
 }
 
 registerOp({
-  name: "tile.gather", pl: "gather", level: "tile", pure: true, fusable: false,
+  name: "tile.gather", pl: "gather", level: "tile", pure: true, fusable: false, cost: NO_COST, // rows of a tile: in scratch already
   decl: [
     "<D extends DType>(table: AnyTile<D>, indices: AnyTile, axis?: 0 | 1): AnyTile<D>",
     "<D extends DType>(table: Tensor<any, D>, indices: Tensor, axis?: 0 | 1): Tensor<any, D>",
@@ -187,6 +187,8 @@ registerOp({
 
 registerOp({
   name: "tile.gatherLoad", pl: "gatherLoad", level: "tile", pure: true, fusable: false,
+  // the tile's valid region, read from the table's rows (columns) at the indices
+  cost: (c) => ({ readBytes: operandBytes(c, 0, numel(c.extents)) }),
   decl: ["<D extends DType>(table: Tensor<any, D>, indices: AnyTile, offset: number, shape: readonly number[], opts?: { readonly axis?: 0 | 1; readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>"],
   row: { key: "gatherLoad", call: "gatherLoad(table, indices, offset, shape, { axis?, validShape? })", does: "a tile of a 2-D tensor whose rows (`axis` 0: `tile[i, j] = table[indices[i], offset + j]`) or columns (`axis` 1) are picked by an index tile: `load` at the indices (only `validShape` of it is read; an index outside the table is a run-time `E_KERNEL`); what a tensor-level `gather` becomes" },
   doc: "gatherLoad(table, indices, offset, shape, { axis?, validShape? }): a [shape] tile of a 2-D tensor with its rows (axis 0: tile[i, j] = table[indices[i], offset + j]) or columns (axis 1: tile[i, j] = table[offset + i, indices[j]]) picked by an int32/int64 index tile; only validShape of it is read (the rest is zero)",

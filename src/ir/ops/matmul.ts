@@ -12,8 +12,8 @@
 // Integer inputs (int8, int16, int32, uint8) accumulate in int64 and the result saturates to
 // int32. The operands' memory spaces (Mat, Left, Right, Vec) do not change the values; the
 // result lives in Acc.
-import { registerOp, type InferCtx } from "../registry.js";
-import type { Attrs } from "../nodes.js";
+import { registerOp, type CostCtx, type CostUnit, type InferCtx, type OpCost } from "../registry.js";
+import { exprType, type Attrs } from "../nodes.js";
 import { dimsEqual, isFloat, tileT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, castToDType, toDType, type TileValue, type Value } from "../values.js";
 import { BINARY } from "./elementwise.js";
@@ -67,6 +67,26 @@ function transposed(t: TileValue): TileValue {
 const opA = (v: Value, attrs: Attrs) => (attrs.aTrans === true ? transposed(v as TileValue) : (v as TileValue));
 const opB = (v: Value, attrs: Attrs) => (attrs.bTrans === true ? transposed(v as TileValue) : (v as TileValue));
 const TRANS_OPTS = { aTrans: "bool", bTrans: "bool" } as const;
+
+/** The unit a product of `dtype` operands runs on where the machine has one: bf16 pairs (fpContract "fast"), int8 quads. */
+export function matmulUnit(dtype: DType, attrs: Attrs): CostUnit {
+  if (dtype === "bfloat16" && contractOf(attrs) === "fast") return "dotBf16";
+  return dtype === "int8" || dtype === "uint8" ? "dotInt8" : "vector";
+}
+/**
+ * 2·M·N·K per product (a multiply and an add for each of the K terms of each output), batches
+ * multiplied in, `extra` ops per output element (a bias): the operands at `a` and `a + 1`, M and N
+ * the result's valid extents, K the valid inner extent of both (matmul's sum runs over their min).
+ */
+export function matmulCost(a: number, extra = 0) {
+  return (c: CostCtx): OpCost => {
+    const x = c.operand(a) ?? [], y = c.operand(a + 1) ?? [], e = c.extents;
+    const r = x.length, s = y.length;
+    const k = Math.min(c.attrs.aTrans === true ? x[r - 2] : x[r - 1], c.attrs.bTrans === true ? y[s - 1] : y[s - 2]);
+    const outs = e.reduce((p, d) => p * d, 1);
+    return { flops: 2 * outs * k + extra * outs, unit: matmulUnit((exprType(c.args[a]) as TileType).dtype, c.attrs) };
+  };
+}
 /** The contraction modes of float matmul (the `fpContract` attribute / compile option). */
 export const FP_CONTRACT_MODES = ["fast", "off"] as const;
 export type FpContract = (typeof FP_CONTRACT_MODES)[number];
@@ -114,7 +134,7 @@ function matmulValues(a: TileValue, b: TileValue, out: TileValue, init: ((k: num
 }
 
 registerOp({
-  name: "tile.matmul", pl: "matmul", level: "tile", pure: true, fusable: false,
+  name: "tile.matmul", pl: "matmul", level: "tile", pure: true, fusable: false, cost: matmulCost(0),
   doc: "matmul(a[M,K], b[K,N], { aTrans?, bTrans?, outDtype?, fpContract? }) -> Acc tile [M,N]: a @ b (fp32 accumulation in k order, fused multiply-add with fpContract \"fast\"; int32 for integer inputs); aTrans/bTrans: the operand is stored transposed ([K,M] / [N,K]); outDtype: the result cast to it",
   decl: [
     "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly outDtype?: DType; readonly fpContract?: 'fast' | 'off' }): Tile<any, any, Mem.Acc, any>",
@@ -140,7 +160,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.matmulAcc", pl: "matmulAcc", level: "tile", pure: true, fusable: false,
+  name: "tile.matmulAcc", pl: "matmulAcc", level: "tile", pure: true, fusable: false, cost: matmulCost(1),
   doc: "matmulAcc(acc[M,N], a[M,K], b[K,N], { aTrans?, bTrans?, fpContract? }): acc + a @ b, accumulated into acc's values in k order (acc keeps its type)",
   decl: ["<T extends AnyTile | Tensor>(acc: T, a: Operand<T>, b: Operand<T>, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean; readonly fpContract?: 'fast' | 'off' }): T"],
   row: { key: "matmulAcc", call: "matmulAcc(acc, a, b, { aTrans?, bTrans?, fpContract? })", does: "`acc + a @ b` (acc keeps its type: a loop-carried accumulator)" },
@@ -166,7 +186,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.matmulBias", pl: "matmulBias", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
+  name: "tile.matmulBias", pl: "matmulBias", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms", cost: matmulCost(0, 1),
   doc: "matmulBias(a[M,K], b[K,N], bias[1,N]): a @ b + bias, the bias (of the accumulator dtype) added to each row after the k sum",
   decl: ["(a: AnyTile, b: AnyTile, bias: AnyTile): Tile<any, any, Mem.Acc, any>", "(a: Tensor, b: Tensor, bias: Tensor): Tensor"],
   row: { key: "matmulBias", call: "matmulBias(a[M,K], b[K,N], bias[1,N])", does: "`a @ b + bias`, the bias (fp32 for float inputs, int32 for integer) added to each row after the k sum" },
@@ -199,7 +219,7 @@ function batchOf(t: TileValue, i: number, trans: boolean): TileValue {
 }
 
 registerOp({
-  name: "tile.batchMatmul", pl: "batchMatmul", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms",
+  name: "tile.batchMatmul", pl: "batchMatmul", level: "tile", pure: true, fusable: false, loweredBy: "MatmulForms", cost: matmulCost(0),
   doc: "batchMatmul(a[B,M,K], b[B,K,N], { aTrans?, bTrans? }) -> Acc tile [B,M,N]: a[i] @ b[i] for each batch i (as matmul); aTrans/bTrans: each batch of the operand is stored transposed ([B,K,M] / [B,N,K])",
   decl: [
     "(a: AnyTile, b: AnyTile, opts?: { readonly aTrans?: boolean; readonly bTrans?: boolean }): Tile<any, any, Mem.Acc, any>",

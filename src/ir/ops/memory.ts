@@ -1,12 +1,14 @@
 // Data movement: load, store, move, createTile, full, assign.
-import { registerOp } from "../registry.js";
+import { NO_COST, registerOp } from "../registry.js";
 import { tensorT, tileT, typeStr, MEMS, numel, type Dim, type Mem, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, toDType, type TensorValue, type TileValue } from "../values.js";
 import { BINARY, newTensor } from "./elementwise.js";
-import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, runtimeCheck, staticDims, stridesOf, validShapeOption } from "./common.js";
+import { argName, checkWindow, constItems, dot, expectDType, expectKind, expectShape, forWindow, ints, operandBytes, runtimeCheck, staticDims, stridesOf, validShapeOption } from "./common.js";
 
 registerOp({
   name: "tile.load", pl: "load", level: "tile", pure: true,
+  // the tile's valid region, read from the tensor
+  cost: (c) => ({ readBytes: operandBytes(c, 0, numel(c.extents)) }),
   decl: ["<D extends DType = any>(tensor: Tensor<any, D>, offsets: readonly number[], shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[]; readonly mem?: Mem }): AnyTile<D>"],
   row: { key: "load", call: "load(tensor, offsets, shape, { validShape?, mem? })", does: "copy a window of a tensor into a tile (only `validShape` of it is read — constants or runtime integer scalars; the rest is pad: not written, no op but `fillpad` reads it)" },
   doc: "load(tensor, offsets, shape, { validShape?, mem? }): copy a window of a tensor into a tile",
@@ -45,6 +47,11 @@ registerOp({
 
 registerOp({
   name: "tile.store", pl: "store", level: "tile", pure: false,
+  // the tile's valid region, written to the tensor (an atomic add also reads it, and adds)
+  cost: (c) => {
+    const n = numel(c.operand(0) ?? []), bytes = operandBytes(c, 2, n);
+    return c.attrs.atomic === "add" ? { writeBytes: bytes, readBytes: bytes, flops: n } : { writeBytes: bytes };
+  },
   decl: ["<T extends Tensor>(tile: AnyTile, offsets: readonly number[], out: T, opts?: { readonly atomic?: \"add\" }): T"],
   row: { key: "store", call: "store(tile, offsets, out, { atomic? })", does: "write the tile's valid region into a tensor window; `{ atomic: \"add\" }` adds it to what is there" },
   doc: "store(tile, offsets, out): write the tile's valid region into a tensor window",
@@ -81,7 +88,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.move", pl: "move", level: "tile", pure: true,
+  name: "tile.move", pl: "move", level: "tile", pure: true, cost: NO_COST,
   decl: ["<D extends DType, M extends Mem>(tile: AnyTile<D>, mem: M): Tile<any, D, M, any>"],
   row: { key: "move", call: "move(tile, mem)", does: "the same data in another memory space (`pl.Mem.Vec/Mat/Left/Right/Acc/Bias`; numerically the identity)" },
   doc: "move(tile, mem): the same data in another memory space (numerically the identity)",
@@ -99,7 +106,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.create", pl: "createTile", level: "tile", pure: true,
+  name: "tile.create", pl: "createTile", level: "tile", pure: true, cost: NO_COST,
   decl: ["<D extends DType>(shape: readonly number[], dtype: D, mem?: Mem): AnyTile<D>"],
   row: { key: "create", call: "createTile(shape, dtype, mem?)", does: "a new tile, zero-filled" },
   doc: "createTile(shape, dtype, mem?): a new tile (zero-filled)",
@@ -117,7 +124,7 @@ registerOp({
 // (written in place as an operand of a tensor-level op or as pl.assign's value; the parser retypes it).
 for (const level of ["tile", "tensor"] as const) {
   registerOp({
-    name: `${level}.full`, pl: "full", level, pure: true,
+    name: `${level}.full`, pl: "full", level, pure: true, cost: NO_COST,
     decl: level === "tile" ? ["<D extends DType>(shape: readonly number[], dtype: D, value: number): Full<D>"] : undefined,
     row: { key: "full", call: "full(shape, dtype, value)", does: "filled with a constant: a tile, or a tensor where it is written as an operand of a tensor-level op or as `pl.assign`'s value (auto-tiled)" },
     doc: level === "tile"

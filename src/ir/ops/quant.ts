@@ -25,7 +25,7 @@
 // tile op on x's rows and w's and scales' whole rows (K whole in every tile); an elementwise
 // expression around it (bias, residual) is its epilogue, as for pl.matmul.
 import { registerOp, type InferCtx } from "../registry.js";
-import { isFloat, tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
+import { isFloat, numel, tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
 import { castToDType, mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { argName, expectDType, expectKind } from "./common.js";
 import { newTensor } from "./elementwise.js";
@@ -139,6 +139,8 @@ const DOC = "matmulQuant(x[M,K], w, scales[N,K/groupSize], { bits: 8 | 4, groupS
 
 registerOp({
   name: "tile.matmulQuant", pl: "matmulQuant", level: "tile", pure: true, fusable: false,
+  // the product's 2·M·N·K (K: x's valid columns), on the vector pipes; the dequantizing multiplies are not counted
+  cost: (c) => ({ flops: 2 * numel(c.extents) * (c.operand(0) ?? [0, 0])[1] }),
   doc: DOC,
   decl: [
     "(x: AnyTile, w: AnyTile, scales: AnyTile, opts: { readonly bits: 4 | 8; readonly groupSize: number; readonly outDtype?: DType }): Tile<any, any, Mem.Acc, any>",

@@ -20,7 +20,7 @@ import { registerOp, type InferCtx, type OpRow } from "../registry.js";
 import { DTYPE_CONST, dimsEqual, isFloat, tileT, tupleT, typeStr, type DType, type TileType } from "../types.js";
 import { mkTile, toDType, type TileValue } from "../values.js";
 import { BINARY } from "./elementwise.js";
-import { argName, dtypeHighest, dtypeLowest, expect2D } from "./common.js";
+import { argName, dtypeHighest, dtypeLowest, expect2D, perOperandElement } from "./common.js";
 
 export const REDUCE_LANES = 8;
 export type ReduceKind = "sum" | "max" | "min";
@@ -108,7 +108,7 @@ const reduceDecl = (scratch: "required" | "optional"): string[] => [
 for (const [name, { axis, kind }] of Object.entries(REDUCTIONS)) {
   const what = kind === "sum" ? "sum" : kind === "max" ? "maximum" : "minimum";
   registerOp({
-    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: perOperandElement(0),
     decl: reduceDecl(axis === "row" ? "required" : "optional"), row: REDUCE_ROWS[axis],
     doc: axis === "row"
       ? `${name}(x[M,N], tmp[M,N]) -> [M,1]: the ${what} of each row (tmp: a scratch tile of x's shape${kind === "sum" ? "; float sums in fp64, 8 lanes" : ""})`
@@ -140,7 +140,7 @@ const KEEP_ROW: OpRow = { key: "rowReduceKeep", call: "rowSumKeep(x[M,N])", does
 for (const [name, kind] of Object.entries(ROW_KEEP)) {
   const base = name.slice(0, -4);
   registerOp({
-    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, row: KEEP_ROW,
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: perOperandElement(0), row: KEEP_ROW,
     decl: ["<D extends DType>(x: AnyTile<D>): [AnyTile<D>, AnyTile<D>]"],
     doc: `${name}(x[M,N]) -> [x, ${base}(x)]: the tile and the sum of each row (as ${base}), in one pass`,
     params: [{ name: "x", kind: "value" }],
@@ -209,7 +209,7 @@ function lines(x: TileValue, axis: "row" | "col", fn: (line: number, get: (j: nu
 const PROD_ROW: OpRow = { key: "prod", call: "rowProd colProd (x[M,N], tmp?)", does: "→ `[M,1]` / `[1,N]`: the product along the axis, in order (float: fp64, rounded once; integers saturate)" };
 for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
   registerOp({
-    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false,
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: perOperandElement(0),
     decl: reduceDecl("optional"), row: PROD_ROW,
     doc: `${name}(x[M,N], tmp?) -> ${axis === "row" ? "[M,1]" : "[1,N]"}: the product of each ${axis === "row" ? "row" : "column"}`,
     params: [{ name: "x", kind: "value" }, { name: "tmp", kind: "value", optional: true }],
@@ -231,7 +231,7 @@ for (const [name, axis] of Object.entries(PROD_REDUCTIONS)) {
 const ARG_ROW: OpRow = { key: "arg", call: "rowArgmax rowArgmin colArgmax colArgmin (x[M,N], tmp?)", does: "→ `int32` `[M,1]` / `[1,N]`: the index of the first maximum / minimum along the axis (a NaN is the extreme, the first NaN wins)" };
 for (const [name, { axis, kind }] of Object.entries(ARG_REDUCTIONS)) {
   registerOp({
-    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, row: ARG_ROW,
+    name: `tile.${name}`, pl: name, level: "tile", pure: true, fusable: false, cost: perOperandElement(0), row: ARG_ROW,
     decl: ["(x: AnyTile, tmp?: AnyTile): AnyTile<INT32>", "(x: Tensor): Tensor<any, INT32>"],
     doc: `${name}(x[M,N], tmp?) -> int32 ${axis === "row" ? "[M,1]" : "[1,N]"}: the index of the first ${kind === "max" ? "maximum" : "minimum"} of each ${axis === "row" ? "row" : "column"}`,
     params: [{ name: "x", kind: "value" }, { name: "tmp", kind: "value", optional: true }],

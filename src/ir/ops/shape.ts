@@ -1,12 +1,12 @@
 // Shape ops: reshape, slice, concat, assemble, fillpad, read; and createTensor (an
 // orchestration-level device buffer).
-import { getOp, registerOp, type InferCtx } from "../registry.js";
+import { NO_COST, getOp, registerOp, type InferCtx } from "../registry.js";
 import { RUNTIME_DIM, isInt, numel, scalarT, shapeStr, tensorT, tileT, typeStr, voidT, type Dim, type DType, type TensorType, type TileType, type Type } from "../types.js";
 import { exprType, type Expr } from "../nodes.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue } from "../values.js";
 import { newTensor } from "./elementwise.js";
 import {
-  argName, checkTileWindow, checkWindow, constItems, dtypeHighest, dtypeLowest, expect2D, expectDType, expectKind, expectShape, expectTile, ints, stridesOf, forWindow, dot, runtimeCheck,
+  argName, checkTileWindow, checkWindow, constItems, dtypeHighest, dtypeLowest, expect2D, expectDType, expectKind, expectShape, expectTile, ints, stridesOf, forWindow, dot, runtimeCheck, operandBytes,
 } from "./common.js";
 
 const where = (ctx: InferCtx, i: number) => argName(ctx.args[i]);
@@ -17,7 +17,7 @@ const tensorReads = (args: readonly Expr[]) => ({ reads: args.map((a, i) => (a.k
 
 // ------------------------------------------------------------------ reshape
 registerOp({
-  name: "tile.reshape", pl: "reshape", level: "tile", pure: true, fusable: false,
+  name: "tile.reshape", pl: "reshape", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[]): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>"],
   row: { key: "reshape", call: "reshape(x, shape)", does: "the same elements, row-major, in another shape (a tile with a validShape only adds or drops dims of 1)" },
   doc: "reshape(x, shape): the same elements (row-major order) as a tile of another shape with as many elements",
@@ -80,7 +80,7 @@ registerOp({
 
 // ------------------------------------------------------------------ slice
 registerOp({
-  name: "tile.slice", pl: "slice", level: "tile", pure: true, fusable: false,
+  name: "tile.slice", pl: "slice", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(x: AnyTile<D>, shape: readonly number[], offset: readonly number[]): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, shape: readonly number[], offset: readonly number[]): Tensor<any, D>"],
   row: { key: "slice", call: "slice(x, shape, offset)", does: "the window `x[offset : offset + shape]` (offsets may be scalar expressions; checked at compile time when constant, at run time otherwise); on tensors the shape may hold run-time extents too (`pl.dim(t, 0)`, scalar parameters, loop indices): a window of dynamic extent, usable in elementwise expressions, reductions and as a matmul operand" },
   doc: "slice(x, shape, offset): the sub-tile x[offset : offset + shape] (offsets may be scalar expressions)",
@@ -187,7 +187,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.checkWindow", pl: "checkWindow", level: "tile", pure: false,
+  name: "tile.checkWindow", pl: "checkWindow", level: "tile", pure: false, cost: NO_COST,
   decl: ["(tensor: Tensor, shape: readonly number[], offset: readonly number[]): void"],
   row: { key: "checkWindow", call: "checkWindow(tensor, shape, offset)", does: "a run-time `E_KERNEL` (with the window and the location) unless `tensor[offset : offset + shape]` lies inside the tensor with every extent >= 1; what TensorToTile emits for a tensor `slice` of run-time extent" },
   doc: "checkWindow(tensor, shape, offset): fail the launch (E_KERNEL, with the window and this location) unless the window tensor[offset : offset + shape] lies inside the tensor and every extent is >= 1 (TensorToTile emits it for a tensor-level pl.slice of run-time extent)",
@@ -210,7 +210,7 @@ registerOp({
 
 // ------------------------------------------------------------------ concat
 registerOp({
-  name: "tile.concat", pl: "concat", level: "tile", pure: true, fusable: false,
+  name: "tile.concat", pl: "concat", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(a: AnyTile<D>, b: AnyTile<D>): AnyTile<D>", "<D extends DType>(a: Tensor<any, D>, b: Tensor<any, D>): Tensor<any, D>"],
   row: { key: "concat", call: "concat(a[M,Na], b[M,Nb])", does: "`[M, Na+Nb]`, side by side (tensors: any rank, along the last axis)" },
   doc: "concat(a[M,Na], b[M,Nb]) -> [M, Na+Nb]: a and b side by side (along the last axis)",
@@ -271,7 +271,7 @@ registerOp({
 
 // ------------------------------------------------------------------ assemble
 registerOp({
-  name: "tile.assemble", pl: "assemble", level: "tile", pure: true, fusable: false,
+  name: "tile.assemble", pl: "assemble", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(target: AnyTile<D>, src: AnyTile<D>, offset: readonly number[]): AnyTile<D>", "<T extends Tensor>(target: T, src: Tensor, offset: readonly number[]): T"],
   row: { key: "assemble", call: "assemble(target, src, offset)", does: "tiles: a copy of `target` with `src` written at `offset`; tensors: writes `src` into `target` at `offset`" },
   doc: "assemble(target, src, offset): a copy of the target tile with src written at offset (tiles); on tensors: writes src into target at offset",
@@ -329,7 +329,7 @@ export function padValue(d: DType, pad: string): number {
   return pad === "min" ? dtypeLowest(d) : pad === "max" ? dtypeHighest(d) : 0;
 }
 registerOp({
-  name: "tile.fillpad", pl: "fillpad", level: "tile", pure: true, fusable: false,
+  name: "tile.fillpad", pl: "fillpad", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(x: AnyTile<D>, padValue?: PadValue): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, padValue?: PadValue): Tensor<any, D>"],
   row: { key: "fillpad", call: "fillpad(x, padValue = \"zero\")", does: "the pad outside x's validShape set to 0 / the dtype's lowest (`\"min\"`) / highest (`\"max\"`); a tensor has no pad: its fillpad is the tensor" },
   doc: `fillpad(x, padValue = "zero"): x with the region outside its validShape set to 0 / the dtype's lowest ("min") / highest ("max"); the result is fully valid`,
@@ -377,6 +377,8 @@ registerOp({
 for (const level of ["tile", "tensor"] as const) {
   registerOp({
     name: `${level}.read`, pl: "read", level, pure: true,
+    // a tensor element is one read from memory; a tile's is in scratch already
+    cost: level === "tensor" ? (c) => ({ readBytes: operandBytes(c, 0, 1) }) : NO_COST,
     decl: level === "tile" ? ["(x: AnyTile | Tensor, indices: readonly number[]): number"] : undefined,
     row: { key: "read", call: "read(x, indices)", does: "one element as a scalar" },
     doc: level === "tile" ? "read(x, indices): one element of a tile, as a scalar of its dtype" : "read(t, indices): one element of a tensor, as a scalar (in kernels)",
@@ -441,7 +443,7 @@ registerOp({
 /** The permutation that swaps axes a1 and a2 of a rank-r shape. */
 const swapped = <T>(xs: readonly T[], a1: number, a2: number): T[] => { const o = [...xs]; [o[a1], o[a2]] = [o[a2], o[a1]]; return o; };
 registerOp({
-  name: "tile.transpose", pl: "transpose", level: "tile", pure: true, fusable: false,
+  name: "tile.transpose", pl: "transpose", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: ["<D extends DType>(x: AnyTile<D>, axis1: number, axis2: number): AnyTile<D>", "<D extends DType>(x: Tensor<any, D>, axis1: number, axis2: number): Tensor<any, D>"],
   row: { key: "transpose", call: "transpose(x, axis1, axis2)", does: "x with two axes swapped (`transpose(k, 0, 1)` is Kᵀ); the validShape swaps with them" },
   doc: "transpose(x, axis1, axis2): x with axes axis1 and axis2 swapped",
@@ -468,7 +470,7 @@ registerOp({
 
 // ------------------------------------------------------------------ dim
 registerOp({
-  name: "tensor.dim", pl: "dim", level: "scalar", pure: true,
+  name: "tensor.dim", pl: "dim", level: "scalar", pure: true, cost: NO_COST,
   decl: ["(tensor: Tensor, axis: number): number"],
   row: { key: "dim", call: "dim(tensor, axis)", does: "the extent of an axis as a scalar (a constant for a static dimension)" },
   doc: "dim(tensor, axis): the extent of the tensor's axis, as an int64 scalar",

@@ -6,7 +6,7 @@
 // Also broadcastTo(x, shape, { validShape? }): stretches the dims of 1 of a tile (what
 // tensor-to-tile uses for broadcast operands of elementwise expressions) or of a tensor; and
 // batchMatmul(a[B,M,K], b[B,K,N]) on tensors (per batch, as matmul).
-import { registerOp, type InferCtx, type OpDef } from "../registry.js";
+import { NO_COST, registerOp, type InferCtx, type OpDef } from "../registry.js";
 import { tensorT, tileT, typeStr, type Dim, type DType, type TensorType, type TileType } from "../types.js";
 import { mkTile, readElem, writeElem, type TensorValue, type TileValue, type Value } from "../values.js";
 import { newTensor } from "./elementwise.js";
@@ -138,7 +138,7 @@ registerOp({
 });
 
 registerOp({
-  name: "tile.broadcastTo", pl: "broadcastTo", level: "tile", pure: true, fusable: false,
+  name: "tile.broadcastTo", pl: "broadcastTo", level: "tile", pure: true, fusable: false, cost: NO_COST,
   decl: [
     "<D extends DType>(x: AnyTile<D>, shape: readonly number[], opts?: { readonly validShape?: readonly (number | Scalar<any>)[] }): AnyTile<D>",
     "<D extends DType>(x: Tensor<any, D>, shape: readonly number[]): Tensor<any, D>",
