@@ -463,22 +463,29 @@ static inline tspto_v16f tspto_fma16(tspto_v16f a, tspto_v16f b, tspto_v16f c) {
 // pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk] for 0 <= kk < kl, 0 <= j < W (W a multiple of
 // 16), i.e. the layout a panel of a plain b is packed into; 16 x 16 blocks are transposed in
 // registers (AVX-512: unpack, shuffle within lanes, then across lanes), the rest element by element.
+#if defined(__AVX512F__)
+// r[i] = row i of a 16 x 16 block of floats -> r[i] = its column i (in-register transpose)
+static inline void tspto_tr16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]); }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD); }
+  for (int i = 0; i < 8; ++i) { r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
+}
+#endif
 static inline void tspto_pack_bt(float* __restrict pb, int64_t W, const float* __restrict bt, int64_t ldb, int64_t j0, int64_t k0, int64_t kl) {
   int64_t kk = 0;
 #if defined(__AVX512F__)
   for (; kk + 16 <= kl; kk += 16) {
     for (int64_t j = 0; j < W; j += 16) {
       const float* s = bt + (j0 + j) * ldb + k0 + kk;
-      __m512 r[16], t[16];
+      __m512 r[16];
       for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(s + i * ldb);
-      for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]); }
-      for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-      }
-      for (int h = 0; h < 16; h += 8)
-        for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD); }
-      for (int i = 0; i < 8; ++i) { r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
+      tspto_tr16(r);
       float* d = pb + kk * W + j;
       for (int i = 0; i < 16; ++i) _mm512_storeu_ps(d + i * W, r[i]);
     }
@@ -504,16 +511,9 @@ static inline void tspto_gemv_bt(const float* __restrict a, int64_t lda, const f
     for (int64_t k = 0; k < K; k += 16) {
       const int64_t kn = K - k < 16 ? K - k : 16;
       const __mmask16 mk = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
-      __m512 r_[16], t[16];
+      __m512 r_[16];
       for (int i = 0; i < 16; ++i) r_[i] = _mm512_maskz_loadu_ps(mk, s + i * ldb + k);
-      for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r_[i], r_[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r_[i], r_[i + 1]); }
-      for (int i = 0; i < 16; i += 4) {
-        r_[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r_[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r_[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r_[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-      }
-      for (int h = 0; h < 16; h += 8)
-        for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r_[h + i], r_[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r_[h + i], r_[h + i + 4], 0xDD); }
-      for (int i = 0; i < 8; ++i) { r_[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r_[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
+      tspto_tr16(r_);
       for (int64_t q = 0; q < kn; ++q)
         for (int r = 0; r < M; ++r) {
           const __m512 av = _mm512_set1_ps(a[r * lda + k + q]);
