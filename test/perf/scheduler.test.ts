@@ -15,6 +15,8 @@ const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.ur
 const LIB = `
 #include "tspto_abi.h"
 #include <atomic>
+#include <chrono>
+#include <thread>
 static std::atomic<long> g_count{0};
 static std::atomic<int> g_release{0};
 static long g_cell = 0;  // incremented without atomics by tasks the scheduler must order
@@ -38,6 +40,16 @@ extern "C" void k_conc(const int64_t*) {
   for (volatile int i = 0; i < 200000; ++i) {}
   --g_running;
 }
+// mode 7: two tasks that each wait (up to 1 s) for the other to start: they finish together
+// only when the scheduler runs them on two threads at once
+static std::atomic<int> g_arrived{0}, g_alone{0};
+extern "C" void k_meet(const int64_t*) {
+  ++g_arrived;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (g_arrived.load() < 2) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) { ++g_alone; return; }
+  }
+}
 static TsptoAccess win(int64_t tensor, int32_t mode, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
   TsptoAccess a = {};
   a.mode = mode; a.rank = 2; a.tensor = tensor; a.elem_bytes = 4;
@@ -56,6 +68,8 @@ static TsptoAccess win(int64_t tensor, int32_t mode, int64_t r0, int64_t nr, int
 //   mode 4: n k_bump tasks on alternating overlapping windows (rows 0..1 / rows 1..2)
 //   mode 5: one task with an invalid window (rank n)
 //   mode 6: n independent k_conc tasks; then the most that ran at once is written to buf (int32)
+//   mode 7: n rounds of two empty tasks then two k_meet tasks, each after a pause; the k_meet
+//           tasks that waited for their partner in vain are counted into buf (int32)
 extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
   const int64_t mode = args[0], n = args[1], buf = args[2];
   if (mode == 0) {
@@ -98,6 +112,24 @@ extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args) {
     const int rc = rt->wait_all(rt->ctx);
     *reinterpret_cast<int32_t*>(buf) = g_peak.load();  // cpu device memory is host memory
     return rc;
+  } else if (mode == 7) {
+    // n pairs, each after a pause that lets the core threads park (their spin is 50 us)
+    g_alone = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // first two empty tasks: the orchestration thread often runs both before a woken core
+      // gets to the first (the core then parks again)
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      if (rt->submit(rt->ctx, k_empty, "empty", 0, nullptr, 0, nullptr, 0) != 0) return 1;
+      if (rt->submit(rt->ctx, k_empty, "empty", 0, nullptr, 0, nullptr, 0) != 0) return 1;
+      if (rt->wait_all(rt->ctx) != 0) return 1;
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      g_arrived = 0;
+      if (rt->submit(rt->ctx, k_meet, "meet", 0, nullptr, 0, nullptr, 0) != 0) return 1;
+      if (rt->submit(rt->ctx, k_meet, "meet", 0, nullptr, 0, nullptr, 0) != 0) return 1;
+      if (rt->wait_all(rt->ctx) != 0) return 1;
+    }
+    *reinterpret_cast<int32_t*>(buf) = g_alone.load();
+    return 0;
   } else {
     TsptoAccess a = {}; a.base = buf; a.nbytes = 4; a.mode = TSPTO_ACCESS_WRITE;
     for (int64_t i = 0; i < n; ++i) if (rt->submit(rt->ctx, k_count, "k_count", 0, nullptr, 0, &a, 1) != 0) return 1;
@@ -186,6 +218,22 @@ describe("scheduler", () => {
     // a 2-row window over columns 31..32: the hull spans from (10, 31) to (11, 32)
     const st = trace.tasks[2].accesses[0];
     expect(st.nbytes).toBe((64 + 2) * 4);
+  });
+
+  it("two independent tasks after the core threads parked run at the same time (a woken core that loses a task is woken again)", () => {
+    // Each pair's tasks wait for each other (up to 1 s): run one after the other on one thread,
+    // the first gives up. A core notified but beaten to its task once stayed counted as "being
+    // woken", and later launches woke no core: both tasks ran on the orchestration thread.
+    // (one core thread: one task at a time, the orchestration thread's included, by design)
+    for (const cores of [2, 3]) {
+      const d = device({ coreThreads: cores });
+      const id = d.loadModule(lib);
+      const buf = d.alloc(64);
+      d.launch(id, [7, 40, buf], K);
+      const out = new Int32Array(1);
+      d.d2h(out, buf, 4);
+      expect(out[0], `${cores} core threads: pairs that did not run together`).toBe(0);
+    }
   });
 
   it("tasks on overlapping windows of one tensor never run at the same time", () => {
