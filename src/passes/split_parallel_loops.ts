@@ -81,6 +81,9 @@ function planFor(f: Func): Plan | null {
   if (topLevelJump(loop.body)) return null;
 
   const innerLast = new Map<number, number>(); // inner loop var -> its last value (constant bounds)
+  // the trips of the inner loops around the access being visited (constant bounds; a run-time
+  // bound counts once): a window loaded in a k loop of 48 trips is 48 windows of work
+  let trips0 = 1;
   const visitExpr = (e: Expr): void => {
     if (!ok) return;
     if (e.kind === "list") { e.items.forEach(visitExpr); return; }
@@ -126,7 +129,7 @@ function planFor(f: Func): Plan | null {
     for (let ax = 0; ax < items.length && use.ext < 0; ax++) {
       const o = items[ax], tileExt = shape[ax];
       if (typeof tileExt !== "number" || !Number.isInteger(tileExt) || tileExt <= 0) continue;
-      const bytes = (ext: number) => (numel / tileExt) * ext * elem;
+      const bytes = (ext: number) => (numel / tileExt) * ext * elem * trips0;
       if (isLv(o)) { use = { axis: ax, ext: tileExt, plain: true, bytes: bytes(tileExt) }; break; }
       if (o.kind !== "call" || o.op !== "scalar.add") continue;
       const [x, y] = o.args;
@@ -153,8 +156,12 @@ function planFor(f: Func): Plan | null {
         case "for": {
           [s.start, s.stop, s.step, ...s.inits].forEach(visitExpr);
           const a = intConst(s.start), b = intConst(s.stop), st = intConst(s.step);
-          if (a !== null && b !== null && st !== null && a >= 0 && st > 0 && b > a) innerLast.set(s.loopVar.id, a + Math.floor((b - a - 1) / st) * st);
+          const constant = a !== null && b !== null && st !== null && a >= 0 && st > 0 && b > a;
+          if (constant) innerLast.set(s.loopVar.id, a + Math.floor((b - a - 1) / st) * st);
+          const outer = trips0;
+          if (constant) trips0 *= Math.ceil((b - a) / st);
           visit(s.body);
+          trips0 = outer;
           break;
         }
         case "while": s.inits.forEach(visitExpr); visitExpr(s.cond); visit(s.body); break;

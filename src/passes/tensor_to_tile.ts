@@ -903,6 +903,9 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   // 1024 wide (rows of 4 KiB; measured: 128-wide panels read b at 0.4 of a streaming read, 1024 at
   // 0.95) — and k tiles shrink first to fit. Tile shapes never change an element's k order.
   const wide = fewRowTileWidth(ctx, m, n, k, aT, bT, batch, at.dtype, bt.dtype);
+  // the same under a run-time M that may be 1 (see the branch below); the usual tiles otherwise
+  const wideDyn = !wide && typeof m !== "number" ? fewRowTileWidth(ctx, 1, n, k, aT, bT, batch, at.dtype, bt.dtype) : null;
+  const tk0 = tk;
   if (wide) {
     tn = wide;
     while (tk > 16 && (tk * tn > budget || tm * tk > budget)) tk = ext(k, tk, Math.max(16, tk >> 1));
@@ -916,7 +919,6 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   while (tm * tk > budget || (!rowsBT && tk * tn > budget) || tm * tn > budget) {
     if (tk >= tm && tk >= tn) tk = ext(k, tk, Math.max(1, tk >> 1)); else if (tm >= tn) tm = ext(m, tm, Math.max(1, tm >> 1)); else tn = ext(n, tn, Math.max(1, tn >> 1));
   }
-  const ka = typeof k === "number" ? axisOf(k, tk) : null;
   const opts = { ...(aT ? { aTrans: true } : {}), ...(bT ? { bTrans: true } : {}) };
   const axis = (e: number | Expr, t: number): Axis => (typeof e === "number" ? axisOf(e, t) : { dyn: e, t });
   // The loop over output tiles that SplitParallelLoops spreads over the cores is the outer one:
@@ -927,8 +929,9 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
   const nFirst = !batch && nTiles >= 2 && mTiles < nTiles;
   const swap2 = <T>(xs: T[] | null): T[] | null => (xs ? [xs[1], xs[0]] : xs);
   const order = (xs: readonly Axis[]): Axis[] => (nFirst ? [xs[1], xs[0]] : [...xs]);
-  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), ...order([axis(mE, tm), axis(nE, tn)])], span, (offsetsIn, validIn, tileIn) => {
-    const [offsets, valid0, tile] = nFirst ? [swap2(offsetsIn)!, swap2(validIn), swap2(tileIn)!] : [offsetsIn, validIn, tileIn];
+  /** One output tile at offsets (in [batch,] m, n order), valid extents or null, tile shape; k tiles of tkT. */
+  const tileBody = (offsets: Expr[], valid0: number[] | null, tile: number[], tkT: number): Stmt[] => {
+    const tk = tkT, ka = typeof k === "number" ? axisOf(k, tk) : null;
     const inner: Stmt[] = [];
     const ob = batch ? offsets[0] : null;
     const [oi, oj] = batch ? offsets.slice(1) : offsets;
@@ -1000,7 +1003,27 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     const fin = epilogue && !ob ? epilogue.apply(result, [oi, oj], [tm, tn], valid ? [vm, vn] : null, inner) : result;
     inner.push(ob ? store(call("tile.reshape", [result], { shape: [1, tm, tn] }, span), [ob, oi, oj]) : store(fin, [oi, oj]));
     return inner;
-  }, nFirst ? "n" : "m");
+  };
+  if (wideDyn) {
+    // A run-time M (one program for the prompt and for each decode step): bands of wideDyn
+    // columns, the outer loop; in each, a branch on M = 1 (a decode GEMV: one wide tile whose b
+    // the code generator streams) and otherwise the usual tiles over the band. The same k order.
+    let tkW = tk0;
+    while (tkW > 16 && tkW * wideDyn > budget) tkW = ext(k, tkW, Math.max(16, tkW >> 1));
+    return tileLoops([axisOf(n as number, wideDyn)], span, ([oj], vN, [tw]) => {
+      const vw = vN ? vN[0] : tw;
+      const one = tileBody([zero(span), oj], vN ? [1, vw] : null, [1, tw], tkW);
+      // column tiles that divide the band (wideDyn is a multiple of 64): a band's windows then end
+      // at its last column, so SplitParallelLoops' bands do not overlap (an overlap orders them)
+      let tc = Math.min(tn, wideDyn) - (Math.min(tn, wideDyn) % 16);
+      while (wideDyn % tc) tc -= 16;
+      const rest = tileLoops([axisOf(vw, Math.min(tc, vw)), axis(mE, tm)], span, ([oc, oi], valid, [tnn, tmm]) =>
+        tileBody([oi, add(oj, oc, span)], valid ? [valid[1], valid[0]] : null, [tmm, tnn], tk), "n");
+      return [mkIf({ cond: scalarOp("scalar.eq", mE as Expr, c64(1, span), span), then: one, else: rest, results: [], span })];
+    }, "n");
+  }
+  return tileLoops([...(batch ? [axisOf(batch, 1)] : []), ...order([axis(mE, tm), axis(nE, tn)])], span, (offsetsIn, validIn, tileIn) =>
+    nFirst ? tileBody(swap2(offsetsIn)!, swap2(validIn), swap2(tileIn)!, tk) : tileBody(offsetsIn, validIn, tileIn, tk), nFirst ? "n" : "m");
 }
 
 /**

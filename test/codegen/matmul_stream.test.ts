@@ -86,6 +86,36 @@ describe("few-row fp32 products stream b on cpu", () => {
     expect(source(rows.compile(x, w, zeros([1, 512])).outputDir)).toContain("few rows: b streamed row by row");
   });
 
+  // one program for the prompt and every decode step: M is a run-time dimension; M = 1 takes the
+  // wide streamed tile (a branch on M), other M the usual tiles over the same bands
+  const dynLinear = pl.jit(function dynLinear(x: pl.Tensor<["S", 300], pl.FP32>, w: pl.Tensor<[300, 1000], pl.FP32>, b: pl.Tensor<[1, 1000], pl.FP32>,
+    r: pl.Tensor<["S", 1000], pl.FP32>, y: pl.Out<pl.Tensor<["S", 1000], pl.FP32>>) {
+    pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.add(pl.relu(pl.add(pl.matmul(x, w), b)), r)); });
+  });
+  it("a run-time M: M = 1 streams b through one wide tile, other M keep the usual tiles, all bit for bit", () => {
+    const w = randn([300, 1000], { seed: 3 }), b = randn([1, 1000], { seed: 4 });
+    const prog = dynLinear.compile(randn([1, 300], { seed: 1 }), w, b, randn([1, 1000], { seed: 2 }), zeros([1, 1000]));
+    const cores = getTarget("cpu").description.fewRowMatmulCores!;
+    const wide = fewRowTileWidth({ scratchCapacity: 1 << 20, fewRowMatmulCores: cores }, 1, 1000, 300, false, false, 0, "float32", "float32");
+    if (wide) {
+      expect(source(prog.outputDir)).toContain("few rows: b streamed row by row");
+      const widths = new Set<number>();
+      for (const fn of dynLinear.lower(randn([1, 300], { seed: 1 }), w, b, randn([1, 1000], { seed: 2 }), zeros([1, 1000])).functions) {
+        forEachExpr(fn.body, (e) => { if (e.kind === "call" && e.op === "tile.matmul" && e.type.kind === "tile") widths.add(`${e.type.shape[0]}x${e.type.shape[1]}`); });
+      }
+      expect(widths.has(`1x${wide}`)).toBe(true);
+    }
+    for (const s of [1, 2, 7, 130]) {
+      const x = randn([s, 300], { seed: s }), r = randn([s, 1000], { seed: s + 1 });
+      for (const mode of ["fast", "off"] as const) {
+        const got = zeros([s, 1000]), want = zeros([s, 1000]);
+        dynLinear(x, w, b, r, got, cfg("cpu", mode));
+        dynLinear(x, w, b, r, want, cfg("interp", mode));
+        expect(bits(got), `S = ${s} ${mode}`).toEqual(bits(want));
+      }
+    }
+  });
+
   it("tiles such products one band of columns per core, at most 1024 wide; other products keep 128", () => {
     const w = (m: number, k: number, n: number, cores: number | undefined, o: { bT?: boolean; dtype?: string } = {}) =>
       fewRowTileWidth({ scratchCapacity: 1 << 20, fewRowMatmulCores: cores }, m, n, k, false, o.bT ?? false, 0, "float32", o.dtype ?? "float32");
