@@ -99,7 +99,7 @@ describe("few-row fp32 products stream b on cpu", () => {
     const wide = fewRowTileWidth({ scratchCapacity: 1 << 20, fewRowMatmulCores: cores }, 1, 1000, 300, false, false, 0, "float32", "float32");
     if (wide) {
       expect(source(prog.outputDir)).toContain("few rows: b streamed row by row");
-      const widths = new Set<number>();
+      const widths = new Set<string>();
       for (const fn of dynLinear.lower(randn([1, 300], { seed: 1 }), w, b, randn([1, 1000], { seed: 2 }), zeros([1, 1000])).functions) {
         forEachExpr(fn.body, (e) => { if (e.kind === "call" && e.op === "tile.matmul" && e.type.kind === "tile") widths.add(`${e.type.shape[0]}x${e.type.shape[1]}`); });
       }
