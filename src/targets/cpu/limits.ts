@@ -448,7 +448,10 @@ export function runOnce(exe: string, args: string[], requests: string[], what: s
   const r = spawnSync(exe, args, { input: requests.map((q) => `${q}\n`).join(""), encoding: "utf8", timeout: 300_000, maxBuffer: 1 << 20 });
   const lines = (r.stdout ?? "").split("\n").filter(Boolean);
   if (r.status !== 0 || lines.length !== requests.length) {
-    throw new TsptoRuntimeError("E_LIMITS", `measuring the machine's ${what} failed (${r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`}, ${lines.length} of ${requests.length} answers)${r.stderr ? `: ${r.stderr.trim().split("\n")[0]}` : ""}`,
+    // a program that exited (status set) is described by its status even when writing its
+    // requests failed with EPIPE because it had already gone (a race with its exit)
+    const why = typeof r.status === "number" && r.status !== 0 ? `exit ${r.status}` : r.signal ? `killed by ${r.signal}` : r.error ? r.error.message : `exit ${r.status}`;
+    throw new TsptoRuntimeError("E_LIMITS", `measuring the machine's ${what} failed (${why}, ${lines.length} of ${requests.length} answers)${r.stderr ? `: ${r.stderr.trim().split("\n")[0]}` : ""}`,
       undefined, "the roofline needs the machine's limits: check that the C++ compiler builds programs that run here");
   }
   return lines;
