@@ -1056,9 +1056,9 @@ function lowerMatmulQuant(value: Call, store: (r: Expr, offsets: readonly Expr[]
   const full = Math.floor(n / tn) * tn, rem = n - full;
   const mAxis: Axis = typeof mE === "number" ? axisOf(mE, tileExtent(mE, tm0)) : { dyn: mE, t: capped(mE, dynTile(tm0)) };
   const at = (l: Leaf, offs: Expr[]) => offs.map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
-  const nest = (extent: number, t: number, base: number): Stmt[] => tileLoops([axisOf(extent, t), mAxis], span, ([oj0, oi], valid, [tnn, tmm]) => {
+  const nest = (extent: number, t: number, base: Expr | null): Stmt[] => tileLoops([axisOf(extent, t), mAxis], span, ([oj0, oi], valid, [tnn, tmm]) => {
     const inner: Stmt[] = [];
-    const oj = base ? add(oj0, mkConst(base, "int64", span), span) : oj0;
+    const oj = base ? add(oj0, base, span) : oj0;
     const vn = valid ? valid[0] : tnn, vm = valid ? valid[1] : tmm;
     const ld = (l: Leaf, offs: Expr[], shape: number[], v: number[]): Var => {
       const whole = v[0] === shape[0] && v[1] === shape[1];
@@ -1075,7 +1075,13 @@ function lowerMatmulQuant(value: Call, store: (r: Expr, offsets: readonly Expr[]
     inner.push(store(fin, [oi, oj]));
     return inner;
   }, "n");
-  return [...(full > 0 ? nest(full, tn, 0) : []), ...(rem > 0 ? nest(rem, rem, full) : [])];
+  if (full === 0 || rem === 0) return full > 0 ? nest(full, tn, null) : nest(rem, rem, null);
+  // whole tiles and the remainder tile in ONE loop over N (the last trip takes the [rem] tile), so
+  // that SplitParallelLoops can still spread it over the cores (the tied logits, N = 50257, were
+  // one task: two loops)
+  const j = mkVar("n", INDEX, span);
+  const fits = scalarOp("scalar.le", scalarOp("scalar.add", j, c64(tn, span), span), c64(n, span), span);
+  return [loop(j, c64(0, span), c64(full + tn, span), tn, [mkIf({ cond: fits, then: nest(tn, tn, j), else: nest(rem, rem, j), results: [], span })], span)];
 }
 
 /**

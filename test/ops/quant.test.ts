@@ -5,6 +5,8 @@
 // cpu and interp are compared against an independent float64 reference built from the
 // dequantized weight (tspto.dequantize): |out - ref| <= 1e-5 * sum_k |x * w| + 1e-30, the bound
 // docs/semantics.md states (interp sums in float64, cpu in fp32 in its own order).
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pl, RunConfig, randn, zeros, quantize, dequantize, tensor, type HostTensor, type QuantizedWeight } from "tspto";
 
@@ -77,7 +79,25 @@ const linear = (bits: 4 | 8, g: number) => pl.jit(function lin(x: pl.Tensor<["S"
   return y;
 }, { scope: { bits, g } });
 
+const plain = pl.jit(function plainQ(x: pl.Tensor, w: pl.Tensor, s: pl.Tensor, y: pl.Out<pl.Tensor>) {
+  pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.matmulQuant(x, w, s, { bits: 8, groupSize: 128 })); });
+});
+
 describe("pl.matmulQuant: tensor form", () => {
+  it("N prime (no tile divides it): the whole tiles and the last one are one loop, split over the cores, values as the reference", () => {
+    // (two loops were one task: GPT-2's quantized tied logits, N = 50257 = 29 x 1733, ran on one core)
+    const n = 1009;
+    const qw = quantize(randn([n, K2], { seed: 7 }), { bits: 8, groupSize: 128 });
+    const x = randn([1, K2], { seed: 1 });
+    const prog = plain.compile(x, qw.w, qw.scales, zeros([1, n]));
+    const dir = join(prog.outputDir, "kernels");
+    const src = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith(".cpp"))!), "utf8");
+    expect(src).toMatch(/iterations split into row bands, one task per core \(SPMD\)/);
+    const y = zeros([1, n]);
+    plain(x, qw.w, qw.scales, y);
+    const { ref, mag } = reference(x, qw);
+    expectNear(f32(y), ref, mag, "cpu");
+  });
   for (const [bits, g] of [[8, 128], [4, 32], [4, 96], [8, 48]] as const) {
     it(`int${bits} groupSize ${g}, S = 1, 3, 17: cpu and interp match the reference, epilogue fused`, () => {
       const wf = randn([N2, K2], { seed: 7 });
