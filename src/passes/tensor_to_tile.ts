@@ -165,7 +165,8 @@ const REDUCE_NAMES = new Set([...Object.keys(REDUCTIONS), ...Object.keys(PROD_RE
  * Per axis: a static extent d as `full` whole tiles of extent t, then a partial tile of `rem`
  * when d is not a multiple; or a dynamic extent (an int64 expression, `pl.dim` of a tensor).
  */
-type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined; oneLoop?: boolean };
+/** exactLast: the partial tile of a oneLoop axis is a whole tile of the remainder's extent (no validShape). */
+type StaticAxis = { d: number; t: number; full: number; rem: number; dyn?: undefined; oneLoop?: boolean; exactLast?: boolean };
 type Axis = StaticAxis | { dyn: Expr; t: number };
 const axisOf = (d: number, t: number): StaticAxis => ({ d, t, full: Math.floor(d / t), rem: d % t });
 
@@ -242,7 +243,8 @@ function tiledAxes(axes: readonly Axis[], ax: number, offs: Expr[], tile: number
     // static extent d = full whole tiles + a partial tile of rem: one loop, the last trip partial
     const v = mkVar(`${name}${ax}`, INDEX, span);
     const whole = scalarOp("scalar.le", scalarOp("scalar.add", v, c64(a.t, span), span), c64(a.d, span), span);
-    return [loop(v, c64(0, span), c64((a.full + 1) * a.t, span), a.t, [mkIf({ cond: whole, then: next(v, a.t, null), else: next(v, a.t, a.rem), results: [], span })], span)];
+    const last = a.exactLast ? next(v, a.rem, null) : next(v, a.t, a.rem);
+    return [loop(v, c64(0, span), c64((a.full + 1) * a.t, span), a.t, [mkIf({ cond: whole, then: next(v, a.t, null), else: last, results: [], span })], span)];
   }
   const out: Stmt[] = [];
   if (a.full === 1) out.push(...next(c64(0, span), a.t, null));
@@ -1053,12 +1055,13 @@ function lowerMatmulQuant(value: Call, store: (r: Expr, offsets: readonly Expr[]
   const tm0 = Math.min(16, Math.max(1, Math.floor(budget / k)));
   const tn0 = Math.max(1, Math.min(128, Math.floor(budget / tm0)));
   const tn = Math.min(n, tileExtent(n, tn0));
-  const full = Math.floor(n / tn) * tn, rem = n - full;
   const mAxis: Axis = typeof mE === "number" ? axisOf(mE, tileExtent(mE, tm0)) : { dyn: mE, t: capped(mE, dynTile(tm0)) };
   const at = (l: Leaf, offs: Expr[]) => offs.map((o, ax) => (l.base ? add(l.base[ax], o, span) : o));
-  const nest = (extent: number, t: number, base: Expr | null): Stmt[] => tileLoops([axisOf(extent, t), mAxis], span, ([oj0, oi], valid, [tnn, tmm]) => {
+  // N in whole tiles and one tile of the remainder, ONE loop (the last trip takes the remainder's
+  // tile), so that SplitParallelLoops spreads it over the cores (as two loops, the tied logits,
+  // N = 50257, were one task)
+  return tileLoops([{ ...axisOf(n, tn), exactLast: true }, mAxis], span, ([oj, oi], valid, [tnn, tmm]) => {
     const inner: Stmt[] = [];
-    const oj = base ? add(oj0, base, span) : oj0;
     const vn = valid ? valid[0] : tnn, vm = valid ? valid[1] : tmm;
     const ld = (l: Leaf, offs: Expr[], shape: number[], v: number[]): Var => {
       const whole = v[0] === shape[0] && v[1] === shape[1];
@@ -1075,13 +1078,6 @@ function lowerMatmulQuant(value: Call, store: (r: Expr, offsets: readonly Expr[]
     inner.push(store(fin, [oi, oj]));
     return inner;
   }, "n");
-  if (full === 0 || rem === 0) return full > 0 ? nest(full, tn, null) : nest(rem, rem, null);
-  // whole tiles and the remainder tile in ONE loop over N (the last trip takes the [rem] tile), so
-  // that SplitParallelLoops can still spread it over the cores (the tied logits, N = 50257, were
-  // one task: two loops)
-  const j = mkVar("n", INDEX, span);
-  const fits = scalarOp("scalar.le", scalarOp("scalar.add", j, c64(tn, span), span), c64(n, span), span);
-  return [loop(j, c64(0, span), c64(full + tn, span), tn, [mkIf({ cond: fits, then: nest(tn, tn, j), else: nest(rem, rem, j), results: [], span })], span)];
 }
 
 /**
