@@ -1,7 +1,8 @@
 // Section 17: products of one row (decode) against the machine's streaming read, side by side in
 // one run: y = x @ w with w resident ([K, N], and [N, K] read through bTrans), fp32; the weight
-// bytes over the median launch time (copies rotated so the bytes come from DRAM), against a native streaming read of 1 GiB on every core
-// (bench/gpt2/bench.ts NativeRead) measured in the same rounds.
+// bytes over the median launch time (copies rotated so the bytes come from DRAM), against a
+// native streaming read of 1 GiB on every core (bench/gpt2/bench.ts NativeRead) measured in the
+// same rounds.
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { pl, ChipWorker, RunConfig, randn, zeros } from "../src/index.js";

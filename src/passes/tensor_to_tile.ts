@@ -1015,10 +1015,11 @@ function lowerMatmul(value: Call, store: (r: Expr, offsets: readonly Expr[]) => 
     return tileLoops([axisOf(n as number, wideDyn)], span, ([oj], vN, [tw]) => {
       const vw = vN ? vN[0] : tw;
       const one = tileBody([zero(span), oj], vN ? [1, vw] : null, [1, tw], tkW);
-      // column tiles that divide the band (wideDyn is a multiple of 64): a band's windows then end
-      // at its last column, so SplitParallelLoops' bands do not overlap (an overlap orders them)
-      let tc = Math.min(tn, wideDyn) - (Math.min(tn, wideDyn) % 16);
-      while (wideDyn % tc) tc -= 16;
+      // column tiles that divide the band (the largest divisor of wideDyn up to tn): a band's
+      // windows then end at its last column, so SplitParallelLoops' bands do not overlap (an
+      // overlap orders them)
+      let tc = Math.min(tn, wideDyn);
+      while (wideDyn % tc) tc--;
       const rest = tileLoops([axisOf(vw, Math.min(tc, vw)), axis(mE, tm)], span, ([oc, oi], valid, [tnn, tmm]) =>
         tileBody([oi, add(oj, oc, span)], valid ? [valid[1], valid[0]] : null, [tmm, tnn], tk), "n");
       return [mkIf({ cond: scalarOp("scalar.eq", mE as Expr, c64(1, span), span), then: one, else: rest, results: [], span })];
