@@ -472,9 +472,9 @@ function compileBench() {
   if (hit.some((h) => h.compiled)) throw new Error("the second process compiled although the cache held the entry");
   const med = (k: keyof (typeof cold)[0], xs = cold) => median(xs.map((x) => x[k] as number));
   const ts = med("parse") + med("passes") + med("codegen");
-  notes.push(`5. compile, the quickstart kernel, new process, empty cache: first call ${fmt(med("firstCallMs"), 0)} ms = parse ${fmt(med("parse"), 1)} + passes ${fmt(med("passes"), 1)} + codegen/artifact ${fmt(med("codegen"), 1)} + C++ ${fmt(med("cxx"), 0)} ms (with the precompiled header of the prelude's standard headers, built at \`npm install\`) + dispatch; module imports before the call ${fmt(med("importMs"), 0)} ms; whole process ${fmt(med("wall"), 0)} ms. Disk-cache hit in a new process: first call ${fmt(med("firstCallMs", hit), 1)} ms (no parse, no compile; locate the kernel source, hash it, check the library hash, dlopen, launch).`);
-  row({ id: "5a", what: "compile: cold, new process, empty cache (first call → result)", tspto: `${fmt(med("firstCallMs"), 0)} ms`, peer: "", result: `${fmt(med("firstCallMs"), 0)} ms`, goal: "≤ 500 ms", met: med("firstCallMs") <= 500 },
-    "the C++ compiler's own run (process start, parsing, -O3 code generation) is most of it.");
+  notes.push(`5. compile, the quickstart kernel, new process, empty cache (the machine's V8 code cache of the TypeScript compiler and the precompiled prelude already made, as after \`npm install\` and a first use): first call ${fmt(med("firstCallMs"), 0)} ms = parse ${fmt(med("parse"), 1)} + passes ${fmt(med("passes"), 1)} + codegen/artifact ${fmt(med("codegen"), 1)} + C++ ${fmt(med("cxx"), 0)} ms (the program's own code; the prelude is a precompiled header) + loading the TypeScript compiler + dispatch; module imports before the call ${fmt(med("importMs"), 0)} ms; whole process ${fmt(med("wall"), 0)} ms. Disk-cache hit in a new process: first call ${fmt(med("firstCallMs", hit), 1)} ms (no parse, no compile; locate the kernel source, hash it, check the library hash, dlopen, launch).`);
+  row({ id: "5a", what: "compile: cold, new process, empty cache (first call → result)", tspto: `${fmt(med("firstCallMs"), 0)} ms`, peer: "", result: `${fmt(med("firstCallMs"), 0)} ms`, goal: "≤ 150 ms", met: med("firstCallMs") <= 150 },
+    "the C++ compiler's own run (process start, loading the precompiled prelude, -O3 code generation, the link) and the TypeScript compiler's load (from V8's code cache) are most of it.");
   row({ id: "5b", what: "compile: TS side (parse + passes + codegen)", tspto: `${fmt(ts, 1)} ms`, peer: "", result: `${fmt(ts, 1)} ms`, goal: "≤ 50 ms", met: ts <= 50 }, "first-call JIT warm-up of the TypeScript compiler API and the passes in a fresh process.");
   row({ id: "5c", what: "disk-cache hit, new process (first call → result)", tspto: `${fmt(med("firstCallMs", hit), 1)} ms`, peer: "", result: `${fmt(med("firstCallMs", hit), 1)} ms`, goal: "≤ 30 ms", met: med("firstCallMs", hit) <= 30 }, `a hit reads the kernel's signature and source hash from the front-end memo (src/dsl/memo.ts: hashes the source files, parses nothing), loads the native addon (~4 ms), opens the device (2-5 ms), checks the library hash and dlopens it; quieter runs in this session measured 13-17 ms. Load average during this run: ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores.`);
 }
@@ -503,6 +503,35 @@ function modelCompileBench() {
   notes.push(`5f. the six programs of bench/gpt2_shaped.ts at GPT-2 small's dimensions (embed, layer, finalNorm, logits, argmax, head), compiled one after another in a new process with an empty cache, ${n} runs each way, medians: with TSPTO_CXX_JOBS=${jobs} (large programs in parallel parts) ${fmt(med(par, "wallMs"), 0)} ms wall, C++ compilers ${fmt(med(par, "cxxCpuMs"), 0)} ms CPU, the TS side ${fmt(med(par, "tsCpuMs"), 0)} ms CPU; one compile per program ${fmt(med(one, "wallMs"), 0)} ms wall, ${fmt(med(one, "cxxCpuMs"), 0)} ms compiler CPU. Per program (wall ms / compiler CPU ms, parallel parts): ${names.map((p) => `${p} ${fmt(median(par.map((x) => x.programs[p].ms)), 0)} / ${fmt(median(par.map((x) => x.programs[p].cxxCpuMs)), 0)}`).join(", ")}. Load average ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores: the wall time is the CPU time only on an idle machine.`);
   row({ id: "5f", what: "compile: the six GPT-2-shaped programs, cold, new process", tspto: `${fmt(med(par, "wallMs"), 0)} ms`, peer: "", result: `${fmt(med(par, "wallMs"), 0)} ms wall (compilers ${fmt(med(par, "cxxCpuMs"), 0)} ms CPU)`, goal: "≤ 1500 ms", met: med(par, "wallMs") <= 1500 },
     "the C++ compiler: about 0.1 s per compile for its start and the precompiled header (40 MB, most of it <immintrin.h>), then -O3 code generation of the kernels (the tensor-level matmul's peeled first k step and edge tiles each repeat the register-blocked loop); two cores bound what parallel parts can win.");
+}
+
+/** 5g: an application whose kernel `tspto precompile` built ahead of time (bench/precompiled_app/), its first call with a failing C++ compiler. */
+function precompiledBench() {
+  log("5. precompiled application");
+  const tsx = join(ROOT, "node_modules", ".bin", "tsx");
+  const app = join(ROOT, "bench", "precompiled_app");
+  const n = Math.max(3, Math.min(ROUNDS, 7));
+  const runs: { firstResultMs: number; tsLoaded: boolean }[] = [];
+  let buildMs = 0;
+  for (let i = 0; i < n; i++) {
+    const dir = mkdtempSync(join(work, "precompiled-"));
+    try {
+      const s = nowMs();
+      const p = spawnSync(process.execPath, [join(ROOT, "bin", "tspto.mjs"), "precompile", join(app, "kernels.ts"), "--out", dir], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TSPTO_LOG: "" } });
+      if (p.status !== 0) throw new Error(`tspto precompile failed: ${p.stderr}`);
+      buildMs = Math.max(buildMs, nowMs() - s);
+      const r = spawnSync(tsx, [join(app, "main.ts")], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TSPTO_CACHE_DIR: dir, CXX: "/bin/false", TSPTO_LOG: "" } });
+      if (r.status !== 0) throw new Error(`the precompiled application failed: ${r.stderr}`);
+      const j = JSON.parse(r.stdout.trim().split("\n").pop()!) as { firstResultMs: number; ok: boolean; tsLoaded: boolean };
+      if (!j.ok) throw new Error("the precompiled application computed a wrong result");
+      runs.push(j);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const first = median(runs.map((r) => r.firstResultMs));
+  row({ id: "5g", what: "a precompiled application's first call (`tspto precompile`, CXX=/bin/false: new process → result)", tspto: `${fmt(first, 1)} ms`, peer: "", result: `${fmt(first, 1)} ms`, goal: "≤ 20 ms", met: first <= 20 },
+    `the folder's entry is keyed without the toolchain; the TypeScript compiler ${runs.some((r) => r.tsLoaded) ? "WAS loaded" : "was not loaded"}; what is left: the front-end memo's file hashes, the library hash check, the native addon and the device, dlopen. \`tspto precompile\` itself took ${fmt(buildMs, 0)} ms at most (a process that imports the app and compiles). Load average ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores.`);
 }
 
 /** The package as an application meets it: plain Node importing dist/ (built first). */
@@ -601,7 +630,7 @@ async function main() {
   if (want("2")) await softmax(ort);
   if (want("3")) await matmul(ort);
   if (want("4")) await dispatch();
-  if (want("5")) { compileBench(); modelCompileBench(); packageBench(); }
+  if (want("5")) { compileBench(); modelCompileBench(); precompiledBench(); packageBench(); }
   if (want("6")) scheduler();
   if (want("7")) await distributed();
   if (want("8")) await layerNorm(ort);

@@ -61,10 +61,15 @@ export function cacheDir(): string | null {
   return dir;
 }
 
-/** The disk key of one specialization on `target` (its machine-dependent parts included). */
-export function diskKey(target: Target, sourceHash: string, specKey: string): string {
+/**
+ * The disk key of one specialization on `target` (its machine-dependent parts included); with
+ * `portable`, the key of a precompiled entry (tspto precompile): the toolchain left out
+ * (Target.portableKeyParts), so a machine without a compiler finds it.
+ */
+export function diskKey(target: Target, sourceHash: string, specKey: string, portable = false): string {
+  const parts = portable ? ["portable", ...(target.portableKeyParts?.() ?? target.cacheKeyParts())] : target.cacheKeyParts();
   return createHash("sha256")
-    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, target.name, ...target.cacheKeyParts(), sourceHash, specKey].join("\0"))
+    .update([ENTRY_FORMAT, PACKAGE_VERSION, COMPILER_FINGERPRINT, target.name, ...parts, sourceHash, specKey].join("\0"))
     .digest("hex");
 }
 

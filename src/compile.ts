@@ -34,6 +34,22 @@ export function lowerFor(program: Program, platform: string, opts: { dump?: bool
 }
 
 export function compile(program: Program, opts: CompileOptions = {}): CompiledProgram {
+  const { target, lowered, build } = prepare(program, opts);
+  const ref = target.build(lowered, build);
+  return new CompiledProgram(ref.outputDir, ref.meta, program);
+}
+
+/**
+ * `compile` with the target's build off the event loop (its compilers run as child processes the
+ * event loop does not wait for: Target.buildAsync); the passes run before the first await.
+ */
+export async function compileAsync(program: Program, opts: CompileOptions = {}): Promise<CompiledProgram> {
+  const { target, lowered, build } = prepare(program, opts);
+  const ref = target.buildAsync ? await target.buildAsync(lowered, build) : target.build(lowered, build);
+  return new CompiledProgram(ref.outputDir, ref.meta, program);
+}
+
+function prepare(program: Program, opts: CompileOptions) {
   const target = getTarget(opts.platform ?? DEFAULT_PLATFORM);
   if (opts.fpContract !== undefined) checkFpContract(opts.fpContract);  // issue 12
   let lowered = program;
@@ -46,11 +62,11 @@ export function compile(program: Program, opts: CompileOptions = {}): CompiledPr
     // lowered for another target's facts (f.lower() uses the default platform's)
     lowered = replanMemory(program, { scratchCapacity: target.description.scratchBytes, matmulOperandsInPlace: target.description.matmulOperandsInPlace === true, minTileElemBytes: target.description.minTileElemBytes });
   }
-  const ref = target.build(lowered, {
+  const build = {
     outputDir: opts.outputDir,
     packageVersion: PACKAGE_VERSION,
     fingerprint: COMPILER_FINGERPRINT,
     dumps: opts.dumpPasses && dumps ? dumps.map((d) => ({ name: d.file.replace(/\.ts$/, ""), text: d.text, json: JSON.stringify(d.program.toJSON()) })) : undefined,
-  });
-  return new CompiledProgram(ref.outputDir, ref.meta, program);
+  };
+  return { target, lowered, build };
 }

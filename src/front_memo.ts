@@ -10,16 +10,43 @@
 // fingerprint. It is used only while every source file the parse read has the text it had
 // (sha256) and every sub-kernel it reached is still defined the same way; otherwise the kernel
 // is parsed as usual and the entry rewritten.
+//
+// The first parse of a process loads the TypeScript compiler: from V8's code cache in the same
+// cache root (src/artifact/code_cache.ts), warmed with a kernel-shaped parse.
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
+import type * as TS from "typescript";
 import { cacheDir } from "./cache.js";
 import { precompiledOf } from "./dsl/precompiled.js";
 import { COMPILER_FINGERPRINT, PACKAGE_VERSION } from "./version.js";
+import { requireWithCodeCache } from "./artifact/index.js";
+import { packageRoot } from "./ir/package_root.js";
 import {
-  capturedHash, isCapturedKey, kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, siteKey, sourceHash as parseSourceHash, trackHashedDefs,
+  capturedHash, isCapturedKey, kernelDefOf, kernelDefsIn, paramInfo as parseParamInfo, setTypescriptLoader, siteKey, sourceHash as parseSourceHash, trackHashedDefs,
   trackSourceReads, type KernelDef, type ParamInfo,
 } from "./dsl/index.js";
+
+/** What the code cache's warm-up parses: the constructs kernels are made of. */
+const WARM_SOURCE = `import { pl } from "tspto";
+export const k = pl.jit(function k(a: pl.Tensor<[4, 8], pl.FP32>, out: pl.Out<pl.Tensor>, n: pl.Scalar<pl.INT64>) {
+  pl.at(pl.Level.CORE_GROUP, () => {
+    for (const i of pl.range(0, n, 1)) { const t = pl.load(a, [i * 2, 0], [2, 8]); if (i > 0 && n !== 3) pl.store(pl.add(t, 1.5), [0, 0], out); }
+  });
+  let x = { y: [1, -2] }; x = { ...x }; return out;
+});
+class C { @pl.jit static f(a: pl.Tensor, b = 2): void { while (b < 3) b += 1; } }
+`;
+
+setTypescriptLoader(() => {
+  if (!cacheDir()) return null;
+  const file = createRequire(join(packageRoot(), "package.json")).resolve("typescript");
+  return requireWithCodeCache(file, (m) => {
+    const t = m as typeof TS;
+    t.createSourceFile("warm.ts", WARM_SOURCE, t.ScriptTarget.Latest, true, t.ScriptKind.TS).forEachChild(function walk(n: TS.Node): void { n.getStart(); n.forEachChild(walk); });
+  }) as typeof TS | null;
+});
 
 const FORMAT = "tspto-front-memo-1";
 const sha = (s: string): string => createHash("sha256").update(s).digest("hex");

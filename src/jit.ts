@@ -14,7 +14,7 @@ import { TsptoArgumentError, TsptoRuntimeError, scalarT, tensorT, type DType, ty
 import { parseKernel, roundTrip, type KernelDef, type ParamBinding } from "./dsl/index.js";
 import { paramInfo, sourceHash } from "./front_memo.js";
 import { precompiledProgram } from "./dsl/precompiled.js";
-import { compile, lowerFor, rememberDumps } from "./compile.js";
+import { compile, compileAsync, lowerFor, rememberDumps, type CompileOptions } from "./compile.js";
 import { STAMP_FILE, holdArtifact, releaseArtifact } from "./artifact/index.js";
 import { getTarget } from "./targets/index.js";
 import { CompiledProgram } from "./runtime/compiled.js";
@@ -37,6 +37,12 @@ import { join } from "node:path";
 export interface JitFunction<F extends (...args: never[]) => unknown = (...args: any[]) => any> extends JitCallable<F> {
   /** Specialize + compile (cached); same key -> the identical CompiledProgram. */
   compile(...sampleArgs: unknown[]): CompiledProgram;
+  /**
+   * `compile` off the event loop: the C++ compiler runs as a child process the event loop does not
+   * wait for; resolves to the same cached CompiledProgram (one build per specialization, however
+   * many calls wait for it).
+   */
+  compileAsync(...sampleArgs: unknown[]): Promise<CompiledProgram>;
   /** Specialize + run the passes; returns the lowered program (no artifacts, no cache). */
   lower(...sampleArgs: unknown[]): Program;
   /**
@@ -52,6 +58,9 @@ export interface JitFunction<F extends (...args: never[]) => unknown = (...args:
 }
 
 const DEFAULT_CONFIG = new RunConfig();
+
+/** While set to 1 (tspto precompile, src/precompile.ts), builds go to the disk cache under the portable key (cache.ts diskKey). */
+export const PRECOMPILE_ENV = "TSPTO_PRECOMPILING";
 const CACHE_MAX = 256;
 
 /** One parameter of a specialization, as the key sees it. */
@@ -204,19 +213,33 @@ export function createJitFunction(def: KernelDef): JitFunction {
     return r.program;
   };
 
-  /** Compile (or load from disk) a specialization that missed the in-memory cache. */
-  const build = (bindings: ParamBinding[], spec: Spec, cfg: RunConfig): CompiledProgram => {
+  /**
+   * What building a specialization that missed the in-memory cache takes: the disk cache's
+   * entry (`hit`), else the lowered program and where to build it (then `finish` logs the phases).
+   */
+  const plan = (bindings: ParamBinding[], spec: Spec, cfg: RunConfig):
+    { hit: CompiledProgram } | { lowered: Program; opts: CompileOptions; finish: (c: CompiledProgram) => CompiledProgram } => {
     const platform = cfg.platform;
     const root = cfg.saveKernelsDir ? null : cacheDir();
     let outputDir = cfg.saveKernelsDir;
     let reason = lastSpec ? explain(lastSpec, spec) : "first call";
     if (root) {
       srcHash ??= sourceHash(def);
-      const dir = entryDir(root, def.name, diskKey(getTarget(platform), srcHash, spec.key));
+      const target = getTarget(platform);
+      const dir = entryDir(root, def.name, diskKey(target, srcHash, spec.key));
       const found = lookup(dir, platform);
       if (found.kind === "hit") {
         if (logOn("recompiles")) log(`${def.name}: loaded from the disk cache (${dir})`);
-        return found.compiled;
+        return { hit: found.compiled };
+      }
+      // an entry of `tspto precompile`: keyed without the toolchain (a machine without one finds it)
+      const portable = target.portableKeyParts ? entryDir(root, def.name, diskKey(target, srcHash, spec.key, true)) : null;
+      if (portable) {
+        const pre = lookup(portable, platform);
+        if (pre.kind === "hit") {
+          if (logOn("recompiles")) log(`${def.name}: loaded from a precompiled entry (${portable})`);
+          return { hit: pre.compiled };
+        }
       }
       if (found.kind === "corrupt") {
         evict(dir);
@@ -224,7 +247,7 @@ export function createJitFunction(def: KernelDef): JitFunction {
       } else if (!lastSpec) {
         reason = "first call, no disk cache entry";
       }
-      outputDir = dir;
+      outputDir = process.env[PRECOMPILE_ENV] === "1" && portable ? portable : dir;
     }
     if (logOn("recompiles")) log(`${lastSpec || reason.startsWith("disk") ? "recompiling" : "compiling"} ${def.name}: ${reason}`);
     const phases = { parse: 0, passes: 0 };
@@ -233,37 +256,78 @@ export function createJitFunction(def: KernelDef): JitFunction {
     const t1 = performance.now();
     const progress = logOn("compile") && process.stderr.isTTY;
     if (progress) process.stderr.write(`tspto: compile ${def.name}: building for ${platform} ...\r`);
-    const c = compile(lowered, { platform, ...(outputDir ? { outputDir } : {}) });
-    if (progress) process.stderr.write("\x1b[2K");
-    if (logOn("phases") || logOn("compile")) {
-      const total = performance.now() - t0;
-      let cxx = 0;
-      try { cxx = Number(JSON.parse(readFileSync(join(c.outputDir, STAMP_FILE), "utf8")).compileMs) || 0; } catch { /* nothing compiled, or reused */ }
-      // a reused artifact (same key, built earlier) keeps the stamp of that earlier build
-      if (cxx > performance.now() - t1) cxx = 0;
-      const codegen = performance.now() - t1 - cxx;
-      if (logOn("compile")) {
-        for (const [phase, ms] of [["parse", phases.parse], ["passes", phases.passes], ["codegen+artifact", codegen], ["c++", cxx], ["total", total]] as const) {
-          log(`compile ${def.name}: ${phase} ${ms.toFixed(1)} ms`);
+    const finish = (c: CompiledProgram): CompiledProgram => {
+      if (progress) process.stderr.write("\x1b[2K");
+      if (logOn("phases") || logOn("compile")) {
+        const total = performance.now() - t0;
+        let cxx = 0;
+        try { cxx = Number(JSON.parse(readFileSync(join(c.outputDir, STAMP_FILE), "utf8")).compileMs) || 0; } catch { /* nothing compiled, or reused */ }
+        // a reused artifact (same key, built earlier) keeps the stamp of that earlier build
+        if (cxx > performance.now() - t1) cxx = 0;
+        const codegen = performance.now() - t1 - cxx;
+        if (logOn("compile")) {
+          for (const [phase, ms] of [["parse", phases.parse], ["passes", phases.passes], ["codegen+artifact", codegen], ["c++", cxx], ["total", total]] as const) {
+            log(`compile ${def.name}: ${phase} ${ms.toFixed(1)} ms`);
+          }
         }
+        if (logOn("phases")) log(`compiled ${def.name} in ${total.toFixed(1)} ms: parse ${phases.parse.toFixed(1)} ms, passes ${phases.passes.toFixed(1)} ms, codegen+artifact ${codegen.toFixed(1)} ms, c++ ${cxx.toFixed(1)} ms`);
       }
-      if (logOn("phases")) log(`compiled ${def.name} in ${total.toFixed(1)} ms: parse ${phases.parse.toFixed(1)} ms, passes ${phases.passes.toFixed(1)} ms, codegen+artifact ${codegen.toFixed(1)} ms, c++ ${cxx.toFixed(1)} ms`);
-    }
-    return c;
+      return c;
+    };
+    return { lowered, opts: { platform, ...(outputDir ? { outputDir } : {}) }, finish };
   };
 
-  const compiledFor = (args: unknown[], cfg: RunConfig): CompiledProgram => {
+  /** Compile (or load from disk) a specialization that missed the in-memory cache. */
+  const build = (bindings: ParamBinding[], spec: Spec, cfg: RunConfig): CompiledProgram => {
+    const p = plan(bindings, spec, cfg);
+    return "hit" in p ? p.hit : p.finish(compile(p.lowered, p.opts));
+  };
+
+  const checkEntry = (): void => {
     if (def.kind !== "orchestration") {
       throw new TsptoRuntimeError("E_NOT_ENTRY", `'${def.name}' is a pl.jit.${def.kind} kernel; it can only be called from a pl.jit entry`, def.site ?? undefined,
         "call it from a function wrapped with pl.jit, or wrap it with pl.jit to make it an entry");
     }
+  };
+  const keep = (spec: Spec, c: CompiledProgram, cfg: RunConfig): void => {
+    lastSpec = spec;
+    if (!cfg.saveKernelsDir) holdArtifact(c.outputDir);
+    cache.set(spec.key, c);
+  };
+
+  const compiledFor = (args: unknown[], cfg: RunConfig): CompiledProgram => {
+    checkEntry();
     const { bindings, spec } = bind(args, cfg.platform, cfg.fpContract);
     let c = cache.get(spec.key);
     if (!c) {
       c = build(bindings, spec, cfg);
-      lastSpec = spec;
-      if (!cfg.saveKernelsDir) holdArtifact(c.outputDir);
-      cache.set(spec.key, c);
+      keep(spec, c, cfg);
+    }
+    if (!cfg.saveKernelsDir) remember(args, cfg, spec, c);
+    return c;
+  };
+
+  /** Builds of this kernel in flight (compileAsync, callAsync): one per specialization. */
+  const pending = new Map<string, Promise<CompiledProgram>>();
+  /**
+   * compiledFor with the C++ compile off the event loop: the parse and the passes run now, the
+   * target's build as child processes the event loop does not wait for (compile.ts compileAsync).
+   */
+  const compiledForAsync = async (args: unknown[], cfg: RunConfig): Promise<CompiledProgram> => {
+    checkEntry();
+    const { bindings, spec } = bind(args, cfg.platform, cfg.fpContract);
+    let c = cache.get(spec.key);
+    if (!c) {
+      const k = `${spec.key}\0${cfg.saveKernelsDir ?? ""}`;
+      let p = pending.get(k);
+      if (!p) {
+        const q = plan(bindings, spec, cfg);
+        p = ("hit" in q ? Promise.resolve(q.hit) : compileAsync(q.lowered, q.opts).then(q.finish))
+          .then((built) => { keep(spec, built, cfg); return built; })
+          .finally(() => pending.delete(k));
+        pending.set(k, p);
+      }
+      c = await p;
     }
     if (!cfg.saveKernelsDir) remember(args, cfg, spec, c);
     return c;
@@ -319,15 +383,13 @@ export function createJitFunction(def: KernelDef): JitFunction {
     name: { value: def.name },
     def: { value: def },
     compile: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return compiledFor(args, cfg); } },
+    compileAsync: { value: async (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return compiledForAsync(args, cfg); } },
     callAsync: {
-      value: (...all: unknown[]): Promise<unknown> => {
-        try {
-          const [args, cfg] = splitConfig(all);
-          const compiled = compiledFor(args, cfg);
-          return defaultWorker(cfg).runAsync(compiled, ...args, cfg);
-        } catch (e) {
-          return Promise.reject(e);
-        }
+      // (a cache miss compiles off the event loop; a hit launches at once)
+      value: async (...all: unknown[]): Promise<unknown> => {
+        const [args, cfg] = splitConfig(all);
+        const compiled = await compiledForAsync(args, cfg);
+        return defaultWorker(cfg).runAsync(compiled, ...args, cfg);
       },
     },
     lower: { value: (...all: unknown[]) => { const [args, cfg] = splitConfig(all); return lowerFrom(bind(args, cfg.platform, cfg.fpContract).bindings, cfg.platform, undefined, cfg.fpContract); } },

@@ -105,7 +105,7 @@ async function main(argv: string[]): Promise<void> {
     if (dist && values.dp && prompts.length < dist.size) throw new UsageError(`--dp: ${prompts.length} prompt${prompts.length === 1 ? "" : "s"} for ${dist.size} ranks (every rank needs at least one)`);
     const rank0 = (dist?.rank ?? 0) === 0;
     const say = (s: string) => { if (rank0) process.stderr.write(s); };
-    const model = new GPT2Model(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined, precision });
+    const model = await GPT2Model.create(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined, precision });
     const t2 = performance.now();
     try {
       // --dp: this rank's prompts (a contiguous block of the batch); the generated ids and logits go into shards of [B, maxNew] and [B, maxNew * V]

@@ -20,7 +20,7 @@
 // { bits: 8 | 4, groupSize } stores every linear layer's weight and the tied head weight-only
 // quantized (pl.matmulQuant: int8, or int4 two per byte, one scale per groupSize weights along
 // K; tspto.quantize on load), activations and caches fp32, the embedding lookup from the fp32 wte.
-import { pl, ir, ChipWorker, RunConfig, zeros, quantize, HostTensor, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
+import { pl, ChipWorker, RunConfig, zeros, quantize, HostTensor, type CompiledProgram, type DeviceTensor, type DistributedWorker, type RegistrationHandle, type ShardedTensor } from "tspto";
 import type { GPT2Config, GPT2Weights, LayerWeights } from "./weights.js";
 
 /**
@@ -387,6 +387,8 @@ export interface ModelOptions {
   dist?: DistributedWorker;
   /** Weights in bfloat16 (and the KV caches), or weight-only int8 / int4 (default: fp32). */
   precision?: Precision;
+  /** The compiled programs (GPT2Model.create compiles them in parallel); default: compiled here, one after another. */
+  programs?: Programs;
 }
 
 /** This rank's part of a layer's weights under `tp`-way tensor parallelism (column-parallel qkv and fc, row-parallel proj and fcProj; LayerNorms and the row-parallel biases whole). */
@@ -439,6 +441,20 @@ export class GPT2Model {
   private readonly logits: Float32Array;
   private readonly next = new Int32Array(1);
 
+  /**
+   * The model with its programs compiled at the same time and off the event loop (the
+   * constructor compiles them one after another): what the CLI uses.
+   */
+  static async create(config: GPT2Config, weights: GPT2Weights, opts: ModelOptions = {}): Promise<GPT2Model> {
+    if (opts.programs) return new GPT2Model(config, weights, opts);
+    const tp = opts.dist?.size ?? 1, rank = opts.dist?.rank ?? 0;
+    const cfg = opts.dist ? opts.dist.workers[0].config : (opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" }));
+    // this rank's rows of the vocabulary, as the logits' ShardedTensor splits them (the first V % tp ranks one more)
+    const rows = Math.floor(config.vocabSize / tp) + (rank < config.vocabSize % tp ? 1 : 0);
+    const programs = await compileProgramsAsync(config, cfg, tp, rows, opts.precision ?? {});
+    return new GPT2Model(config, weights, { ...opts, programs });
+  }
+
   constructor(readonly config: GPT2Config, weights: GPT2Weights, opts: ModelOptions = {}) {
     const dist = opts.dist;
     if (dist && dist.devices !== 1) throw new Error(`tensor parallel: one device per rank (the DistributedWorker has ${dist.devices}); start one rank per device`);
@@ -457,7 +473,7 @@ export class GPT2Model {
     this.vocabStart = rows.slice(0, this.rank).reduce((a, b) => a + b, 0);
     const prec = opts.precision ?? {};
     this.precision = prec;
-    this.programs = compilePrograms(config, cfg, this.tp, this.vocabRows, prec);
+    this.programs = opts.programs ?? compilePrograms(config, cfg, this.tp, this.vocabRows, prec);
     this.worker = dist ? dist.workers[0] : new ChipWorker(cfg);
     const w = this.worker;
     const put = (shape: number[], data: Float32Array) => w.allocTensor(shape, "float32", { init: { data, shape } });
@@ -587,8 +603,8 @@ export class GPT2Model {
   }
 }
 
-/** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
-export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {}): Programs {
+/** Each program's kernel and sample arguments (shapes only) for this model shape (one rank's of `tp`). */
+function programSamples(c: GPT2Config, tp = 1, vocab = c.vocabSize, precision: Precision = {}) {
   const k = kernels(c, tp, vocab, precision);
   const { nEmbd: D, nPositions: P } = c;
   const V = vocab;
@@ -598,11 +614,28 @@ export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c
   const wd = bf16 ? "bfloat16" : "float32";
   /** Sample arguments of a [K, N] weight: one tensor, or (quant) the [N, K] packed weight and its scales. */
   const wt = (kk: number, n: number) => (q ? [zeros([n, q.bits === 4 ? kk / 2 : kk], q.bits === 4 ? "uint8" : "int8"), zeros([n, kk / q.groupSize])] : [zeros([kk, n], wd)]);
-  const opts = { platform: cfg.platform, fpContract: cfg.fpContract };
-  const lower = (kern: { lower(...a: unknown[]): unknown }, ...args: unknown[]) => ir.compile(kern.lower(...args) as Parameters<typeof ir.compile>[0], opts);
-  const embed = lower(k.embed, zeros([1], "int32"), f([1, 1]), zeros([V, D], wd), zeros([P, D], wd), 0, 1, f([1, D]));
-  const attn = lower(k.attn, f([1, D]), f([1, D]), f([1, D]), ...wt(D, 3 * DL), f([1, 3 * DL]), ...wt(DL, D), f([1, D]), 1, zeros([2, DL], wd), zeros([2, DL], wd));
-  const mlp = lower(k.mlp, f([1, D]), f([1, D]), f([1, D]), ...wt(D, FF), f([1, FF]), ...wt(FF, D), f([1, D]), 1);
-  const head = lower(k.head, f([1, D]), f([1, D]), f([1, D]), ...(q ? [zeros([V, q.bits === 4 ? D / 2 : D], q.bits === 4 ? "uint8" : "int8"), zeros([V, D / q.groupSize])] : [zeros([V, D], wd)]), f([1, V]), zeros([1, 1], "int32"));
+  type Sample = [{ compile(...a: unknown[]): CompiledProgram; compileAsync(...a: unknown[]): Promise<CompiledProgram> }, unknown[]];
+  const samples: Record<keyof Programs, Sample> = {
+    embed: [k.embed, [zeros([1], "int32"), f([1, 1]), zeros([V, D], wd), zeros([P, D], wd), 0, 1, f([1, D])]],
+    attn: [k.attn, [f([1, D]), f([1, D]), f([1, D]), ...wt(D, 3 * DL), f([1, 3 * DL]), ...wt(DL, D), f([1, D]), 1, zeros([2, DL], wd), zeros([2, DL], wd)]],
+    mlp: [k.mlp, [f([1, D]), f([1, D]), f([1, D]), ...wt(D, FF), f([1, FF]), ...wt(FF, D), f([1, D]), 1]],
+    head: [k.head, [f([1, D]), f([1, D]), f([1, D]), ...(q ? [zeros([V, q.bits === 4 ? D / 2 : D], q.bits === 4 ? "uint8" : "int8"), zeros([V, D / q.groupSize])] : [zeros([V, D], wd)]), f([1, V]), zeros([1, 1], "int32")]],
+  };
+  return samples;
+}
+
+/** Compiles the programs for this model shape (one rank's of `tp`) from sample arguments (shapes only). */
+export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {}): Programs {
+  const s = programSamples(c, tp, vocab, precision);
+  // (the jit's disk cache: a later process loads them without parsing or compiling)
+  const build = ([kern, args]: (typeof s)[keyof Programs]) => kern.compile(...args, cfg);
+  return { embed: build(s.embed), attn: build(s.attn), mlp: build(s.mlp), head: build(s.head) };
+}
+
+/** compilePrograms with the C++ compiles of the four programs running at the same time, off the event loop. */
+export async function compileProgramsAsync(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {}): Promise<Programs> {
+  const s = programSamples(c, tp, vocab, precision);
+  const build = ([kern, args]: (typeof s)[keyof Programs]) => kern.compileAsync(...args, cfg);
+  const [embed, attn, mlp, head] = await Promise.all([build(s.embed), build(s.attn), build(s.mlp), build(s.head)]);
   return { embed, attn, mlp, head };
 }

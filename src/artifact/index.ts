@@ -5,7 +5,7 @@
 export * from "./layout.js";
 export { validateMeta, metaText, dimSlotNames, TsptoArtifactError, META_SCHEMA, META_SCHEMA_VERSION, type CompiledMeta, type CompiledParam, type CompiledKernel } from "./meta.js";
 export {
-  writeArtifact, writeAtomic, writeDumps, checkReplaceable, canonicalJSON, sha256, safeName, reuseArtifact, startArtifact, sealArtifact,
+  writeArtifact, writeArtifactSteps, writeAtomic, writeDumps, checkReplaceable, canonicalJSON, sha256, safeName, reuseArtifact, startArtifact, sealArtifact,
   installArtifact, publishPartialArtifact, removeArtifact, type ArtifactDump, type ArtifactFill, type WriteArtifactOptions,
 } from "./write.js";
 export { readArtifact, verifiedLibrary, readProgram, type ArtifactRef } from "./read.js";
@@ -17,4 +17,5 @@ export {
   untrustedReason, ancestorsReason, fileKind, isInside, type OpenedFile, type RegularFileOpen,
 } from "./files.js";
 export { readMarker, markerKey, recordFiles, wroteFile, listTree, removeWritten, formatMarker, parseMarker, type Marker } from "./marker.js";
+export { requireWithCodeCache, lastCodeCache } from "./code_cache.js";
 export { inMemoryVolume, holdArtifact, releaseArtifact } from "./volatile.js";

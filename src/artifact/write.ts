@@ -252,6 +252,18 @@ export function publishPartialArtifact(tmp: string, outputDir: string): string {
  * renamed into place. Returns the final directory and the metadata.
  */
 export function writeArtifact(opts: WriteArtifactOptions, fill: (f: ArtifactFill) => CompiledMeta): { outputDir: string; meta: CompiledMeta } {
+  // (fill never yields: the steps run to their end in one next())
+  const r = writeArtifactSteps<never, never>(opts, function* (f) { return fill(f); }).next();
+  if (!r.done) throw new Error("tspto internal error: writeArtifact's fill yielded");
+  return r.value;
+}
+
+/**
+ * writeArtifact with a `fill` that is a generator (the steps of a build that run child
+ * processes, src/targets/steps.ts): what it yields is passed through, so the build runs its
+ * processes synchronously or not.
+ */
+export function* writeArtifactSteps<Y, R>(opts: WriteArtifactOptions, fill: (f: ArtifactFill) => Generator<Y, CompiledMeta, R>): Generator<Y, { outputDir: string; meta: CompiledMeta }, R> {
   const outputDir = resolve(opts.outputDir ?? join(defaultArtifactRoot(), `${safeName(opts.name)}-${opts.key.slice(0, 16)}`));
   const reused = reuseArtifact(outputDir, opts.key);
   if (reused) {
@@ -262,7 +274,7 @@ export function writeArtifact(opts: WriteArtifactOptions, fill: (f: ArtifactFill
   const tmp = startArtifact(outputDir);
   let keepTmp = false;
   try {
-    const meta = fill({
+    const meta = yield* fill({
       dir: tmp,
       publishPartial: () => {
         const where = publishPartialArtifact(tmp, outputDir);

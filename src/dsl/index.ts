@@ -8,5 +8,6 @@ export {
 // the jit layer reads paramInfo and sourceHash through its memo (src/front_memo.ts)
 export { parseKernel, paramInfo, type ParamBinding, type ParamInfo } from "./parser.js";
 export { parseProgramText, roundTrip } from "./text.js";
+export { setTypescriptLoader } from "./typescript.js";
 export { sourceHash, trackHashedDefs, type ConstVal } from "./resolve.js";
 export { captureSource, capturedHash, isCapturedKey, locateKernel, parseTypeScript, loadSourceFile, nameFromSource, trackSourceReads, type KernelSource, type SourceText } from "./source.js";

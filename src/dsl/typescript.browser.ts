@@ -10,6 +10,9 @@ import { TsptoSyntaxError } from "../ir/errors.js";
 const mod = TSmod as unknown as { default?: typeof TS; __tsptoNoParser?: boolean } & typeof TS;
 const noParser = mod.__tsptoNoParser === true || (mod.default as { __tsptoNoParser?: boolean } | undefined)?.__tsptoNoParser === true;
 
+/** (Node only: a page's compiler is whatever its bundle holds.) */
+export function setTypescriptLoader(_f: () => typeof TS | null): void {}
+
 export function typescriptLoaded(): boolean {
   return !noParser;
 }

@@ -7,10 +7,23 @@ import type * as TS from "typescript";
 import { packageRequire } from "../ir/package_root.js";
 
 let loaded: typeof TS | undefined;
+let loader: (() => typeof TS | null) | undefined;
+
+/**
+ * Installs how the compiler is loaded (the layer above, which owns the private cache
+ * directories, loads it from a V8 code cache: src/front_memo.ts); `null` from the loader means
+ * "require it as usual".
+ */
+export function setTypescriptLoader(f: () => typeof TS | null): void {
+  loader = f;
+}
 
 /** The TypeScript module, required now if it was not yet. */
 function typescript(): typeof TS {
-  return (loaded ??= packageRequire()("typescript") as typeof TS);
+  if (loaded) return loaded;
+  let m: typeof TS | null = null;
+  try { m = loader?.() ?? null; } catch { m = null; } // a cache that cannot be used costs only the usual load
+  return (loaded = m ?? (packageRequire()("typescript") as typeof TS));
 }
 
 /** Whether the compiler has been loaded in this process (tests and the benchmark check that a cache hit does not). */

@@ -214,8 +214,19 @@ export interface Target {
   readonly description: DeviceDescription;
   /** Lowered program → artifact directory (reused when complete with the same key). */
   build(lowered: Program, opts: BuildOptions): ArtifactRef;
+  /**
+   * `build` with its child processes (compilers) run without blocking the event loop
+   * (src/targets/steps.ts); absent: compileAsync runs `build`.
+   */
+  buildAsync?(lowered: Program, opts: BuildOptions): Promise<ArtifactRef>;
   /** Parts of the disk-cache key that depend on the machine (toolchain, CPU/GPU features). */
   cacheKeyParts(): readonly string[];
+  /**
+   * The parts of cacheKeyParts a built program's validity depends on without the toolchain that
+   * built it (flags, ISA, CPU): the key of the entries `tspto precompile` writes, which a machine
+   * without a compiler finds (absent: a precompiled entry is found by the full key only).
+   */
+  portableKeyParts?(): readonly string[];
   /** Opens a device; throws a TsptoError when this machine has none (e.g. no GPU). */
   openDevice(opts: DeviceOptions): Device;
   /**

@@ -1,6 +1,7 @@
 // The `tspto` command line (bin/tspto.mjs loads this from dist/, or through tsx in a checkout that has not been built).
 //   tspto inspect <outputDir> [--json] [--trace] [--graph] [--roofline] [--out <file>]
 //   tspto profile [--json] <script> [args...]
+//   tspto precompile <entry|dir>... [--out DIR] [--shapes FILE] [--platform P]
 // Exit codes: 0 ok, 1 an error (missing directory, not an artifact, a malformed DFX file, a
 // script that failed), 2 a usage error.
 import { spawnSync } from "node:child_process";
@@ -20,6 +21,7 @@ import { formatRooflineTable, parseRoofline, renderRooflineHtml, type RooflineMo
 
 export const USAGE = `Usage: tspto inspect <outputDir> [options]
        tspto profile [--json] <script> [args...]
+       tspto precompile <entry|dir>... [--out DIR] [--shapes FILE] [--platform P]
 
 tspto inspect shows what is inside a compiled artifact directory
 (CompiledProgram.outputDir): metadata (params, outputs, scratch, kernels), pass
@@ -49,6 +51,20 @@ lost, totals over the script's launches, sorted by time lost. Arguments after
 
 Options of profile:
   --json          print the profile document instead of the tables
+
+tspto precompile imports the application's modules (files, or every script
+under a folder) and compiles each pl.jit entry whose annotations fix its
+parameters (pl.Tensor<[M, N], pl.FP32>; a named dimension serves every
+extent), and the specializations a shapes file lists, into a cache folder.
+With TSPTO_CACHE_DIR pointing there, a first call loads the build: no C++
+compiler, no TypeScript parser. The folder holds code for this machine's CPU.
+
+Options of precompile:
+  --out DIR       the cache folder (default: $TSPTO_CACHE_DIR, else the
+                  user's cache)
+  --shapes FILE   a JSON list of { "kernel": name, "file"?: module,
+                  "args": [{ "shape": [..], "dtype"?: "float32" } | number] }
+  --platform P    the platform to build for (default cpu)
 
   -h, --help      show this help
   -v, --version   print the tspto version
@@ -191,6 +207,57 @@ export function renderRoofline(dir: string, out?: string): string {
   return out !== undefined ? writeOut(resolve(out), html) : writeInto(dir, `${DFX_DIR}/${ROOFLINE_HTML}`, html);
 }
 
+// ------------------------------------------------------------------ tspto precompile
+
+interface PrecompileArgs { entries: string[]; out?: string; shapes?: string; platform?: string }
+
+function parsePrecompileArgs(argv: string[]): PrecompileArgs | "help" {
+  const a: PrecompileArgs = { entries: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const x = argv[i];
+    if (x === "-h" || x === "--help") return "help";
+    if (x === "--out" || x === "--shapes" || x === "--platform") {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith("-")) throw new UsageError(`precompile: ${x} needs a value`);
+      a[x.slice(2) as "out" | "shapes" | "platform"] = v;
+      continue;
+    }
+    if (x.startsWith("-")) throw new UsageError(`unknown option '${x}' for precompile`);
+    a.entries.push(x);
+  }
+  if (a.entries.length === 0) throw new UsageError("precompile: missing <entry|dir> (the application's modules)");
+  return a;
+}
+
+/** Runs `tspto precompile` in a process of its own (it imports the application's modules); returns the exit status. */
+function precompileCmd(a: PrecompileArgs, io: Io): number {
+  const here = fileURLToPath(import.meta.url);
+  const main = join(dirname(here), "..", `precompile_main${extname(here)}`);
+  const entries = a.entries.map((e) => resolve(e));
+  const pre: string[] = [];
+  if (extname(main) === ".ts" || entries.some((e) => !existsSync(e) || statSync(e).isDirectory() || /^\.[cm]?tsx?$/.test(extname(e)))) {
+    const loader = tsxLoader(entries[0]);
+    if (loader) pre.push("--import", loader);
+    else if (extname(main) === ".ts" || entries.some((e) => /^\.[cm]?tsx?$/.test(extname(e)))) throw new ProfileError(noTsxMessage(entries[0]));
+  }
+  // the tspto the application imports (its kernels register there), else this one
+  let tspto: string | undefined;
+  for (const e of entries) {
+    try { tspto = pathToFileURL(createRequire(statSync(e).isDirectory() ? join(e, "noop.js") : e).resolve("tspto")).href; break; } catch { /* not resolvable from there */ }
+  }
+  const opts = { tspto, entries, out: a.out && resolve(a.out), shapes: a.shapes && resolve(a.shapes), platform: a.platform };
+  const r = spawnSync(process.execPath, [...pre, main, JSON.stringify(opts)], { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8", maxBuffer: 64 << 20 });
+  if (r.error) throw new ProfileError(`cannot run ${main}: ${r.error.message}`);
+  if (r.status !== 0) throw new ProfileError(`the precompile process ${r.signal ? `was killed by ${r.signal}` : `exited with status ${r.status}`} (its error is above)`);
+  let recs: { kernel: string; file: string; line: number; outputDir?: string; skipped?: string }[];
+  try { recs = JSON.parse(r.stdout.trim().split("\n").pop() ?? "[]"); } catch { throw new ProfileError(`the precompile process printed no result: ${r.stdout.slice(0, 200)}`); }
+  const built = recs.filter((x) => x.outputDir), skipped = recs.filter((x) => x.skipped);
+  const folder = opts.out ?? process.env.TSPTO_CACHE_DIR ?? "the user's cache";
+  io.out(`tspto precompile: ${built.length} kernel specialization${built.length === 1 ? "" : "s"} in ${folder}${skipped.length ? `; ${skipped.length} skipped` : ""}\n`);
+  for (const x of skipped) io.out(`  skipped ${x.kernel} (${x.file}:${x.line}): ${x.skipped}\n`);
+  return 0;
+}
+
 // ------------------------------------------------------------------ tspto profile
 
 /** A failure of `tspto profile` (the script, the profile it left): exit status 1. */
@@ -312,7 +379,15 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       }
       return profile(p, io);
     }
-    if (cmd !== "inspect") throw new UsageError(`unknown command '${cmd}' (the commands are 'inspect' and 'profile')`);
+    if (cmd === "precompile") {
+      const p = parsePrecompileArgs(rest);
+      if (p === "help") {
+        io.out(USAGE);
+        return 0;
+      }
+      return precompileCmd(p, io);
+    }
+    if (cmd !== "inspect") throw new UsageError(`unknown command '${cmd}' (the commands are 'inspect', 'profile' and 'precompile')`);
     const a = parseInspectArgs(rest);
     if (a === "help") {
       io.out(USAGE);
@@ -332,7 +407,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   } catch (e) {
     // every failure is a message naming the file (its text escaped: it may come from the directory), never a stack trace
     const say = (s: string) => escapeControls(s).replace(/\\x0a/g, "\n");
-    const who = cmd === "profile" ? "tspto profile" : "tspto inspect";
+    const who = cmd === "profile" ? "tspto profile" : cmd === "precompile" ? "tspto precompile" : "tspto inspect";
     if (e instanceof ProfileError) {
       io.err(`${who}: ${say(e.message)}\n`);
       return 1;

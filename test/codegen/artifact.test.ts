@@ -131,9 +131,12 @@ describe("seed program", () => {
     expect(existsSync(join(outputDir, "kernels/program.cpp"))).toBe(false);
   });
 
-  it("generateCpp returns one translation unit with the ABI symbols", () => {
+  it("generateCpp returns one translation unit with the ABI symbols; the prelude is an #include of its part (base here: no SIMD helper used)", () => {
     const g = generateCpp(seedProgram("seed_src", 16));
-    expect(g.source).toContain('#include "tspto_abi.h"');
+    expect(g.source).toContain('#include "tspto_prelude.h"');
+    expect(g.source).not.toContain("static inline");                     // no prelude text in the program's own source
+    expect(g.prelude.header).toBe("tspto_prelude.h");
+    expect(g.prelude.text).toContain('#include "tspto_abi.h"');
     expect(g.source).toContain('extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }');
     expect(g.source).toContain('extern "C" void k_seed_src_k(const int64_t* args)');
     expect(g.source).toContain('extern "C" int tspto_entry(const TsptoRuntimeApi* rt, const int64_t* args)');

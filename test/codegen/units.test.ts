@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ChipWorker, CompiledProgram, RunConfig, randn, tensor, zeros, assertClose, type HostTensor } from "../../src/index.js";
 import { TsptoCompileError, TsptoConfigError } from "../../src/ir/index.js";
 import { MIN_GROUP_WEIGHT, compileUnits, cxxJobs, unitGroups } from "../../src/targets/cpu/units.js";
+import { runSteps } from "../../src/targets/steps.js";
 import { gpt2Programs, GPT2_TINY } from "../../bench/gpt2_shaped.js";
 import { cleanup, compileArtifact, tmpDir } from "./helpers.js";
 
@@ -50,11 +51,11 @@ describe("unit groups", () => {
 
   it("compileUnits reports the failing compile's status and output, and stops compiles at the time limit", () => {
     const dir = tmpDir("units-run");
-    const failing = compileUnits(dir, [[0], [1]], (g) => ["/bin/sh", "-c", g[0] === 1 ? "echo 'part 1 is broken' >&2; exit 3" : "exit 0"], () => ["true"], 60_000);
+    const failing = runSteps(compileUnits(dir, [[0], [1]], (g) => ["/bin/sh", "-c", g[0] === 1 ? "echo 'part 1 is broken' >&2; exit 3" : "exit 0"], () => ["true"], 60_000));
     expect(failing.status).toBe(3);
     expect(failing.stderr).toContain("part 1 is broken");
     const t0 = Date.now();
-    const slow = compileUnits(dir, [[0], [1]], () => ["/bin/sh", "-c", "exec sleep 30"], () => ["true"], 1_000);
+    const slow = runSteps(compileUnits(dir, [[0], [1]], () => ["/bin/sh", "-c", "exec sleep 30"], () => ["true"], 1_000));
     expect((slow.error as NodeJS.ErrnoException | undefined)?.code).toBe("ETIMEDOUT");
     expect(Date.now() - t0).toBeLessThan(20_000);
     // the objects, logs and marks of the run are gone
@@ -66,7 +67,7 @@ describe("unit groups", () => {
     const pids = tmpDir("units-tree-pids");
     // each "compiler" starts a child that would outlive it, records its pid, and waits
     const hang = (g: readonly number[]) => ["/bin/sh", "-c", `sleep 60 & echo $! > '${join(pids, `child${g[0]}`)}'; wait`];
-    const r = compileUnits(dir, [[0], [1]], hang, () => ["true"], 1_000);
+    const r = runSteps(compileUnits(dir, [[0], [1]], hang, () => ["true"], 1_000));
     expect((r.error as NodeJS.ErrnoException | undefined)?.code).toBe("ETIMEDOUT");
     const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
     const children = [0, 1].map((g) => Number(readFileSync(join(pids, `child${g}`), "utf8")));

@@ -16,7 +16,7 @@ process.env.TSPTO_CACHE_DIR ??= join(tmpdir(), `tspto-test-cache-${process.getui
 // event loop (setImmediate: after the pending I/O, the RPC answers included).
 import { beforeEach, expect } from "vitest";
 beforeEach(() => new Promise<void>((resolve) => setImmediate(resolve)));
-// A stall watchdog for what is left: one test that keeps the loop busy over 20 s is named
+// A stall watchdog for what is left: one test that keeps the loop busy over 10 s is named
 // (a heartbeat every second notices the gap; such a step belongs in a child process).
 const g = globalThis as { __tsptoStallWatch?: boolean };
 if (!g.__tsptoStallWatch) {
@@ -26,7 +26,7 @@ if (!g.__tsptoStallWatch) {
     const now = Date.now();
     const gap = now - last;
     last = now;
-    if (gap > 20_000) {
+    if (gap > 10_000) {
       const s = expect.getState();
       process.stderr.write(`[stall] the event loop was blocked ${(gap / 1000).toFixed(1)} s in ${s.testPath ?? "?"} > ${s.currentTestName ?? "(hook or collection)"}\n`);
     }

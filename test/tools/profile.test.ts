@@ -156,7 +156,7 @@ throw new Error("boom");
     expect(opt.err.split("\n")[0]).toBe("tspto: unknown option '--bogus' for profile (options go before the script; what follows the script is its own)");
     const cmd = await run("frobnicate");
     expect(cmd.code).toBe(2);
-    expect(cmd.err.split("\n")[0]).toBe("tspto: unknown command 'frobnicate' (the commands are 'inspect' and 'profile')");
+    expect(cmd.err.split("\n")[0]).toBe("tspto: unknown command 'frobnicate' (the commands are 'inspect', 'profile' and 'precompile')");
   });
 
   it("--help describes profile", async () => {

@@ -1,11 +1,17 @@
-// The fixed C++ prelude of every generated translation unit: the ABI header, numeric
-// helpers (float16 / bfloat16 conversions bit-exact with src/runtime/dtype.ts, saturating
-// conversions with the five rounding modes of `roundToDType`, saturating int64 arithmetic,
-// NaN-propagating min/max) and the run-time window check used by loads and stores.
+// The fixed C++ prelude of the generated code, as two headers (a program includes one):
+//  - PRELUDE_BASE ("tspto_prelude.h"): the ABI header, numeric helpers (float16 / bfloat16
+//    conversions bit-exact with src/runtime/dtype.ts, saturating conversions with the five
+//    rounding modes of `roundToDType`, saturating int64 arithmetic, NaN-propagating min/max,
+//    exp / log / tanh / trig without calls) and the run-time checks of loads and stores;
+//  - PRELUDE_SIMD ("tspto_prelude_simd.h"): the base plus <immintrin.h> and what needs it (the
+//    register-blocked matmul, the GEMV, non-temporal stores, the bf16 / int8 dot kernels).
+// Each is precompiled once per toolchain and ISA path (src/targets/cpu/toolchain.ts), so a
+// program's source is only its own tasks and orchestration; a program that calls nothing of the
+// second (elementwise, reductions) loads the smaller one. preludeFor picks it.
 import { castModeHelpers } from "./cast_modes.js";
 import { DOT_KERNELS } from "./prelude_dot.js";
 
-export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
+const BASE_TEXT = String.raw`#include "tspto_abi.h"
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,9 +19,6 @@ export const CPP_PRELUDE = String.raw`#include "tspto_abi.h"
 #include <cstring>
 #include <limits>
 #include <vector>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 // Loops the compiler vectorizes use the full 512-bit registers where the machine has them
 // (GCC's -march=native keeps 256 bits by default): the fused elementwise loops, exp and the row
 // reductions then take half the instructions. Declared after the (precompiled) standard headers.
@@ -392,143 +395,12 @@ template <int N> static inline double tspto_powi(double x) {
 }
 
 // ------------------------------------------------------------------ streaming stores
-// A write-only output of the launch (pass StreamOutputs) of at least TSPTO_STREAM_MIN bytes:
-// each row is computed into a small buffer in L1 and copied out with non-temporal stores
-// (straight to memory: no read-for-ownership of each line, the caches keep the inputs).
-// tspto_stream_fence orders them before the task's completion is published.
-static inline void tspto_stream_store(void* dst, const void* src, int64_t n) {
-  uint8_t* d = (uint8_t*)dst;
-  const uint8_t* s = (const uint8_t*)src;
-#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
-#if defined(__AVX512F__)
-  const int64_t W = 64;
-#elif defined(__AVX__)
-  const int64_t W = 32;
-#else
-  const int64_t W = 16;
-#endif
-  int64_t head = (int64_t)((W - ((uintptr_t)d & (uintptr_t)(W - 1))) & (uintptr_t)(W - 1));
-  if (head > n) head = n;
-  std::memcpy(d, s, (size_t)head);
-  d += head; s += head; n -= head;
-  for (; n >= W; n -= W, d += W, s += W) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512((__m512i*)d, _mm512_loadu_si512((const void*)s));
-#elif defined(__AVX__)
-    _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));
-#else
-    _mm_stream_si128((__m128i*)d, _mm_loadu_si128((const __m128i*)s));
-#endif
-  }
-#endif
-  std::memcpy(d, s, (size_t)n);
-}
+// Orders a task's non-temporal stores (tspto_stream_store, in the SIMD part) before its
+// completion is published; the builtin needs no header, so the base part has it.
 static inline void tspto_stream_fence() {
 #if defined(__SSE2__)
-  _mm_sfence();
+  __builtin_ia32_sfence();
 #endif
-}
-
-// ------------------------------------------------------------------ matmul
-// 16 floats as one value (GCC / clang vector extension): the register-blocked float matmul
-// holds its output block in these; on targets without 512-bit vectors the compiler splits them.
-typedef float tspto_v16f __attribute__((vector_size(64)));
-static inline tspto_v16f tspto_ld16(const float* p) { tspto_v16f v; std::memcpy(&v, p, 64); return v; }
-static inline void tspto_st16(float* p, tspto_v16f v) { std::memcpy(p, &v, 64); }
-// (not tspto_v16f{} + x: without fast-math 0 + x is a real addition, as -0 + 0 = +0)
-static inline tspto_v16f tspto_splat16(float x) { return tspto_v16f{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
-// fused multiply-add, lane by lane: fma(a, b, c) rounded once (matmul with fpContract "fast").
-// The build keeps -ffp-contract=off, so a fused operation happens exactly where the IR says.
-static inline tspto_v16f tspto_fma16(tspto_v16f a, tspto_v16f b, tspto_v16f c) {
-#if defined(__AVX512F__)
-  return (tspto_v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__)
-  __m256 a0, a1, b0, b1, c0, c1;
-  std::memcpy(&a0, &a, 32); std::memcpy(&a1, (const char*)&a + 32, 32);
-  std::memcpy(&b0, &b, 32); std::memcpy(&b1, (const char*)&b + 32, 32);
-  std::memcpy(&c0, &c, 32); std::memcpy(&c1, (const char*)&c + 32, 32);
-  c0 = _mm256_fmadd_ps(a0, b0, c0);
-  c1 = _mm256_fmadd_ps(a1, b1, c1);
-  tspto_v16f r;
-  std::memcpy(&r, &c0, 32); std::memcpy((char*)&r + 32, &c1, 32);
-  return r;
-#else
-  tspto_v16f r;
-  for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
-  return r;
-#endif
-}
-
-// The packed panel of a transposed b (matmul with bTrans: b stored [n, k]):
-// pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk] for 0 <= kk < kl, 0 <= j < W (W a multiple of
-// 16), i.e. the layout a panel of a plain b is packed into; 16 x 16 blocks are transposed in
-// registers (AVX-512: unpack, shuffle within lanes, then across lanes), the rest element by element.
-#if defined(__AVX512F__)
-// r[i] = row i of a 16 x 16 block of floats -> r[i] = its column i (in-register transpose)
-static inline void tspto_tr16(__m512* r) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]); }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int h = 0; h < 16; h += 8)
-    for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD); }
-  for (int i = 0; i < 8; ++i) { r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
-}
-#endif
-static inline void tspto_pack_bt(float* __restrict pb, int64_t W, const float* __restrict bt, int64_t ldb, int64_t j0, int64_t k0, int64_t kl) {
-  int64_t kk = 0;
-#if defined(__AVX512F__)
-  for (; kk + 16 <= kl; kk += 16) {
-    for (int64_t j = 0; j < W; j += 16) {
-      const float* s = bt + (j0 + j) * ldb + k0 + kk;
-      __m512 r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(s + i * ldb);
-      tspto_tr16(r);
-      float* d = pb + kk * W + j;
-      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(d + i * W, r[i]);
-    }
-  }
-#endif
-  for (; kk < kl; ++kk)
-    for (int64_t j = 0; j < W; ++j) pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk];
-}
-
-// A few rows times b stored [n, k] (bTrans), b streamed: o[r, j] = c[r, j] (or 0) + the sum over
-// k < K, in k order, of a[r, k] * bt[j, k], for r < M and j < nv. Sixteen rows of bt are read at
-// a time, each contiguously, and transposed 16 x 16 in registers (as tspto_pack_bt does), so each
-// column j is one lane and its k order is kept: the values are the packed path's bit for bit.
-template <int M, bool FUSED>
-static inline void tspto_gemv_bt(const float* __restrict a, int64_t lda, const float* __restrict bt, int64_t ldb,
-    const float* c, int64_t ldc, float* o, int64_t ldo, int64_t nv, int64_t K) {
-  int64_t j0 = 0;
-#if defined(__AVX512F__)
-  for (; j0 + 16 <= nv; j0 += 16) {
-    __m512 acc[M];
-    for (int r = 0; r < M; ++r) acc[r] = c ? _mm512_loadu_ps(c + r * ldc + j0) : _mm512_setzero_ps();
-    const float* s = bt + j0 * ldb;
-    for (int64_t k = 0; k < K; k += 16) {
-      const int64_t kn = K - k < 16 ? K - k : 16;
-      const __mmask16 mk = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
-      __m512 r_[16];
-      for (int i = 0; i < 16; ++i) r_[i] = _mm512_maskz_loadu_ps(mk, s + i * ldb + k);
-      tspto_tr16(r_);
-      for (int64_t q = 0; q < kn; ++q)
-        for (int r = 0; r < M; ++r) {
-          const __m512 av = _mm512_set1_ps(a[r * lda + k + q]);
-          acc[r] = FUSED ? _mm512_fmadd_ps(av, r_[q], acc[r]) : _mm512_add_ps(acc[r], _mm512_mul_ps(av, r_[q]));
-        }
-    }
-    for (int r = 0; r < M; ++r) _mm512_storeu_ps(o + r * ldo + j0, acc[r]);
-  }
-#endif
-  for (; j0 < nv; ++j0)
-    for (int r = 0; r < M; ++r) {
-      float v = c ? c[r * ldc + j0] : 0.0f;
-      for (int64_t k = 0; k < K; ++k) v = FUSED ? __builtin_fmaf(a[r * lda + k], bt[j0 * ldb + k], v) : v + a[r * lda + k] * bt[j0 * ldb + k];
-      o[r * ldo + j0] = v;
-    }
 }
 
 // ------------------------------------------------------------------ integers
@@ -684,12 +556,191 @@ __attribute__((cold, noinline)) static void tspto_scratch_fail(const TsptoRuntim
   rt->fail(rt->ctx, buf);
 }
 
+}  // namespace
+`;
+
+const SIMD_TEXT = String.raw`namespace {
+
+// A write-only output of the launch (pass StreamOutputs) of at least TSPTO_STREAM_MIN bytes:
+// each row is computed into a small buffer in L1 and copied out with non-temporal stores
+// (straight to memory: no read-for-ownership of each line, the caches keep the inputs).
+// tspto_stream_fence orders them before the task's completion is published.
+static inline void tspto_stream_store(void* dst, const void* src, int64_t n) {
+  uint8_t* d = (uint8_t*)dst;
+  const uint8_t* s = (const uint8_t*)src;
+#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
+#if defined(__AVX512F__)
+  const int64_t W = 64;
+#elif defined(__AVX__)
+  const int64_t W = 32;
+#else
+  const int64_t W = 16;
+#endif
+  int64_t head = (int64_t)((W - ((uintptr_t)d & (uintptr_t)(W - 1))) & (uintptr_t)(W - 1));
+  if (head > n) head = n;
+  std::memcpy(d, s, (size_t)head);
+  d += head; s += head; n -= head;
+  for (; n >= W; n -= W, d += W, s += W) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512((__m512i*)d, _mm512_loadu_si512((const void*)s));
+#elif defined(__AVX__)
+    _mm256_stream_si256((__m256i*)d, _mm256_loadu_si256((const __m256i*)s));
+#else
+    _mm_stream_si128((__m128i*)d, _mm_loadu_si128((const __m128i*)s));
+#endif
+  }
+#endif
+  std::memcpy(d, s, (size_t)n);
+}
+
+// ------------------------------------------------------------------ matmul
+// 16 floats as one value (GCC / clang vector extension): the register-blocked float matmul
+// holds its output block in these; on targets without 512-bit vectors the compiler splits them.
+typedef float tspto_v16f __attribute__((vector_size(64)));
+static inline tspto_v16f tspto_ld16(const float* p) { tspto_v16f v; std::memcpy(&v, p, 64); return v; }
+static inline void tspto_st16(float* p, tspto_v16f v) { std::memcpy(p, &v, 64); }
+// (not tspto_v16f{} + x: without fast-math 0 + x is a real addition, as -0 + 0 = +0)
+static inline tspto_v16f tspto_splat16(float x) { return tspto_v16f{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+// fused multiply-add, lane by lane: fma(a, b, c) rounded once (matmul with fpContract "fast").
+// The build keeps -ffp-contract=off, so a fused operation happens exactly where the IR says.
+static inline tspto_v16f tspto_fma16(tspto_v16f a, tspto_v16f b, tspto_v16f c) {
+#if defined(__AVX512F__)
+  return (tspto_v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+  __m256 a0, a1, b0, b1, c0, c1;
+  std::memcpy(&a0, &a, 32); std::memcpy(&a1, (const char*)&a + 32, 32);
+  std::memcpy(&b0, &b, 32); std::memcpy(&b1, (const char*)&b + 32, 32);
+  std::memcpy(&c0, &c, 32); std::memcpy(&c1, (const char*)&c + 32, 32);
+  c0 = _mm256_fmadd_ps(a0, b0, c0);
+  c1 = _mm256_fmadd_ps(a1, b1, c1);
+  tspto_v16f r;
+  std::memcpy(&r, &c0, 32); std::memcpy((char*)&r + 32, &c1, 32);
+  return r;
+#else
+  tspto_v16f r;
+  for (int i = 0; i < 16; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
+  return r;
+#endif
+}
+
+// The packed panel of a transposed b (matmul with bTrans: b stored [n, k]):
+// pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk] for 0 <= kk < kl, 0 <= j < W (W a multiple of
+// 16), i.e. the layout a panel of a plain b is packed into; 16 x 16 blocks are transposed in
+// registers (AVX-512: unpack, shuffle within lanes, then across lanes), the rest element by element.
+#if defined(__AVX512F__)
+// r[i] = row i of a 16 x 16 block of floats -> r[i] = its column i (in-register transpose)
+static inline void tspto_tr16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]); }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44); r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44); r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) { t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88); t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD); }
+  for (int i = 0; i < 8; ++i) { r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88); r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD); }
+}
+#endif
+static inline void tspto_pack_bt(float* __restrict pb, int64_t W, const float* __restrict bt, int64_t ldb, int64_t j0, int64_t k0, int64_t kl) {
+  int64_t kk = 0;
+#if defined(__AVX512F__)
+  for (; kk + 16 <= kl; kk += 16) {
+    for (int64_t j = 0; j < W; j += 16) {
+      const float* s = bt + (j0 + j) * ldb + k0 + kk;
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(s + i * ldb);
+      tspto_tr16(r);
+      float* d = pb + kk * W + j;
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(d + i * W, r[i]);
+    }
+  }
+#endif
+  for (; kk < kl; ++kk)
+    for (int64_t j = 0; j < W; ++j) pb[kk * W + j] = bt[(j0 + j) * ldb + k0 + kk];
+}
+
+// A few rows times b stored [n, k] (bTrans), b streamed: o[r, j] = c[r, j] (or 0) + the sum over
+// k < K, in k order, of a[r, k] * bt[j, k], for r < M and j < nv. Sixteen rows of bt are read at
+// a time, each contiguously, and transposed 16 x 16 in registers (as tspto_pack_bt does), so each
+// column j is one lane and its k order is kept: the values are the packed path's bit for bit.
+template <int M, bool FUSED>
+static inline void tspto_gemv_bt(const float* __restrict a, int64_t lda, const float* __restrict bt, int64_t ldb,
+    const float* c, int64_t ldc, float* o, int64_t ldo, int64_t nv, int64_t K) {
+  int64_t j0 = 0;
+#if defined(__AVX512F__)
+  for (; j0 + 16 <= nv; j0 += 16) {
+    __m512 acc[M];
+    for (int r = 0; r < M; ++r) acc[r] = c ? _mm512_loadu_ps(c + r * ldc + j0) : _mm512_setzero_ps();
+    const float* s = bt + j0 * ldb;
+    for (int64_t k = 0; k < K; k += 16) {
+      const int64_t kn = K - k < 16 ? K - k : 16;
+      const __mmask16 mk = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
+      __m512 r_[16];
+      for (int i = 0; i < 16; ++i) r_[i] = _mm512_maskz_loadu_ps(mk, s + i * ldb + k);
+      tspto_tr16(r_);
+      for (int64_t q = 0; q < kn; ++q)
+        for (int r = 0; r < M; ++r) {
+          const __m512 av = _mm512_set1_ps(a[r * lda + k + q]);
+          acc[r] = FUSED ? _mm512_fmadd_ps(av, r_[q], acc[r]) : _mm512_add_ps(acc[r], _mm512_mul_ps(av, r_[q]));
+        }
+    }
+    for (int r = 0; r < M; ++r) _mm512_storeu_ps(o + r * ldo + j0, acc[r]);
+  }
+#endif
+  for (; j0 < nv; ++j0)
+    for (int r = 0; r < M; ++r) {
+      float v = c ? c[r * ldc + j0] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) v = FUSED ? __builtin_fmaf(a[r * lda + k], bt[j0 * ldb + k], v) : v + a[r * lda + k] * bt[j0 * ldb + k];
+      o[r * ldo + j0] = v;
+    }
+}
+
 ${DOT_KERNELS}
 }  // namespace
-
-// One definition per library: in the orchestration's unit when it is built as several
-// translation units (CppUnit in generate.ts).
-#if !defined(TSPTO_UNITS) || defined(TSPTO_UNIT_0)
-extern "C" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }
-#endif
 `;
+
+/** The name a program's source includes for each part, and the guard each defines. */
+export const PRELUDE_BASE_HEADER = "tspto_prelude.h";
+export const PRELUDE_SIMD_HEADER = "tspto_prelude_simd.h";
+
+/** The base prelude's header text. */
+export const PRELUDE_BASE = `#ifndef TSPTO_PRELUDE_H
+#define TSPTO_PRELUDE_H
+${BASE_TEXT}
+#endif  // TSPTO_PRELUDE_H
+`;
+
+/**
+ * The full prelude's header text: <immintrin.h> first (before the base's vector-width pragma,
+ * so the intrinsics keep their own target options), then the base and the SIMD part.
+ */
+export const PRELUDE_SIMD = `#ifndef TSPTO_PRELUDE_SIMD_H
+#define TSPTO_PRELUDE_SIMD_H
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#ifndef TSPTO_PRELUDE_H
+#define TSPTO_PRELUDE_H
+${BASE_TEXT}
+#endif  // TSPTO_PRELUDE_H
+${SIMD_TEXT}
+#endif  // TSPTO_PRELUDE_SIMD_H
+`;
+
+/** The whole prelude as one text (the cuda target's host orchestration pastes it). */
+export const CPP_PRELUDE = PRELUDE_SIMD;
+
+/** Names the SIMD part defines that the base does not: a program calling one needs it. */
+const SIMD_NAMES: ReadonlySet<string> = (() => {
+  const names = (text: string) => text.replace(/\/\/[^\n]*/g, "").match(/\btspto_\w+/g) ?? []; // (not the comments' mentions)
+  const inBase = new Set(names(BASE_TEXT));
+  return new Set(names(SIMD_TEXT).filter((n) => !inBase.has(n)));
+})();
+/** Intrinsics and their types written straight into a program's code (e.g. the quantized loads). */
+const INTRINSIC = /\b(_mm\w*|__m\d+\w*|_tile_\w+)\b/;
+
+/** Which prelude header the code `body` needs: the base unless it calls into the SIMD part. */
+export function preludeFor(body: string): { header: string; text: string } {
+  const simd = INTRINSIC.test(body) || (body.match(/\btspto_\w+/g) ?? []).some((n) => SIMD_NAMES.has(n));
+  return simd ? { header: PRELUDE_SIMD_HEADER, text: PRELUDE_SIMD } : { header: PRELUDE_BASE_HEADER, text: PRELUDE_BASE };
+}

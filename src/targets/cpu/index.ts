@@ -2,8 +2,8 @@
 // chip (a device-memory arena, a persistent thread pool of core threads, a task scheduler).
 import { availableParallelism } from "node:os";
 import type { Target } from "../target.js";
-import { buildCpu } from "./build.js";
-import { toolchainIdentity } from "./toolchain.js";
+import { buildCpu, buildCpuAsync } from "./build.js";
+import { portableIdentity, toolchainIdentity } from "./toolchain.js";
 import { CpuDevice } from "./device.js";
 import { cpuLimits } from "./limits.js";
 
@@ -18,7 +18,9 @@ export const cpuTarget: Target = {
   summary: "generated C++ on the native runtime (a simulated chip: host memory arena, thread pool)",
   description: { scratchBytes: CPU_SCRATCH_BYTES, matmulOperandsInPlace: true, fewRowMatmulCores: CORES },
   build: buildCpu,
+  buildAsync: buildCpuAsync,
   cacheKeyParts: () => [...toolchainIdentity(), `cores=${CORES}`],
+  portableKeyParts: () => [...portableIdentity(), `cores=${CORES}`],
   openDevice: (opts) => new CpuDevice(opts),
   limits: cpuLimits,
 };

@@ -9,8 +9,9 @@ import { delimiter, dirname, join, resolve } from "node:path";
 import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
 import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
-import { CPP_PRELUDE, type CppUnit } from "../../codegen/index.js";
+import { PRELUDE_BASE, PRELUDE_BASE_HEADER, PRELUDE_SIMD, PRELUDE_SIMD_HEADER, type CppUnit } from "../../codegen/index.js";
 import { compileUnits, cxxJobs, unitGroups } from "./units.js";
+import { runSteps, type Steps } from "../steps.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 import { type CpuIsa, isaFlags, selectIsa } from "./isa.js";
 
@@ -145,26 +146,29 @@ export function toolchain(): Toolchain {
 }
 
 // ------------------------------------------------------------------ precompiled header
-// Parsing the prelude's standard headers (<cmath> above all) is most of a small program's
-// C++ compile time. They are precompiled once per toolchain + flags + header text (at
-// `npm install`, else on first use) into native/build/pch/<key>/ of the package, or (a
-// read-only package) the user's private `<cache root>/pch/<key>/`, and force-included; gcc
-// checks that the .gch matches the compilation (-Winvalid-pch) and otherwise reads the
-// headers as usual, so the generated code is the same either way. A header that gets
-// force-included into every kernel is code run in the process: it is used only from a
-// directory of the user's (or root's, or the package owner's) that no one else can write,
-// else refused (E_UNSAFE_PATH). Its build counts against $TSPTO_CXX_TIMEOUT_MS like the
-// compile it serves. TSPTO_PCH=0 disables it.
+// The generated code's prelude (src/codegen/cpp/prelude.ts: its standard headers and helpers,
+// in two parts, PRELUDE_BASE and PRELUDE_SIMD) is most of a small program's C++ compile time.
+// Each part is precompiled once per toolchain + flags + text (at `npm install`, else on first
+// use) into native/build/pch/<key>/ of the package, or (a read-only package) the user's private
+// `<cache root>/pch/<key>/`, and force-included; a program's source then holds only its own
+// code and an #include of the part (its artifact keeps a copy of the part next to it, so it
+// builds the same without the PCH). gcc checks that the .gch matches the compilation
+// (-Winvalid-pch) and otherwise reads the header as usual, so the generated code is the same
+// either way. A header that gets force-included into every kernel is code run in the process:
+// it is used only from a directory of the user's (or root's, or the package owner's) that no
+// one else can write, else refused (E_UNSAFE_PATH). Its build counts against
+// $TSPTO_CXX_TIMEOUT_MS like the compile it serves. TSPTO_PCH=0 disables it.
 /** The flags the precompiled header is built with: the production flags of the ISA path, less -shared. */
 export const pchFlags = (): string[] => isaCxxFlags().filter((f) => f !== "-shared");
 const pchFailed = new Set<string>();
-const PCH_HEADER = "tspto_pch.h";
-const PCH_FILE = "tspto_pch.h.gch";
 
-/** The prelude's #include lines (what the PCH holds). */
-function pchHeaderText(): string {
-  return `${CPP_PRELUDE.split(/\r?\n/).filter((l) => l.startsWith("#include")).join("\n")}\n`;
-}
+/** A part of the prelude: the file name a program includes and its text (GeneratedCpp.prelude). */
+export interface PreludePart { readonly header: string; readonly text: string }
+/** Both parts (what `npm install` precompiles). */
+export const PRELUDE_PARTS: readonly PreludePart[] = [
+  { header: PRELUDE_BASE_HEADER, text: PRELUDE_BASE },
+  { header: PRELUDE_SIMD_HEADER, text: PRELUDE_SIMD },
+];
 
 /** The owner of tspto's package files (its precompiled header is as trusted as its code). */
 function packageOwner(): number | undefined {
@@ -174,15 +178,15 @@ function packageOwner(): number | undefined {
 const PCH_HINT = (dir: string) => `remove ${dir} (tspto builds it again in a directory of your own), or set TSPTO_PCH=0 to compile without a precompiled header`;
 
 /**
- * Whether the precompiled header in `dir` may be used: false when there is none; throws
+ * Whether the precompiled header `name` in `dir` may be used: false when there is none; throws
  * E_UNSAFE_PATH when one is there but another user could have written it (the directory or
  * its parent not a real directory of the user / root / `owner`, writable by others; a file
  * not a regular one, or writable by others where others can reach it).
  */
-function trustedPch(dir: string, owner: number | undefined): boolean {
+function trustedPch(dir: string, name: string, owner: number | undefined): boolean {
   let st: Stats;
-  try { st = lstatSync(join(dir, PCH_FILE)); } catch { return false; }
-  const refuse = (why: string) => unsafePathError(`the precompiled header ${join(dir, PCH_HEADER)}: ${why}`, PCH_HINT(dir));
+  try { st = lstatSync(join(dir, `${name}.gch`)); } catch { return false; }
+  const refuse = (why: string) => unsafePathError(`the precompiled header ${join(dir, name)}: ${why}`, PCH_HINT(dir));
   let dirSt: Stats | undefined;
   for (const d of [dirname(dir), dir]) {
     const s = lstatSync(d);
@@ -192,7 +196,7 @@ function trustedPch(dir: string, owner: number | undefined): boolean {
     dirSt = s;
   }
   const reachable = ((dirSt?.mode ?? 0) & 0o011) !== 0; // others can search the directory (else its files are out of their reach)
-  for (const f of [PCH_HEADER, PCH_FILE]) {
+  for (const f of [name, `${name}.gch`]) {
     const p = join(dir, f);
     try { st = lstatSync(p); } catch { return false; }
     if (!st.isFile()) throw refuse(`${p} is ${fileKind(st)}, not a regular file`);
@@ -210,28 +214,27 @@ function pchDirs(key: string): { dir: () => string; owner: number | undefined }[
   ];
 }
 
-/** The PCH's key (its directory's name): the toolchain, the flags, the header text, the ABI header. */
-export function precompiledHeaderKey(tc: Toolchain, header = pchHeaderText(), abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8")): string {
-  return sha256([tc.command, tc.path ?? "", tc.version, pchFlags().join(" "), header, abi].join("\0")).slice(0, 24);
+/** The PCH's key (its directory's name): the toolchain, the flags, the header's name and text, the ABI header. */
+export function precompiledHeaderKey(tc: Toolchain, part: PreludePart = PRELUDE_PARTS[0], abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8")): string {
+  return sha256([tc.command, tc.path ?? "", tc.version, pchFlags().join(" "), part.header, part.text, abi].join("\0")).slice(0, 24);
 }
 
 /**
- * The header to force-include (its .gch next to it), building the PCH when `build` and it
- * is missing, within `timeoutMs`; null when unavailable (gcc only: clang uses another PCH
- * format). Throws E_CXX_TIMEOUT when its build did not finish in time, E_UNSAFE_PATH for one
- * another user could have written.
+ * The header to force-include for the prelude `part` (its .gch next to it), building the PCH
+ * when `build` and it is missing, within `timeoutMs`; null when unavailable (gcc only: clang
+ * uses another PCH format). Throws E_CXX_TIMEOUT when its build did not finish in time,
+ * E_UNSAFE_PATH for one another user could have written.
  */
-export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTimeoutMs()): string | null {
+export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTimeoutMs(), part: PreludePart = PRELUDE_PARTS[0]): string | null {
   if (process.env.TSPTO_PCH === "0" || /clang|icpx|intel/i.test(`${tc.command} ${tc.version}`)) return null;
-  const header = pchHeaderText();
   let abi = "";
   try { abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8"); } catch { return null; }
-  const key = precompiledHeaderKey(tc, header, abi);
+  const key = precompiledHeaderKey(tc, part, abi);
   const places = pchDirs(key);
   for (const p of places) {
     let d: string;
     try { d = p.dir(); } catch (e) { if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e; continue; }
-    if (trustedPch(d, p.owner)) return join(d, PCH_HEADER);
+    if (trustedPch(d, part.header, p.owner)) return join(d, part.header);
   }
   if (!build || pchFailed.has(key)) return null;
   const t0 = performance.now();
@@ -244,22 +247,22 @@ export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTi
       if ((e as { code?: string }).code === "E_UNSAFE_PATH") throw e;
       continue;
     }
-    const h = join(d, PCH_HEADER);
-    const tmp = join(d, `${PCH_FILE}.tmp-${process.pid}-${rand()}`);
+    const h = join(d, part.header);
+    const tmp = join(d, `${part.header}.gch.tmp-${process.pid}-${rand()}`);
     try {
-      writeAtomic(h, header, 0o644);
+      writeAtomic(h, part.text, 0o644);
       const left = Math.max(1, Math.round(timeoutMs - (performance.now() - t0)));
       const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...pchFlags(), "-I", abiIncludeDir(), "-x", "c++-header", h, "-o", tmp],
         { encoding: "utf8", timeout: left, killSignal: "SIGKILL" });
       if ((r.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT") {
         rmSync(tmp, { force: true });
         throw new TsptoCompileError("E_CXX_TIMEOUT",
-          `building the precompiled header of the generated code's standard headers: '${tc.command}' did not finish within ${timeoutMs} ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default ${DEFAULT_CXX_TIMEOUT_MS} ms, and covers this build too)`,
+          `building the precompiled header of the generated code's prelude: '${tc.command}' did not finish within ${timeoutMs} ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default ${DEFAULT_CXX_TIMEOUT_MS} ms, and covers this build too)`,
           undefined, "raise TSPTO_CXX_TIMEOUT_MS, or set TSPTO_PCH=0 to compile without a precompiled header");
       }
       if (r.error || r.status !== 0 || !existsSync(tmp)) { rmSync(tmp, { force: true }); continue; }
       chmodSync(tmp, 0o644); // (gcc creates it with the umask's mode: never writable by others)
-      renameSync(tmp, join(d, PCH_FILE));
+      renameSync(tmp, join(d, `${part.header}.gch`));
       return h;
     } catch (e) {
       rmSync(tmp, { force: true });
@@ -271,9 +274,11 @@ export function precompiledHeader(tc: Toolchain, build = true, timeoutMs = cxxTi
   return null;
 }
 
-/** Builds the PCH for the default toolchain (the `npm install` step); never throws. */
+/** Builds the PCH of both prelude parts for the default toolchain (the `npm install` step); never throws. */
 export function installPrecompiledHeader(): string | null {
-  try { return precompiledHeader(toolchain()); } catch { return null; }
+  let last: string | null = null;
+  try { for (const part of PRELUDE_PARTS) last = precompiledHeader(toolchain(), true, cxxTimeoutMs(), part) ?? last; } catch { return last; }
+  return last;
 }
 
 /** Default limit of one C++ compile of a program library (3 minutes). */
@@ -295,24 +300,31 @@ export function cxxTimeoutMs(): number {
  * Compiles `dir`'s generated source into its library. With `units` (the source's separately
  * compilable parts, CppUnit) a large program is compiled as several objects at once and linked
  * (units.ts); `groups` in the result lists the units of each object ([] for one compile).
- * One limit ($TSPTO_CXX_TIMEOUT_MS) covers the precompiled header's build (on first use), the
- * compiles and the link.
+ * `prelude` is the part of the prelude the source includes (a copy of it lies next to the
+ * source); its precompiled header is force-included. One limit ($TSPTO_CXX_TIMEOUT_MS) covers
+ * the precompiled header's build (on first use), the compiles and the link.
  */
 export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
-  units: readonly CppUnit[] = []): { flags: string[]; ms: number; groups: number[][] } {
+  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): { flags: string[]; ms: number; groups: number[][] } {
+  return runSteps(compileLibrarySteps(tc, dir, programName, reportSource, units, prelude));
+}
+
+/** compileLibrary as the steps of a build (src/targets/steps.ts): its compiles run synchronously or not. */
+export function* compileLibrarySteps(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
+  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): Steps<{ flags: string[]; ms: number; groups: number[][] }> {
   const timeoutMs = cxxTimeoutMs();
   const start = performance.now();
-  const pch = cxxOptOverride() ? null : precompiledHeader(tc, true, timeoutMs); // the PCH is built with CXX_FLAGS
+  const pch = cxxOptOverride() ? null : precompiledHeader(tc, true, timeoutMs, prelude); // the PCH is built with CXX_FLAGS
   const common = ["-I", abiIncludeDir(), ...(pch ? ["-include", pch] : [])];
   const flags = [...cxxFlags(), ...common, "-o", LIBRARY_PATH, SOURCE_PATH];
   const t0 = performance.now();
   const left = Math.max(1, Math.round(timeoutMs - (t0 - start)));
   const groups = unitGroups(units, cxxJobs());
   const r = groups.length > 1
-    ? compileUnits(dir, groups,
+    ? yield* compileUnits(dir, groups,
       (g, obj) => [...tc.argv, ...cxxFlags().filter((f) => f !== "-shared"), ...common, "-DTSPTO_UNITS", ...g.map((i) => `-DTSPTO_UNIT_${i}`), "-c", "-o", obj, SOURCE_PATH],
       (objs) => [...tc.argv, "-shared", "-fPIC", "-o", LIBRARY_PATH, ...objs], left)
-    : spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags], { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
+    : yield { argv: [...tc.argv, ...flags], cwd: dir, timeoutMs: left };
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
@@ -331,6 +343,15 @@ export function compileLibrary(tc: Toolchain, dir: string, programName: string, 
   return { flags, ms, groups };
 }
 
+
+/**
+ * What a built library's validity depends on besides its source, without the compiler that
+ * built it: the flags, the ISA path, the architecture and the CPU (-march=native). The key of a
+ * precompiled entry (Target.portableKeyParts), which a machine without a compiler can compute.
+ */
+export function portableIdentity(): string[] {
+  return [cxxFlags().join(" "), `isa=${cpuIsa() ?? "native"}`, arch(), cpus()[0]?.model ?? "", cpuFlags()];
+}
 
 let identityMemo: { env: string; id: string[] } | undefined;
 

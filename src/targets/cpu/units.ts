@@ -6,12 +6,12 @@
 // synchronous call, like the single compile), then linked. A group lighter than
 // MIN_GROUP_WEIGHT is not worth a compiler process of its own (its start and the precompiled
 // header's load cost about as much as it saves), so small programs stay one compile.
-import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { TsptoConfigError } from "../../ir/index.js";
 import type { CppUnit } from "../../codegen/index.js";
+import type { SpawnResult, Steps } from "../steps.js";
 
 /** Source bytes a group of units must reach to be compiled on its own (about 0.1 s of -O3 work). */
 export const MIN_GROUP_WEIGHT = 12_000;
@@ -59,14 +59,14 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * Compiles `groups` of the source's units into objects with `compile` (the command line of one
  * group's object, without the output file) at the same time, then links them with `link`
- * (without the objects) into the library, in `dir`. Returns what spawnSync would for one
- * compile: status 0 on success, else the failing step's status or signal and its output.
+ * (without the objects) into the library, in `dir` (steps of a build, src/targets/steps.ts).
+ * Returns what spawnSync would for one compile: status 0 on success, else the failing step's status or signal and its output.
  * `timeoutMs` bounds the whole build (the compiles to within a second, the link with what is
  * left); a compile still running then is stopped with every process it started (error
  * ETIMEDOUT, as spawnSync's).
  */
-export function compileUnits(dir: string, groups: readonly number[][], compile: (units: readonly number[], obj: string) => string[],
-  link: (objs: readonly string[]) => string[], timeoutMs: number): Pick<SpawnSyncReturns<string>, "status" | "signal" | "error" | "stderr" | "stdout"> {
+export function* compileUnits(dir: string, groups: readonly number[][], compile: (units: readonly number[], obj: string) => string[],
+  link: (objs: readonly string[]) => string[], timeoutMs: number): Steps<SpawnResult> {
   const objs = groups.map((_, g) => `build/unit${g}.o`);
   const logs = groups.map((_, g) => `build/unit${g}.log`);
   const timedOutMark = "build/units.timeout";
@@ -102,7 +102,7 @@ export function compileUnits(dir: string, groups: readonly number[][], compile: 
   );
   const t0 = performance.now();
   mkdirSync(join(dir, "build"), { recursive: true });
-  const r = spawnSync("/bin/sh", ["-c", lines.join("\n")], { cwd: dir, encoding: "utf8", timeout: timeoutMs + 30_000, maxBuffer: 64 << 20 });
+  const r = yield { argv: ["/bin/sh", "-c", lines.join("\n")], cwd: dir, timeoutMs: timeoutMs + 30_000 };
   const read = (f: string) => { try { return readFileSync(join(dir, f), "utf8"); } catch { return ""; } };
   const cleanup = () => { for (const f of [...objs, ...logs, timedOutMark]) rmSync(join(dir, f), { force: true }); };
   try {
@@ -119,7 +119,7 @@ export function compileUnits(dir: string, groups: readonly number[][], compile: 
     // the link gets what is left of the limit
     const argv = link(objs);
     const left = Math.max(1, Math.round(timeoutMs - (performance.now() - t0)));
-    return spawnSync(argv[0], argv.slice(1), { cwd: dir, encoding: "utf8", timeout: left, maxBuffer: 64 << 20 });
+    return yield { argv, cwd: dir, timeoutMs: left };
   } finally {
     cleanup();
   }

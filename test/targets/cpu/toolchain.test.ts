@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { CPP_PRELUDE } from "../../../src/codegen/index.js";
+import { generateCpp } from "../../../src/codegen/index.js";
 import { CXX_FLAGS, abiIncludeDir, cpuIsa, toolchain, whichSync } from "../../../src/targets/cpu/toolchain.js";
 import { isaFlags } from "../../../src/targets/cpu/isa.js";
 import { TsptoCompileError } from "../../../src/ir/index.js";
@@ -51,12 +51,14 @@ function wrapper(dir: string, body = `exec g++ "$@"`): string {
 }
 
 /** The precompiled header's key as tspto computes it (toolchain, flags, header text, ABI header). */
+/** The prelude part a seed program includes (its header's name and text). */
+const SEED_PART = generateCpp(seedProgram("pch_part", 16)).prelude;
+
 function pchKeyOf(cxx: string): string {
   const tc = toolchain();
   expect(tc.command).toBe(cxx);
-  const header = `${CPP_PRELUDE.split(/\r?\n/).filter((l) => l.startsWith("#include")).join("\n")}\n`;
   const abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8");
-  return sha([tc.command, tc.path ?? "", tc.version, CXX_FLAGS.flatMap((f) => (f === "-march=native" ? [f, ...isaFlags(cpuIsa())] : f === "-shared" ? [] : [f])).join(" "), header, abi].join("\0")).slice(0, 24);
+  return sha([tc.command, tc.path ?? "", tc.version, CXX_FLAGS.flatMap((f) => (f === "-march=native" ? [f, ...isaFlags(cpuIsa())] : f === "-shared" ? [] : [f])).join(" "), SEED_PART.header, SEED_PART.text, abi].join("\0")).slice(0, 24);
 }
 
 const caught = (f: () => unknown): Error & { code?: string; detail?: string } => {
@@ -73,9 +75,9 @@ describe("files planted in the shared temp directory", () => {
     process.env.TSPTO_CACHE_DIR = join(base, "cache");
     const plant = join(base, "tmp", `tspto-pch-${uid}`, pchKeyOf(cxx));
     mkdirSync(plant, { recursive: true });
-    writeFileSync(join(plant, "tspto_pch.h"), `#error "PLANTED HEADER INCLUDED"\n`);
-    writeFileSync(join(plant, "tspto_pch.h.gch"), "not a precompiled header");
-    if (isRoot) for (const p of [join(base, "tmp", `tspto-pch-${uid}`), plant, join(plant, "tspto_pch.h"), join(plant, "tspto_pch.h.gch")]) chownSync(p, 65534, 65534);
+    writeFileSync(join(plant, SEED_PART.header), `#error "PLANTED HEADER INCLUDED"\n`);
+    writeFileSync(join(plant, `${SEED_PART.header}.gch`), "not a precompiled header");
+    if (isRoot) for (const p of [join(base, "tmp", `tspto-pch-${uid}`), plant, join(plant, SEED_PART.header), join(plant, `${SEED_PART.header}.gch`)]) chownSync(p, 65534, 65534);
     const { outputDir } = compileArtifact(seedProgram("pch_plant", 16), { platform: "cpu", packageVersion: "test", outputDir: join(base, "out") });
     const stamp = JSON.parse(readFileSync(join(outputDir, "build", "stamp.json"), "utf8")) as { flags: string[] };
     const included = stamp.flags[stamp.flags.indexOf("-include") + 1];
@@ -125,11 +127,11 @@ describe("the private directories of the precompiled header and the memo", () =>
     const d = join(base, "cache", "pch", key);
     mkdirSync(d, { recursive: true, mode: 0o700 });
     writeFileSync(join(base, "evil.h"), `#error "PLANTED"\n`);
-    symlinkSync(join(base, "evil.h"), join(d, "tspto_pch.h"));
-    writeFileSync(join(d, "tspto_pch.h.gch"), "x");
+    symlinkSync(join(base, "evil.h"), join(d, SEED_PART.header));
+    writeFileSync(join(d, `${SEED_PART.header}.gch`), "x");
     const e = caught(() => compileArtifact(seedProgram("pch_link", 16), { platform: "cpu", packageVersion: "test", outputDir: join(base, "out") }));
     expect(e.code).toBe("E_UNSAFE_PATH");
-    expect(e.message).toContain(`refused: the precompiled header ${join(d, "tspto_pch.h")}: ${join(d, "tspto_pch.h")} is a symbolic link, not a regular file`);
+    expect(e.message).toContain(`refused: the precompiled header ${join(d, SEED_PART.header)}: ${join(d, SEED_PART.header)} is a symbolic link, not a regular file`);
     expect(e.message).toContain(`hint: remove ${d} (tspto builds it again in a directory of your own), or set TSPTO_PCH=0`);
   });
 
@@ -158,7 +160,7 @@ describe("the compile time limit covers the precompiled header's build", () => {
     const e = caught(() => compileArtifact(seedProgram("pch_slow", 16), { platform: "cpu", packageVersion: "test", outputDir: join(base, "out") }));
     expect(e).toBeInstanceOf(TsptoCompileError);
     expect(e.code).toBe("E_CXX_TIMEOUT");
-    expect(e.message).toContain(`[E_CXX_TIMEOUT] building the precompiled header of the generated code's standard headers: '${process.env.CXX}' did not finish within 2000 ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default 180000 ms, and covers this build too)`);
+    expect(e.message).toContain(`[E_CXX_TIMEOUT] building the precompiled header of the generated code's prelude: '${process.env.CXX}' did not finish within 2000 ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default 180000 ms, and covers this build too)`);
     expect(e.message).toContain("hint: raise TSPTO_CXX_TIMEOUT_MS, or set TSPTO_PCH=0 to compile without a precompiled header");
   }, 60_000);
 });
