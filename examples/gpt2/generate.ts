@@ -105,8 +105,15 @@ async function main(argv: string[]): Promise<void> {
     if (dist && values.dp && prompts.length < dist.size) throw new UsageError(`--dp: ${prompts.length} prompt${prompts.length === 1 ? "" : "s"} for ${dist.size} ranks (every rank needs at least one)`);
     const rank0 = (dist?.rank ?? 0) === 0;
     const say = (s: string) => { if (rank0) process.stderr.write(s); };
-    const model = await GPT2Model.create(config, weights, { platform: values.platform, dist: tp > 1 ? dist : undefined, precision });
+    // a progress line once compiling takes more than a second (rewritten in place on a terminal)
+    const progress = compileProgress(rank0);
+    let tc = t1;
+    const model = await GPT2Model.create(config, weights, {
+      platform: values.platform, dist: tp > 1 ? dist : undefined, precision,
+      onCompiled: (done, total, name) => { progress.update(done, total, name); if (done === total) tc = performance.now(); },
+    }).finally(() => progress.end());
     const t2 = performance.now();
+    let tFirst = 0;
     try {
       // --dp: this rank's prompts (a contiguous block of the batch); the generated ids and logits go into shards of [B, maxNew] and [B, maxNew * V]
       const B = prompts.length, V = config.vocabSize;
@@ -118,7 +125,10 @@ async function main(argv: string[]): Promise<void> {
       const rows: Float32Array[] = [];
       for (const prompt of mine) {
         model.reset();
-        outs.push(model.generate(prompt, maxNew, (_t, logits) => { if (values["logits-out"]) rows.push(logits.slice()); }));
+        outs.push(model.generate(prompt, maxNew, (_t, logits) => {
+          if (!tFirst) tFirst = performance.now();
+          if (values["logits-out"]) rows.push(logits.slice());
+        }));
       }
       const t3 = performance.now();
       let all = outs, logits = rows;
@@ -143,14 +153,38 @@ async function main(argv: string[]): Promise<void> {
         if (decode) process.stderr.write(`${decode([...prompts[0], ...all[0]])}\n`);
       }
       const how = tp > 1 ? `, tensor parallel over ${tp} ranks on ${[...new Set(dist!.hosts)].join(", ")} (${model.comm.count} collectives, ${model.comm.ms.toFixed(0)} ms on rank 0)` : dist ? `, data parallel over ${dist.size} ranks on ${[...new Set(dist.hosts)].join(", ")} (rank 0: ${mine.length} of ${B} prompts)` : "";
-      say(`gpt2 on ${values.platform}${how}: load ${(t1 - t0).toFixed(0)} ms, compile + upload ${(t2 - t1).toFixed(0)} ms, ` +
-        `${mine.map((p) => p.length).join("+")} prompt + ${maxNew * mine.length} new tokens in ${(t3 - t2).toFixed(0)} ms\n`);
+      say(`gpt2 on ${values.platform}${how}: load ${ms(t1 - t0)}, compile ${ms(tc - t1)}, upload ${ms(t2 - tc)}, ` +
+        `first token ${ms((tFirst || t3) - t2)} (${ms(tFirst || t3)} after the process started); ` +
+        `${mine.map((p) => p.length).join("+")} prompt + ${maxNew * mine.length} new tokens in ${ms(t3 - t2)}\n`);
     } finally {
       model.close();
     }
   } finally {
     dist?.close();
   }
+}
+
+const ms = (x: number) => `${x.toFixed(0)} ms`;
+
+/**
+ * The progress line while the programs compile: nothing for the first second, then (on a
+ * terminal) one line rewritten every quarter second, or (in a log) one line per program built.
+ */
+function compileProgress(show: boolean) {
+  const t0 = performance.now(), tty = process.stderr.isTTY === true;
+  let done = 0, total = 4, shown = false, last = "";
+  const line = () => `compiling the model's programs: ${done}/${total} built, ${((performance.now() - t0) / 1000).toFixed(1)} s${last ? ` (last: ${last})` : ""}`;
+  const draw = () => {
+    if (!show) return;
+    if (tty) process.stderr.write(`\r${line()}\x1b[K`);
+    else process.stderr.write(`${line()}\n`);
+    shown = true;
+  };
+  const timer = setInterval(() => { if (performance.now() - t0 >= 1000 && (tty || !shown)) draw(); }, 250);
+  return {
+    update(d: number, t: number, name: string) { done = d; total = t; last = name; if (shown && !tty) draw(); },
+    end() { clearInterval(timer); if (shown && tty) process.stderr.write("\n"); },
+  };
 }
 
 function chunk(xs: number[], n: number): number[][] {

@@ -445,13 +445,13 @@ export class GPT2Model {
    * The model with its programs compiled at the same time and off the event loop (the
    * constructor compiles them one after another): what the CLI uses.
    */
-  static async create(config: GPT2Config, weights: GPT2Weights, opts: ModelOptions = {}): Promise<GPT2Model> {
+  static async create(config: GPT2Config, weights: GPT2Weights, opts: ModelOptions & { onCompiled?: CompileProgress } = {}): Promise<GPT2Model> {
     if (opts.programs) return new GPT2Model(config, weights, opts);
     const tp = opts.dist?.size ?? 1, rank = opts.dist?.rank ?? 0;
     const cfg = opts.dist ? opts.dist.workers[0].config : (opts.config ?? new RunConfig({ platform: opts.platform ?? "cpu" }));
     // this rank's rows of the vocabulary, as the logits' ShardedTensor splits them (the first V % tp ranks one more)
     const rows = Math.floor(config.vocabSize / tp) + (rank < config.vocabSize % tp ? 1 : 0);
-    const programs = await compileProgramsAsync(config, cfg, tp, rows, opts.precision ?? {});
+    const programs = await compileProgramsAsync(config, cfg, tp, rows, opts.precision ?? {}, opts.onCompiled);
     return new GPT2Model(config, weights, { ...opts, programs });
   }
 
@@ -633,9 +633,18 @@ export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c
 }
 
 /** compilePrograms with the C++ compiles of the four programs running at the same time, off the event loop. */
-export async function compileProgramsAsync(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {}): Promise<Programs> {
+/** Called as each program is built (compileProgramsAsync): how many are done of how many, and which. */
+export type CompileProgress = (done: number, total: number, name: keyof Programs) => void;
+
+export async function compileProgramsAsync(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {},
+  onCompiled?: CompileProgress): Promise<Programs> {
   const s = programSamples(c, tp, vocab, precision);
-  const build = ([kern, args]: (typeof s)[keyof Programs]) => kern.compileAsync(...args, cfg);
-  const [embed, attn, mlp, head] = await Promise.all([build(s.embed), build(s.attn), build(s.mlp), build(s.head)]);
+  let done = 0;
+  const build = async ([kern, args]: (typeof s)[keyof Programs], name: keyof Programs) => {
+    const p = await kern.compileAsync(...args, cfg);
+    onCompiled?.(++done, 4, name);
+    return p;
+  };
+  const [embed, attn, mlp, head] = await Promise.all([build(s.embed, "embed"), build(s.attn, "attn"), build(s.mlp, "mlp"), build(s.head, "head")]);
   return { embed, attn, mlp, head };
 }

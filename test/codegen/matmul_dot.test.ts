@@ -36,6 +36,19 @@ const withIsa = <T>(isa: string, f: () => T): T => {
     for (const j of JITS) j.clearCache();
   }
 };
+/**
+ * withIsa for a test whose programs take seconds of g++: `warm` builds them with compileAsync
+ * first (off the event loop: vitest's worker keeps answering, test/setup/checks.ts), so the
+ * synchronous calls in `f` find them built.
+ */
+const withIsaAsync = async <T>(isa: string, warm: () => Promise<unknown>[], f: () => T): Promise<T> => {
+  process.env.TSPTO_CPU_ISA = isa;
+  for (const j of JITS) j.clearCache();
+  try { await Promise.all(warm()); return f(); } finally {
+    if (saved === undefined) delete process.env.TSPTO_CPU_ISA; else process.env.TSPTO_CPU_ISA = saved;
+    for (const j of JITS) j.clearCache();
+  }
+};
 const cfg = (platform: string, fpContract: "fast" | "off" = "fast") => new RunConfig({ platform, fpContract });
 const f32 = (t: HostTensor) => Array.from(t.data as Float32Array);
 const i32 = (t: HostTensor) => Array.from(t.data as Int32Array);
@@ -122,8 +135,8 @@ describe("bf16 matmul on each ISA path this machine has", () => {
     expect(HAVE.length).toBeGreaterThan(0);
   });
   for (const isa of HAVE) {
-    it(`${isa}: tile form (edge tiles, odd K, acc from a tile) agrees with interp (${isa === "amx" ? "within 2^-20" : "bit for bit"}) and with float64`, () => {
-      withIsa(isa, () => {
+    it(`${isa}: tile form (edge tiles, odd K, acc from a tile) agrees with interp (${isa === "amx" ? "within 2^-20" : "bit for bit"}) and with float64`, async () => {
+      await withIsaAsync(isa, () => [wide.compileAsync(zeros([M, K], "bfloat16"), zeros([K, N], "bfloat16"), zeros([M, N]), zeros([M, N]), zeros([M, N]), cfg("cpu"))], () => {
         const A = randn([M, K], { seed: 11, dtype: "bfloat16" }), B = randn([K, N], { seed: 12, dtype: "bfloat16" }), C0 = randn([M, N], { seed: 13 });
         const run = (p: string) => { const c = zeros([M, N]), d = zeros([M, N]); wide(A, B, C0, c, d, cfg(p)); return [c, d]; };
         const [cc, cd] = run("cpu"), [ic, id] = run("interp");
@@ -145,8 +158,8 @@ describe("bf16 matmul on each ISA path this machine has", () => {
       });
     });
 
-    it(`${isa}: a K loop accumulating in place, and the tensor form, agree with interp`, () => {
-      withIsa(isa, () => {
+    it(`${isa}: a K loop accumulating in place, and the tensor form, agree with interp`, async () => {
+      await withIsaAsync(isa, () => [loop.compileAsync(zeros([S, S], "bfloat16"), zeros([S, T], "bfloat16"), zeros([S, T]), cfg("cpu")), tmat.compileAsync(zeros([70, 301], "bfloat16"), zeros([301, 100], "bfloat16"), zeros([70, 100]), cfg("cpu"))], () => {
         const A = randn([S, S], { seed: 21, dtype: "bfloat16" }), B = randn([S, T], { seed: 22, dtype: "bfloat16" });
         const run = (p: string) => { const c = zeros([S, T]); loop(A, B, c, cfg(p)); return c; };
         const cpu = run("cpu");
@@ -161,8 +174,8 @@ describe("bf16 matmul on each ISA path this machine has", () => {
       });
     });
 
-    it(`${isa}: whole blocks with an init from another tile ([64, 70] x [70, 96] + c0)`, () => {
-      withIsa(isa, () => {
+    it(`${isa}: whole blocks with an init from another tile ([64, 70] x [70, 96] + c0)`, async () => {
+      await withIsaAsync(isa, () => [full.compileAsync(zeros([FM, FK], "bfloat16"), zeros([FK, FN], "bfloat16"), zeros([FM, FN]), zeros([FM, FN]), cfg("cpu"))], () => {
         const A = randn([FM, FK], { seed: 51, dtype: "bfloat16" }), B = randn([FK, FN], { seed: 52, dtype: "bfloat16" }), C0 = randn([FM, FN], { seed: 53 });
         const run = (p: string) => { const d = zeros([FM, FN]); full(A, B, C0, d, cfg(p)); return d; };
         const cpu = run("cpu");
@@ -171,8 +184,8 @@ describe("bf16 matmul on each ISA path this machine has", () => {
       });
     });
 
-    it(`${isa}: run-time valid regions (L rows of a, L rows of b: K = L) are honoured, the pad not stored`, () => {
-      withIsa(isa, () => {
+    it(`${isa}: run-time valid regions (L rows of a, L rows of b: K = L) are honoured, the pad not stored`, async () => {
+      await withIsaAsync(isa, () => [valid.compileAsync(zeros([VM, VK], "bfloat16"), zeros([VK, VN], "bfloat16"), 1, zeros([2 * VM, VN]), cfg("cpu"))], () => {
         const A = randn([VM, VK], { seed: 31, dtype: "bfloat16" }), B = randn([VK, VN], { seed: 32, dtype: "bfloat16" });
         for (const L of [1, 37, VM]) {
           const run = (p: string) => { const c = tensor(new Float32Array(2 * VM * VN).fill(-7), { shape: [2 * VM, VN] }); valid(A, B, L, c, cfg(p)); return c; };
@@ -270,13 +283,16 @@ function ints(n: number, d: I8, seed: number, extreme: "random" | "max" | "min")
   for (let i = 0; i < n; i++) data[i] = extreme === "max" ? hi : extreme === "min" ? lo : lo + Math.floor(r() * (hi - lo + 1));
   return data as unknown as HostTensor;
 }
-/** BigInt reference: sat_int32(c0 + sum a * b). */
+/**
+ * Reference: sat_int32(c0 + sum a * b), in float64, which is exact here (|sum| <= 2^31 + 4096 *
+ * 255 * 128 < 2^53; BigInt took seconds of the event loop at K = 4096).
+ */
 function refI8(a: ArrayLike<number>, b: ArrayLike<number>, m: number, k: number, n: number, c0?: ArrayLike<number>): number[] {
   const out: number[] = [];
   for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
-    let s = c0 ? BigInt(c0[i * n + j]) : 0n;
-    for (let q = 0; q < k; q++) s += BigInt(a[i * k + q]) * BigInt(b[q * n + j]);
-    out.push(Number(s > 2147483647n ? 2147483647n : s < -2147483648n ? -2147483648n : s));
+    let s = c0 ? c0[i * n + j] : 0;
+    for (let q = 0; q < k; q++) s += a[i * k + q] * b[q * n + j];
+    out.push(s > 2147483647 ? 2147483647 : s < -2147483648 ? -2147483648 : s);
   }
   return out;
 }
@@ -285,8 +301,9 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
   const pairs: [I8, I8][] = [["int8", "int8"], ["uint8", "int8"], ["int8", "uint8"]];
   for (const isa of HAVE) {
     for (const [da, db] of pairs) {
-      it(`${isa}: ${da} x ${db}, K = 301 random and K = 4096 at the extremes, acc near int32's limits: exact`, () => {
-        withIsa(isa, () => {
+      it(`${isa}: ${da} x ${db}, K = 301 random and K = 4096 at the extremes, acc near int32's limits: exact`, async () => {
+        const like = (k: number): HostTensor[] => [zeros([IM, k], da), zeros([k, IN], db), zeros([IM, IN], "int32"), zeros([IM, IN], "int32"), zeros([IM, IN], "int32")];
+        await withIsaAsync(isa, () => [i8small.compileAsync(...like(KS), cfg("cpu")), i8long.compileAsync(...like(KL), cfg("cpu"))], () => {
           for (const [K8, prog, ex] of [[KS, i8small, "random"], [KL, i8long, "max"], [KL, i8long, "min"], [KL, i8long, "mixed"]] as const) {
             const ea = ex === "mixed" ? "min" : ex, eb = ex === "mixed" ? "max" : ex;
             const ad = ints(IM * K8, da, 5 + K8, ea === "random" ? "random" : ea), bd = ints(K8 * IN, db, 6 + K8, eb === "random" ? "random" : eb);
@@ -319,11 +336,11 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
     for (let i = 0; i < m; i++) for (let q = 0; q < k; q++) { const x = a[i * k + q]; if (x) for (let j = 0; j < n; j++) out[i * n + j] += x * b[q * n + j]; }
     return out;
   };
-  // one test per program built (each compiles with g++ synchronously: see test/setup/checks.ts)
+  // one test per program built (each built with compileAsync first: see test/setup/checks.ts)
   for (const isa of HAVE) {
     for (const [da, db] of pairs) {
-      it(`${isa}: ${da} x ${db}, the tensor form at [70, 301] x [301, 100] (whole 32 x 32 AMX blocks and edges; no init): exact`, () => {
-        withIsa(isa, () => {
+      it(`${isa}: ${da} x ${db}, the tensor form at [70, 301] x [301, 100] (whole 32 x 32 AMX blocks and edges; no init): exact`, async () => {
+        await withIsaAsync(isa, () => [tmat.compileAsync(zeros([70, 301], da), zeros([301, 100], db), zeros([70, 100], "int32"), cfg("cpu"))], () => {
           const ad = ints(70 * 301, da, 91, "random"), bd = ints(301 * 100, db, 92, "random");
           const A = tensor(ad as unknown as Int8Array, { shape: [70, 301], dtype: da }), B = tensor(bd as unknown as Int8Array, { shape: [301, 100], dtype: db });
           const out = zeros([70, 100], "int32");
@@ -332,8 +349,8 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
         });
       });
     }
-    it(`${isa}: int8 x int8, a K loop accumulating in place over whole blocks: exact`, () => {
-      withIsa(isa, () => {
+    it(`${isa}: int8 x int8, a K loop accumulating in place over whole blocks: exact`, async () => {
+      await withIsaAsync(isa, () => [loop.compileAsync(zeros([S, S], "int8"), zeros([S, T], "int8"), zeros([S, T], "int32"), cfg("cpu"))], () => {
         const ad = ints(S * S, "int8", 93, "random"), bd = ints(S * T, "int8", 94, "random");
         const A = tensor(ad as unknown as Int8Array, { shape: [S, S], dtype: "int8" }), B = tensor(bd as unknown as Int8Array, { shape: [S, T], dtype: "int8" });
         const c = zeros([S, T], "int32");

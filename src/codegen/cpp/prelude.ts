@@ -12,6 +12,13 @@ import { castModeHelpers } from "./cast_modes.js";
 import { DOT_KERNELS } from "./prelude_dot.js";
 
 const BASE_TEXT = String.raw`#include "tspto_abi.h"
+// libstdc++'s <cmath> in C++17 declares the special functions (std::beta, std::riemann_zeta, ...:
+// bits/specfun.h), whose inline wrappers instantiate their templates in every translation unit,
+// ~70 ms of each compile even through the precompiled header; the prelude and the generated code
+// use none of them, so that header is kept out (its own guard; other libraries ignore the name).
+#ifndef _GLIBCXX_BITS_SPECFUN_H
+#define _GLIBCXX_BITS_SPECFUN_H 1
+#endif
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

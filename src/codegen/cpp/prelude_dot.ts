@@ -186,6 +186,9 @@ static inline void tspto_bf16_dp_rows(int64_t R, const uint32_t* ap, int64_t aps
     default: tspto_bf16_dp_block<1, V>(ap, aps, bp, kpn, init, ldi, o, ldo, last); break;
   }
 }
+// (a template, so that its kernels are instantiated only where a program calls it, not in every
+// translation unit that includes the prelude: ~40 ms of each compile)
+template <int = 0>
 static inline void tspto_mm_bf16(const float* a, int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
                           float* o, int64_t ldo, int64_t M, int64_t N, int64_t K) {
   if (M <= 0 || N <= 0) return;
