@@ -3,7 +3,7 @@
 // libraries compiled here with the system C++ compiler, the scheduler with several core
 // threads, and the device lifecycle (process exit without close(), worker_threads).
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -409,6 +409,22 @@ describe("native device: memory arena", () => {
     s = d.stats();
     expect(s.liveAllocations).toBe(0);
     expect(s.bytesInUse).toBe(0);
+  });
+
+  // (Linux with transparent huge pages: the arena asks for them, so a first write faults once per 2 MiB)
+  const thp = process.platform === "linux" && existsSync("/sys/kernel/mm/transparent_hugepage/enabled") && existsSync("/proc/self/smaps");
+  it.skipIf(!thp)("asks the kernel for transparent huge pages over its whole mapping (smaps: VmFlags hg)", () => {
+    const d = device({ memoryBytes: 3 * 2 ** 30 });
+    const a = d.alloc(64);
+    // the mapping that holds a: its VmFlags line carries 'hg' (MADV_HUGEPAGE)
+    const blocks = readFileSync("/proc/self/smaps", "utf8").split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
+    const mine = blocks.find((b) => {
+      const [lo, hi] = b.slice(0, b.indexOf(" ")).split("-").map((x) => BigInt(`0x${x}`));
+      return a >= lo && a < hi;
+    });
+    expect(mine, "a mapping holds the allocation").toBeDefined();
+    expect(mine!.match(/^VmFlags:(.*)$/m)?.[1].trim().split(/\s+/)).toContain("hg");
+    d.free(a);
   });
 
   it("rejects interior, foreign and double frees with clear messages", () => {
