@@ -632,17 +632,17 @@ export function compilePrograms(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c
   return { embed: build(s.embed), attn: build(s.attn), mlp: build(s.mlp), head: build(s.head) };
 }
 
-/** compilePrograms with the C++ compiles of the four programs running at the same time, off the event loop. */
 /** Called as each program is built (compileProgramsAsync): how many are done of how many, and which. */
 export type CompileProgress = (done: number, total: number, name: keyof Programs) => void;
 
+/** compilePrograms with the C++ compiles of the four programs running at the same time, off the event loop. */
 export async function compileProgramsAsync(c: GPT2Config, cfg: RunConfig, tp = 1, vocab = c.vocabSize, precision: Precision = {},
   onCompiled?: CompileProgress): Promise<Programs> {
   const s = programSamples(c, tp, vocab, precision);
   let done = 0;
   const build = async ([kern, args]: (typeof s)[keyof Programs], name: keyof Programs) => {
     const p = await kern.compileAsync(...args, cfg);
-    onCompiled?.(++done, 4, name);
+    onCompiled?.(++done, Object.keys(s).length, name);
     return p;
   };
   const [embed, attn, mlp, head] = await Promise.all([build(s.embed, "embed"), build(s.attn, "attn"), build(s.mlp, "mlp"), build(s.head, "head")]);
