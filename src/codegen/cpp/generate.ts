@@ -24,7 +24,14 @@ export interface KernelInfo { name: string; symbol: string; scratchBytes: number
  * large program builds as several objects in parallel, src/targets/cpu/toolchain.ts);
  * without TSPTO_UNITS it is the whole library.
  */
-export interface CppUnit { readonly index: number; readonly name: string; /** bytes of its source: a rough cost of compiling it */ readonly weight: number }
+export interface CppUnit {
+  readonly index: number;
+  readonly name: string;
+  /** bytes of its source: a rough cost of compiling it */
+  readonly weight: number;
+  /** its part of the source (inside its guard): with the prelude and the flags, all its object depends on */
+  readonly text?: string;
+}
 export interface GeneratedCpp {
   /** The whole translation unit. */
   source: string;
@@ -73,14 +80,14 @@ export function generateCpp(program: Program): GeneratedCpp {
     const g = new FnGen(program, f, "kernel", symbols);
     const text = g.generate();
     kernels.push({ name: f.name, symbol: symbols.get(f.name)!, scratchBytes: g.scratchBytes });
-    units.push({ index: kernels.length, name: f.name, weight: text.length });
+    units.push({ index: kernels.length, name: f.name, weight: text.length, text });
     parts.push(unitGuard(kernels.length), text, "#endif  // unit", "");
   }
   const decls = kernels.map((k) => `extern "C" void ${k.symbol}(const int64_t* args);`);
   const orchestration = new FnGen(program, entry, "entry", symbols).generate();
-  units.unshift({ index: 0, name: entry.name, weight: orchestration.length });
-  parts.push(unitGuard(0), ...decls, ENTRY_BEGIN, orchestration, ENTRY_END,
-    "extern \"C\" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }", "#endif  // unit", "");
+  const entryText = [...decls, ENTRY_BEGIN, orchestration, ENTRY_END, "extern \"C\" int tspto_abi_version(void) { return TSPTO_ABI_VERSION; }"].join("\n");
+  units.unshift({ index: 0, name: entry.name, weight: orchestration.length, text: entryText });
+  parts.push(unitGuard(0), entryText, "#endif  // unit", "");
   const body = parts.join("\n");
   const prelude = preludeFor(body);
   const source = [

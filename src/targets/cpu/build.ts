@@ -51,12 +51,14 @@ function* buildCpuSteps(program: Program, opts: BuildOptions): Steps<ArtifactRef
     writeFileSync(join(dir, ORCHESTRATION_DIR, "README.md"),
       `The orchestration of '${program.entry}' runs on the host as \`tspto_entry\` in ../${LIBRARY_PATH}; it submits one task per InCore call to the runtime.\nentry.cpp is the excerpt of ../${SOURCE_PATH} that defines it.\n`);
     // on a compile failure, leave the generated source where the user can read it
-    const { flags, ms, groups } = yield* compileLibrarySteps(tc, dir, program.name, () => join(f.publishPartial(), SOURCE_PATH), gen.units, gen.prelude);
+    const { flags, ms, groups, cached } = yield* compileLibrarySteps(tc, dir, program.name, () => join(f.publishPartial(), SOURCE_PATH), gen.units, gen.prelude);
     const libraryHash = sha256(readFileSync(join(dir, LIBRARY_PATH)));
     writeFileSync(join(dir, STAMP_FILE), `${JSON.stringify({
       compiler: tc.command, compilerPath: tc.path, version: tc.version, flags, compileMs: Math.round(ms),
       // built as several objects at once (src/targets/cpu/units.ts): the source units of each
       ...(groups.length > 1 ? { units: groups } : {}),
+      // the units whose objects came from the object cache (src/targets/cpu/objects.ts): compiled by an earlier build
+      ...(cached.length ? { cachedUnits: cached } : {}),
       sourceSha256: sha256(gen.source), librarySha256: libraryHash, key,
     }, null, 2)}\n`);
     return {

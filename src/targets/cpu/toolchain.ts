@@ -10,7 +10,8 @@ import { TsptoCompileError, TsptoConfigError } from "../../ir/index.js";
 import { commandWords, whichSync } from "../which.js";
 import { packageRoot } from "../../ir/package_root.js";
 import { PRELUDE_BASE, PRELUDE_BASE_HEADER, PRELUDE_SIMD, PRELUDE_SIMD_HEADER, type CppUnit } from "../../codegen/index.js";
-import { compileUnits, cxxJobs, unitGroups } from "./units.js";
+import { SOLO_WEIGHT, compileUnits, cxxJobs, planUnits } from "./units.js";
+import { fetchObject, objectCacheDir, storeObject, unitObjectKey } from "./objects.js";
 import { runSteps, type Steps } from "../steps.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 import { type CpuIsa, isaFlags, selectIsa } from "./isa.js";
@@ -296,35 +297,63 @@ export function cxxTimeoutMs(): number {
   return n;
 }
 
+/** What a library's build did: its flags, the compile time, the units of each object (none for one compile), and the units taken from the object cache. */
+export interface LibraryBuild { flags: string[]; ms: number; groups: number[][]; cached: number[] }
+
 /**
  * Compiles `dir`'s generated source into its library. With `units` (the source's separately
  * compilable parts, CppUnit) a large program is compiled as several objects at once and linked
- * (units.ts); `groups` in the result lists the units of each object ([] for one compile).
+ * (units.ts), and a heavy unit's object is kept in the object cache (objects.ts) and reused by
+ * any later build with the same unit; `groups` in the result lists the units of each object
+ * ([] for one compile), `cached` the units whose objects came from the cache.
  * `prelude` is the part of the prelude the source includes (a copy of it lies next to the
  * source); its precompiled header is force-included. One limit ($TSPTO_CXX_TIMEOUT_MS) covers
  * the precompiled header's build (on first use), the compiles and the link.
  */
 export function compileLibrary(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
-  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): { flags: string[]; ms: number; groups: number[][] } {
+  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): LibraryBuild {
   return runSteps(compileLibrarySteps(tc, dir, programName, reportSource, units, prelude));
 }
 
 /** compileLibrary as the steps of a build (src/targets/steps.ts): its compiles run synchronously or not. */
 export function* compileLibrarySteps(tc: Toolchain, dir: string, programName: string, reportSource: () => string,
-  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): Steps<{ flags: string[]; ms: number; groups: number[][] }> {
+  units: readonly CppUnit[] = [], prelude: PreludePart = PRELUDE_PARTS[1]): Steps<LibraryBuild> {
   const timeoutMs = cxxTimeoutMs();
   const start = performance.now();
   const pch = cxxOptOverride() ? null : precompiledHeader(tc, true, timeoutMs, prelude); // the PCH is built with CXX_FLAGS
   const common = ["-I", abiIncludeDir(), ...(pch ? ["-include", pch] : [])];
   const flags = [...cxxFlags(), ...common, "-o", LIBRARY_PATH, SOURCE_PATH];
+  const objFlags = cxxFlags().filter((f) => f !== "-shared");
+  // the heavy units' objects the cache holds, copied into build/ (verified); the others' keys, to store them once built
+  const cache = units.length > 1 ? objectCacheDir() : null;
+  const keys = new Map<number, string>();
+  const hits = new Set<number>();
+  if (cache) {
+    const identity = [tc.command, tc.path ?? "", tc.version, ...toolchainIdentity(), objFlags.join(" ")];
+    const abi = readFileSync(join(abiIncludeDir(), "tspto_abi.h"), "utf8");
+    mkdirSync(join(dir, "build"), { recursive: true });
+    for (const u of units) {
+      if (u.weight < SOLO_WEIGHT) continue;
+      const key = unitObjectKey(identity, prelude, abi, pch !== null, u);
+      if (!key) continue;
+      keys.set(u.index, key);
+      if (fetchObject(cache, key, join(dir, cachedObject(u.index)))) hits.add(u.index);
+    }
+  }
   const t0 = performance.now();
   const left = Math.max(1, Math.round(timeoutMs - (t0 - start)));
-  const groups = unitGroups(units, cxxJobs());
-  const r = groups.length > 1
-    ? yield* compileUnits(dir, groups,
-      (g, obj) => [...tc.argv, ...cxxFlags().filter((f) => f !== "-shared"), ...common, "-DTSPTO_UNITS", ...g.map((i) => `-DTSPTO_UNIT_${i}`), "-c", "-o", obj, SOURCE_PATH],
-      (objs) => [...tc.argv, "-shared", "-fPIC", "-o", LIBRARY_PATH, ...objs], left)
-    : yield { argv: [...tc.argv, ...flags], cwd: dir, timeoutMs: left };
+  const plan = planUnits(units, cxxJobs(), keys, hits);
+  let r;
+  try {
+    r = plan
+      ? yield* compileUnits(dir, plan.build,
+        (g, obj) => [...tc.argv, ...objFlags, ...common, "-DTSPTO_UNITS", ...g.map((i) => `-DTSPTO_UNIT_${i}`), "-c", "-o", obj, SOURCE_PATH],
+        (objs) => [...tc.argv, "-shared", "-fPIC", "-o", LIBRARY_PATH, ...objs], left,
+        { slots: plan.slots, extraObjects: plan.cached.map(cachedObject), built: (g, obj) => { const k = plan.keys[g]; if (cache && k) storeObject(cache, k, obj); } })
+      : yield { argv: [...tc.argv, ...flags], cwd: dir, timeoutMs: left };
+  } finally {
+    for (const i of hits) rmSync(join(dir, cachedObject(i)), { force: true });
+  }
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0 || !existsSync(join(dir, LIBRARY_PATH))) {
     const source = reportSource();
@@ -340,8 +369,12 @@ export function* compileLibrarySteps(tc: Toolchain, dir: string, programName: st
       `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
       undefined, !timedOut && /internal compiler error|Please submit a full bug report/i.test(r.stderr ?? "") ? ICE_HINT : CXX_HINT);
   }
-  return { flags, ms, groups };
+  const groups = plan ? [...plan.build, ...plan.cached.map((i) => [i])] : [];
+  return { flags, ms, groups, cached: plan?.cached ?? [] };
 }
+
+/** Where a unit's object taken from the object cache lies during the link. */
+const cachedObject = (unit: number) => `build/cached${unit}.o`;
 
 
 /**
