@@ -1,12 +1,12 @@
 // tspto precompile (src/precompile.ts, the CLI in src/tools/cli.ts): an application's kernels
 // compiled into a folder ahead of time; a fresh process pointed at it gets its first result with a
 // C++ compiler that fails (CXX=/bin/false) and without loading the TypeScript compiler.
-import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { precompile } from "../src/precompile.js";
+import { runChild } from "./setup/child.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX = join(ROOT, "node_modules/.bin/tsx");
@@ -50,38 +50,39 @@ function app(salt: number): { dir: string; kernels: string; main: string; out: s
 }
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-  spawnSync(process.execPath, [join(ROOT, "bin/tspto.mjs"), ...args], { cwd: ROOT, encoding: "utf8", timeout: 180_000, env: { ...process.env, ...env } });
+  runChild(process.execPath, [join(ROOT, "bin/tspto.mjs"), ...args], { cwd: ROOT, timeout: 180_000, env: { ...process.env, ...env } });
 
 describe("tspto precompile", () => {
-  it("compiles the annotated entries and the shapes file's; the application then runs with a failing C++ compiler and no TypeScript parser", () => {
+  it("compiles the annotated entries and the shapes file's; the application then runs with a failing C++ compiler and no TypeScript parser", async () => {
     const a = app(Date.now() % 9973);
     const shapes = join(a.dir, "shapes.json");
     writeFileSync(shapes, JSON.stringify([{ kernel: "scaleK", args: [{ shape: [4, 8] }, { shape: [4, 8] }, 3] }]));
-    const r = cli(["precompile", a.kernels, "--out", a.out, "--shapes", shapes]);
+    const r = await cli(["precompile", a.kernels, "--out", a.out, "--shapes", shapes]);
     expect(r.stderr).toContain("precompiled addK");
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain(`tspto precompile: 3 kernel specializations in ${a.out}`);
     expect(r.stdout).not.toContain("skipped");
-    const run = execFileSync(TSX, [a.main], { cwd: ROOT, encoding: "utf8", timeout: 90_000, env: { ...process.env, TSPTO_CACHE_DIR: a.out, CXX: "/bin/false" } });
-    expect(JSON.parse(run.trim().split("\n").pop()!)).toEqual({ ok: true, ts: false });
+    const run = await runChild(TSX, [a.main], { cwd: ROOT, timeout: 90_000, env: { ...process.env, TSPTO_CACHE_DIR: a.out, CXX: "/bin/false" } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout.trim().split("\n").pop()!)).toEqual({ ok: true, ts: false });
   }, 240_000);
 
-  it("says which entries it skipped and why; without the folder, a failing compiler fails the call (the run above used nothing else)", () => {
+  it("says which entries it skipped and why; without the folder, a failing compiler fails the call (the run above used nothing else)", async () => {
     const a = app(Date.now() % 9973 + 0.5);
-    const r = cli(["precompile", join(a.dir, "lib"), "--out", a.out]);
+    const r = await cli(["precompile", join(a.dir, "lib"), "--out", a.out]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain("2 kernel specializations");
     expect(r.stdout).toContain(`skipped scaleK (${a.kernels}:10): parameters 'x', 'out', 'k' not fixed by an annotation (list its specializations in a shapes file)`);
-    const bad = spawnSync(TSX, [a.main], { cwd: ROOT, encoding: "utf8", timeout: 90_000, env: { ...process.env, TSPTO_CACHE_DIR: a.out, CXX: "/bin/false" } });
+    const bad = await runChild(TSX, [a.main], { cwd: ROOT, timeout: 90_000, env: { ...process.env, TSPTO_CACHE_DIR: a.out, CXX: "/bin/false" } });
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toContain("[E_CXX] C++ compilation of program 'scaleK' failed: '/bin/false' exited with code 1");
   }, 240_000);
 
   it("errors: no entry (usage), a missing entry, a shapes entry naming no kernel", async () => {
-    const none = cli(["precompile"]);
+    const none = await cli(["precompile"]);
     expect(none.status).toBe(2);
     expect(none.stderr.split("\n")[0]).toBe("tspto: precompile: missing <entry|dir> (the application's modules)");
-    const opt = cli(["precompile", "x.ts", "--out"]);
+    const opt = await cli(["precompile", "x.ts", "--out"]);
     expect(opt.status).toBe(2);
     expect(opt.stderr.split("\n")[0]).toBe("tspto: precompile: --out needs a value");
     const a = app(1);

@@ -188,6 +188,8 @@ export async function benchmarkAsync(compiled: CompiledProgram, args: readonly u
   } finally {
     rec?.close();
   }
+  // the machine's limits measured (once per machine) off the event loop; report() then finds them (or fails the same way and says so)
+  if (rec && worker.target.limitsAsync) await worker.target.limitsAsync(worker.coreThreads).catch(() => undefined);
   const report = rec?.report(compiled, args);
   if (report) keepReport(compiled, report);
   return new BenchmarkStats(dev, host, rounds, warmup, report);

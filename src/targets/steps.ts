@@ -13,6 +13,8 @@ export interface SpawnRequest {
   /** Stopped (killSignal, default SIGTERM) after this long: the result's error is ETIMEDOUT, as spawnSync's. */
   readonly timeoutMs: number;
   readonly killSignal?: NodeJS.Signals;
+  /** Written to its standard input (then closed); absent: no input. */
+  readonly input?: string;
 }
 /** What a step gets back: the fields of spawnSync's result the builds read. */
 export type SpawnResult = Pick<SpawnSyncReturns<string>, "status" | "signal" | "error" | "stdout" | "stderr">;
@@ -28,7 +30,8 @@ export function runSteps<T>(steps: Steps<T>): T {
     const q = r.value;
     let res: SpawnResult;
     try {
-      res = spawnSync(q.argv[0], q.argv.slice(1), { cwd: q.cwd, encoding: "utf8", timeout: q.timeoutMs, killSignal: q.killSignal, maxBuffer: MAX_OUTPUT });
+      res = spawnSync(q.argv[0], q.argv.slice(1), { cwd: q.cwd, encoding: "utf8", timeout: q.timeoutMs, killSignal: q.killSignal, maxBuffer: MAX_OUTPUT,
+        ...(q.input !== undefined ? { input: q.input } : {}) });
     } catch (e) {
       res = { status: null, signal: null, error: e as Error, stdout: "", stderr: "" };
     }
@@ -63,7 +66,7 @@ export function spawnAsync(q: SpawnRequest): Promise<SpawnResult> {
     };
     let child;
     try {
-      child = spawn(q.argv[0], q.argv.slice(1), { cwd: q.cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
+      child = spawn(q.argv[0], q.argv.slice(1), { cwd: q.cwd, stdio: [q.input !== undefined ? "pipe" : "ignore", "pipe", "pipe"], detached: true });
     } catch (e) {
       done({ status: null, signal: null, error: e as Error, stdout: "", stderr: "" });
       return;
@@ -74,8 +77,12 @@ export function spawnAsync(q: SpawnRequest): Promise<SpawnResult> {
       if (!exitHook) { exitHook = true; process.on("exit", () => { for (const p of running) stopGroup(p, "SIGKILL"); }); }
     }
     const timer = setTimeout(() => { timedOut = true; if (pid !== undefined) stopGroup(pid, q.killSignal ?? "SIGTERM"); }, q.timeoutMs);
-    child.stdout.setEncoding("utf8").on("data", (d: string) => { if (out.length < MAX_OUTPUT) out += d; });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => { if (err.length < MAX_OUTPUT) err += d; });
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => { if (out.length < MAX_OUTPUT) out += d; });
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => { if (err.length < MAX_OUTPUT) err += d; });
+    if (q.input !== undefined && child.stdin) {
+      child.stdin.on("error", () => { /* it exited before reading it all (EPIPE): its status says why */ });
+      child.stdin.end(q.input);
+    }
     child.on("error", (e) => { error = e; finish(null, null); });
     child.on("close", (status, signal) => finish(status, signal));
   });

@@ -234,4 +234,6 @@ export interface Target {
    * cached); absent on a target that measures none (the roofline then has no roofs to compare with).
    */
   limits?(threads: number): MachineLimits;
+  /** `limits` with its measuring programs run off the event loop (absent: only `limits`). */
+  limitsAsync?(threads: number): Promise<MachineLimits>;
 }

@@ -126,8 +126,10 @@ describe("vectorizable tanh / sigmoid / erf / log / sin / cos / pow (C++ prelude
   const xf = new Float32Array(xs.buffer);
   const pw = powInputs();
   // the references, computed once for the three builds (rounded to fp32)
-  let refs: Float32Array[] | null = null, powRefs: [Float32Array, Float32Array] | null = null;
-  const unaryRefs = () => (refs ??= UNARY.map((u) => Float32Array.from(xf, (x) => u.ref(x))));
+  // (one function's at a time, each on a turn of its own: all six at once held the event loop 15 s on a slow machine)
+  const refs: (Float32Array | undefined)[] = [];
+  let powRefs: [Float32Array, Float32Array] | null = null;
+  const unaryRef = (k: number) => (refs[k] ??= Float32Array.from(xf, (x) => UNARY[k].ref(x)));
   const powRef = () => (powRefs ??= [Float32Array.from(pw.a, (a, i) => Math.pow(a, pw.b[i])), Float32Array.from(pw.a, (a) => Math.pow(a, 0.75))]);
   const configs = [["the build's flags", [], true], ["AVX2 + FMA", ["-mno-avx512f"], true], ["without FMA", ["-mno-avx512f", "-mno-fma"], false]] as const;
   for (const [what, extra, vectorizes] of configs) {
@@ -158,7 +160,8 @@ describe("vectorizable tanh / sigmoid / erf / log / sin / cos / pow (C++ prelude
       const n = xf.length;
       for (const [k, u] of UNARY.entries()) {
         await tick(); // long synchronous loops: let the worker answer vitest in between
-        const ref = unaryRefs()[k];
+        const ref = unaryRef(k);
+        await tick();
         let worst = 0, worstX = 0, bad = 0;
         for (let i = 0; i < n; i++) {
           const d = dist(out[k * n + i], ref[i]);

@@ -42,12 +42,17 @@ const rows = pl.jit(function rows(x: pl.Tensor<[1, 192], pl.FP32>, w: pl.Tensor<
   }
 });
 
+type Jit = { compileAsync(...a: unknown[]): Promise<unknown> };
+/** The cpu programs of a test built off the event loop first, in both contraction modes (the test's calls then hit the cache). */
+const warm = (calls: readonly (readonly [unknown, readonly unknown[]])[], out: unknown) =>
+  Promise.all((["fast", "off"] as const).flatMap((mode) => calls.map(([f, args]) => (f as Jit).compileAsync(...args, out, cfg("cpu", mode)))));
 const source = (dir: string): string => readFileSync(join(dir, "kernels", readdirSync(join(dir, "kernels")).find((f) => f.endsWith(".cpp"))!), "utf8");
 
 describe("few-row fp32 products stream b on cpu", () => {
   for (const [m, k, n] of [[1, 768, 768], [1, 300, 1000], [3, 257, 2304], [6, 64, 520]] as const) {
-    it(`[${m}, ${k}] x [${k}, ${n}] equals interp bit for bit, fused and not`, () => {
+    it(`[${m}, ${k}] x [${k}, ${n}] equals interp bit for bit, fused and not`, async () => {
       const x = randn([m, k], { seed: m + k }), w = randn([k, n], { seed: n }), b = randn([1, n], { seed: 9 }), c = randn([m, n], { seed: 10 });
+      await warm([[gemv, [x, w]], [linear, [x, w, b]], [acc, [c, x, w]]], zeros([m, n]));
       for (const mode of ["fast", "off"] as const) {
         for (const [f, args] of [[gemv, [x, w]], [linear, [x, w, b]], [acc, [c, x, w]]] as const) {
           const got = zeros([m, n]), want = zeros([m, n]);
@@ -61,8 +66,9 @@ describe("few-row fp32 products stream b on cpu", () => {
   }
 
   for (const [m, k, n] of [[1, 768, 1000], [2, 300, 77], [6, 4100, 33], [1, 5, 16]] as const) {
-    it(`[${m}, ${k}] x [${n}, ${k}]ᵀ (bTrans) equals interp bit for bit, fused and not`, () => {
+    it(`[${m}, ${k}] x [${n}, ${k}]ᵀ (bTrans) equals interp bit for bit, fused and not`, async () => {
       const x = randn([m, k], { seed: m + k }), w = randn([n, k], { seed: n }), c = randn([m, n], { seed: 10 });
+      await warm([[gemvT, [x, w]], [accT, [c, x, w]]], zeros([m, n]));
       for (const mode of ["fast", "off"] as const) {
         for (const [f, args] of [[gemvT, [x, w]], [accT, [c, x, w]]] as const) {
           const got = zeros([m, n]), want = zeros([m, n]);
@@ -75,8 +81,9 @@ describe("few-row fp32 products stream b on cpu", () => {
     });
   }
 
-  it("the tile-level form ([1, K] rows against [K, N] tiles) takes the same path, bit for bit", () => {
+  it("the tile-level form ([1, K] rows against [K, N] tiles) takes the same path, bit for bit", async () => {
     const x = randn([1, 192], { seed: 1 }), w = randn([192, 512], { seed: 2 });
+    await warm([[rows, [x, w]]], zeros([1, 512]));
     for (const mode of ["fast", "off"] as const) {
       const got = zeros([1, 512]), want = zeros([1, 512]);
       rows(x, w, got, cfg("cpu", mode));
@@ -92,8 +99,9 @@ describe("few-row fp32 products stream b on cpu", () => {
     r: pl.Tensor<["S", 1000], pl.FP32>, y: pl.Out<pl.Tensor<["S", 1000], pl.FP32>>) {
     pl.at(pl.Level.CORE_GROUP, () => { pl.assign(y, pl.add(pl.relu(pl.add(pl.matmul(x, w), b)), r)); });
   });
-  it("a run-time M: M = 1 streams b through one wide tile, other M keep the usual tiles, all bit for bit", () => {
+  it("a run-time M: M = 1 streams b through one wide tile, other M keep the usual tiles, all bit for bit", async () => {
     const w = randn([300, 1000], { seed: 3 }), b = randn([1, 1000], { seed: 4 });
+    await warm([[dynLinear, [randn([1, 300], { seed: 1 }), w, b, randn([1, 1000], { seed: 2 })]]], zeros([1, 1000]));
     const prog = dynLinear.compile(randn([1, 300], { seed: 1 }), w, b, randn([1, 1000], { seed: 2 }), zeros([1, 1000]));
     const cores = getTarget("cpu").description.fewRowMatmulCores!;
     const wide = fewRowTileWidth({ scratchCapacity: 1 << 20, fewRowMatmulCores: cores }, 1, 1000, 300, false, false, 0, "float32", "float32");

@@ -7,11 +7,12 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pl, benchmark, benchmarkAsync, ChipWorker, RunConfig, randn, zeros, type RooflineRow } from "tspto";
 import { readMarker } from "../../src/artifact/index.js";
 import { forgetLimitsMemo, limitsMeasurements } from "../../src/targets/cpu/index.js";
 import { webgpuUnavailable } from "../targets/webgpu/helpers.js";
+import { getTarget } from "../../src/targets/index.js";
 
 const ROWS = 128, COLS = 128;
 const addKernel = pl.jit(function addKernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out<pl.Tensor>) {
@@ -52,6 +53,18 @@ const addCols = pl.jit(function addCols(a: pl.Tensor, b: pl.Tensor, out: pl.Out<
 const workers: ChipWorker[] = [];
 afterAll(() => { for (const w of workers) w.close(); });
 const cpuWorker = () => { const w = new ChipWorker(new RunConfig({ platform: "cpu" })); workers.push(w); return w; };
+
+// the machine's limits (measured once per machine: seconds of programs) and the cpu programs
+// built off the event loop first, so that no test holds it for long on a slow machine
+beforeAll(async () => {
+  await getTarget("cpu").limitsAsync!(cpuWorker().coreThreads);
+  const z = (r: number, c: number) => zeros([r, c]);
+  await Promise.all([
+    addKernel.compileAsync(z(ROWS, COLS), z(ROWS, COLS), z(ROWS, COLS)), matmul.compileAsync(z(256, 256), z(256, 256), z(256, 256)),
+    twoKernels.compileAsync(z(128, 256), z(256, 512), z(128, 512), z(128, 512)),
+    addRows.compileAsync(z(N, N), z(N, N), z(N, N)), addCols.compileAsync(z(N, N), z(N, N), z(N, N)),
+  ]);
+});
 
 /** The row's derived numbers from its counts, its time and the limits (what the report promises). */
 function checkRow(r: RooflineRow, l: { readGBs: number; fmaGflops: number }): void {

@@ -5,7 +5,7 @@ import type { Target } from "../target.js";
 import { buildCpu, buildCpuAsync } from "./build.js";
 import { portableIdentity, toolchainIdentity } from "./toolchain.js";
 import { CpuDevice } from "./device.js";
-import { cpuLimits } from "./limits.js";
+import { cpuLimits, cpuLimitsAsync } from "./limits.js";
 
 /** The core threads a launch runs on by default (the machine's; the tiling of few-row matmuls follows it). */
 const CORES = Math.max(1, Math.min(16, availableParallelism()));
@@ -23,6 +23,7 @@ export const cpuTarget: Target = {
   portableKeyParts: () => [...portableIdentity(), `cores=${CORES}`],
   openDevice: (opts) => new CpuDevice(opts),
   limits: cpuLimits,
+  limitsAsync: cpuLimitsAsync,
 };
 export { CXX_FLAGS, installPrecompiledHeader, whichSync, abiIncludeDir } from "./toolchain.js";
-export { FMA_PEAK, DOT_PEAK, NATIVE_READ, FmaPeak, DotPeak, NativeRead, buildProgram, peakFlags, readFlags, cpuLimits, measureLimits, limitsMeasurements, limitsCacheFile, forgetLimitsMemo } from "./limits.js";
+export { FMA_PEAK, DOT_PEAK, NATIVE_READ, FmaPeak, DotPeak, NativeRead, buildProgram, peakFlags, readFlags, cpuLimits, cpuLimitsAsync, measureLimits, limitsMeasurements, limitsCacheFile, forgetLimitsMemo } from "./limits.js";

@@ -10,7 +10,7 @@
 // the best the machine has), so a roof is what tspto's own kernels can reach on the path they are
 // built for. A dot-product unit is detected, never assumed: the program is built with the path's
 // flags and says which instruction it ran, or "none" (then the limit is absent).
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,7 @@ import { privateDir, readTextInside, sha256, writeAtomic } from "../../artifact/
 import type { MachineLimits } from "../target.js";
 import { isaFlags } from "./isa.js";
 import { CXX_FLAGS, abiIncludeDir, cpuFlags, cpuIsa, toolchain } from "./toolchain.js";
+import { runSteps, runStepsAsync, type Steps } from "../steps.js";
 
 // ------------------------------------------------------------------ the FMA peak
 // A register-only loop of independent fused multiply-adds (24 vector accumulators, no memory
@@ -326,11 +327,14 @@ int main(int argc, char** argv) {
 
 /** The compiler command of the measuring programs: $CXX / c++ as tspto's builds use it. */
 export function buildProgram(dir: string, name: string, source: string, flags: readonly string[]): string {
+  return runSteps(buildProgramSteps(dir, name, source, flags));
+}
+function* buildProgramSteps(dir: string, name: string, source: string, flags: readonly string[]): Steps<string> {
   mkdirSync(dir, { recursive: true });
   const src = join(dir, `${name}.cc`), out = join(dir, name);
   writeFileSync(src, source);
   const tc = toolchain();
-  const r = spawnSync(tc.argv[0], [...tc.argv.slice(1), ...flags, "-I", abiIncludeDir(), "-o", out, src, "-pthread"], { encoding: "utf8", timeout: 180_000 });
+  const r = yield { argv: [...tc.argv, ...flags, "-I", abiIncludeDir(), "-o", out, src, "-pthread"], timeoutMs: 180_000 };
   if (r.status !== 0) {
     throw new TsptoCompileError("E_CXX", `building the measuring program ${name} failed${r.error ? ` (${r.error.message})` : ""}:\n${(r.stderr ?? "").trim().split("\n").slice(0, 20).join("\n")}`, undefined,
       "set $CXX to a working C++17 compiler");
@@ -445,7 +449,10 @@ function cpuModel(): string {
 
 /** The answers of a measuring program run once (its stdin: one request per line); E_LIMITS when it fails or answers fewer. */
 export function runOnce(exe: string, args: string[], requests: string[], what: string): string[] {
-  const r = spawnSync(exe, args, { input: requests.map((q) => `${q}\n`).join(""), encoding: "utf8", timeout: 300_000, maxBuffer: 1 << 20 });
+  return runSteps(runOnceSteps(exe, args, requests, what));
+}
+function* runOnceSteps(exe: string, args: string[], requests: string[], what: string): Steps<string[]> {
+  const r = yield { argv: [exe, ...args], input: requests.map((q) => `${q}\n`).join(""), timeoutMs: 300_000 };
   const lines = (r.stdout ?? "").split("\n").filter(Boolean);
   if (r.status !== 0 || lines.length !== requests.length) {
     // a program that exited (status set) is described by its status even when writing its
@@ -463,22 +470,27 @@ export function limitsMeasurements(): number { return measurements; }
 
 /** Measures the limits now on `threads` threads (a few seconds: builds and runs three small programs). */
 export function measureLimits(threads: number): MachineLimits {
+  return runSteps(measureLimitsSteps(threads));
+}
+function* measureLimitsSteps(threads: number): Steps<MachineLimits> {
   measurements++;
   const dir = mkdtempSync(join(tmpdir(), "tspto-limits-"));
   try {
     const t = String(threads);
     const best = (xs: number[]) => Math.max(...xs.filter((x) => Number.isFinite(x) && x > 0), 0);
     const bytes = readBytes();
-    const read = runOnce(buildProgram(dir, "native_read", NATIVE_READ, readFlags()), [String(bytes), t], Array(READ_PASSES).fill("go"), "streaming read")
+    const readExe = yield* buildProgramSteps(dir, "native_read", NATIVE_READ, readFlags());
+    const read = (yield* runOnceSteps(readExe, [String(bytes), t], Array(READ_PASSES).fill("go"), "streaming read"))
       .map((l) => bytes / 1e6 / Number(l.split(" ")[0]));
-    const fmaLines = runOnce(buildProgram(dir, "fma_peak", FMA_PEAK, peakFlags()), [t, "4000000"], Array(BURSTS).fill("go"), "FMA peak");
-    const dotExe = buildProgram(dir, "dot_peak", DOT_PEAK, peakFlags());
-    const dot = (kind: "bf16" | "int8") => {
-      const ls = runOnce(dotExe, [t, "2000000", kind], Array(BURSTS).fill("go"), `${kind} dot peak`).map((l) => l.split(" "));
+    const fmaExe = yield* buildProgramSteps(dir, "fma_peak", FMA_PEAK, peakFlags());
+    const fmaLines = yield* runOnceSteps(fmaExe, [t, "4000000"], Array(BURSTS).fill("go"), "FMA peak");
+    const dotExe = yield* buildProgramSteps(dir, "dot_peak", DOT_PEAK, peakFlags());
+    const dot = function* (kind: "bf16" | "int8"): Steps<{ rate: number; instruction: string } | null> {
+      const ls = (yield* runOnceSteps(dotExe, [t, "2000000", kind], Array(BURSTS).fill("go"), `${kind} dot peak`)).map((l) => l.split(" "));
       const ins = ls[0][1];
       return ins === "none" ? null : { rate: best(ls.map((x) => Number(x[2]))), instruction: ins };
     };
-    const bf16 = dot("bf16"), int8 = dot("int8");
+    const bf16 = yield* dot("bf16"), int8 = yield* dot("int8");
     const limits: MachineLimits = {
       readGBs: best(read),
       fmaGflops: best(fmaLines.map((l) => Number(l.split(" ")[2]))),
@@ -520,6 +532,24 @@ const validLimits = (l: unknown): l is MachineLimits => {
  * limits for this key (corrupt, another key, a hand edit gone wrong) is measured again.
  */
 export function cpuLimits(threads: number): MachineLimits {
+  return runSteps(cpuLimitsSteps(threads));
+}
+
+const inFlight = new Map<string, Promise<MachineLimits>>();
+/** cpuLimits with its measuring programs run off the event loop (concurrent calls for one key share one measurement). */
+export function cpuLimitsAsync(threads: number): Promise<MachineLimits> {
+  const keyText = JSON.stringify(limitsKey(threads));
+  const hit = memo.get(keyText);
+  if (hit) return Promise.resolve(hit);
+  let p = inFlight.get(keyText);
+  if (!p) {
+    p = runStepsAsync(cpuLimitsSteps(threads)).finally(() => inFlight.delete(keyText));
+    inFlight.set(keyText, p);
+  }
+  return p;
+}
+
+function* cpuLimitsSteps(threads: number): Steps<MachineLimits> {
   const key = limitsKey(threads), keyText = JSON.stringify(key);
   const hit = memo.get(keyText);
   if (hit) return hit;
@@ -532,7 +562,7 @@ export function cpuLimits(threads: number): MachineLimits {
       return j.limits;
     }
   } catch { /* not cached yet (or unreadable): measure */ }
-  const limits = measureLimits(threads);
+  const limits = yield* measureLimitsSteps(threads);
   try { writeAtomic(file, `${JSON.stringify({ format: LIMITS_FORMAT, key, limits }, null, 1)}\n`, 0o600); } catch { /* best effort: measured again next time */ }
   memo.set(keyText, limits);
   return limits;

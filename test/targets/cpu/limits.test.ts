@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
-  DOT_PEAK, DotPeak, FMA_PEAK, FmaPeak, NativeRead, cpuLimits, forgetLimitsMemo, limitsCacheFile, limitsMeasurements, peakFlags,
+  DOT_PEAK, DotPeak, FMA_PEAK, FmaPeak, NativeRead, cpuLimits, cpuLimitsAsync, forgetLimitsMemo, limitsCacheFile, limitsMeasurements, peakFlags,
 } from "../../../src/targets/cpu/index.js";
 import { runOnce } from "../../../src/targets/cpu/limits.js";
 import { getTarget } from "../../../src/targets/index.js";
@@ -91,10 +91,11 @@ describe("the measuring programs", () => {
 });
 
 describe("cpuLimits: measured once per machine, cached", () => {
-  it("the first call measures and writes the cache file; the next ones (and a new process's memo) read it", () => {
+  it("the first call measures (off the event loop; two at once share it) and writes the cache file; the next ones (and a new process's memo) read it", async () => {
     process.env.TSPTO_CACHE_DIR = mkdtempSync(join(dir, "cache-"));
     const before = limitsMeasurements();
-    const a = cpuLimits(2);
+    const [a, twin] = await Promise.all([cpuLimitsAsync(2), cpuLimitsAsync(2)]);
+    expect(twin).toBe(a);
     expect(limitsMeasurements()).toBe(before + 1);
     const file = limitsCacheFile(2);
     expect(file.startsWith(join(process.env.TSPTO_CACHE_DIR, "limits"))).toBe(true);
@@ -111,6 +112,8 @@ describe("cpuLimits: measured once per machine, cached", () => {
     expect(cpuLimits(2)).toBe(a); // the memo
     forgetLimitsMemo();           // as a new process: the file
     const b = cpuLimits(2);
+    forgetLimitsMemo();
+    expect(await cpuLimitsAsync(2)).toEqual(a);
     expect(b).toEqual(a);
     expect(limitsMeasurements()).toBe(before + 1);
     expect(statSync(file).mtimeMs).toBe(mtime);
@@ -119,10 +122,10 @@ describe("cpuLimits: measured once per machine, cached", () => {
     expect(limitsMeasurements()).toBe(before + 1);
   });
 
-  it("a dot unit is reported only where the CPU has it (detected, never assumed), and the ISA path and thread count are part of the key", () => {
+  it("a dot unit is reported only where the CPU has it (detected, never assumed), and the ISA path and thread count are part of the key", async () => {
     process.env.TSPTO_CACHE_DIR = mkdtempSync(join(dir, "cache-"));
     const before = limitsMeasurements();
-    const best = cpuLimits(1);
+    const best = await cpuLimitsAsync(1);
     if (has("avx512_bf16") || has("amx_bf16")) {
       expect(best.dotGflops).toBeGreaterThan(0);
       expect(best.dotInstruction).toMatch(/^(vdpbf16ps|tdpbf16ps)$/);
@@ -136,7 +139,7 @@ describe("cpuLimits: measured once per machine, cached", () => {
       // the avx512 path has VNNI but no bf16 dot instruction: its kernels cannot use one, nor can the roof
       process.env.TSPTO_CPU_ISA = "avx512";
       expect(limitsCacheFile(1)).not.toBe(limitsCacheFile(2));
-      const p = cpuLimits(1);
+      const p = await cpuLimitsAsync(1);
       expect(limitsMeasurements()).toBe(before + 2);
       expect(p.isa).toBe("avx512");
       expect(p.dotGflops).toBeUndefined();
@@ -144,21 +147,22 @@ describe("cpuLimits: measured once per machine, cached", () => {
     }
   });
 
-  it("a corrupt cache file is measured again and replaced", () => {
+  it("a corrupt cache file is measured again and replaced", async () => {
     process.env.TSPTO_CACHE_DIR = mkdtempSync(join(dir, "cache-"));
     const file = limitsCacheFile(1);
     writeFileSync(file, `{"format":"tspto-limits-1","key":{},"limits":{"readGBs":-1}}`);
     const before = limitsMeasurements();
-    const l = cpuLimits(1);
+    const l = await cpuLimitsAsync(1);
     expect(limitsMeasurements()).toBe(before + 1);
     expect(existsSync(file)).toBe(true);
     expect(JSON.parse(readFileSync(file, "utf8")).limits).toEqual(l);
   });
 
-  it("errors: no compiler to build the measuring programs, a measuring program that fails", () => {
+  it("errors: no compiler to build the measuring programs, a measuring program that fails", async () => {
     process.env.TSPTO_CACHE_DIR = mkdtempSync(join(dir, "cache-"));
     process.env.CXX = join(dir, "no-such-cxx");
     expect(() => cpuLimits(1)).toThrow(`[E_CXX] C++ compiler '${process.env.CXX}' could not be run (ENOENT)`);
+    await expect(cpuLimitsAsync(1)).rejects.toThrow(`[E_CXX] C++ compiler '${process.env.CXX}' could not be run (ENOENT)`);
     expect(existsSync(limitsCacheFile(1))).toBe(false);
     expect(() => runOnce("/bin/false", [], ["go", "go"], "streaming read")).toThrow(
       "[E_LIMITS] measuring the machine's streaming read failed (exit 1, 0 of 2 answers)");

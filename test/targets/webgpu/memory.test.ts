@@ -6,10 +6,10 @@
 // allocations past what exists are refused at once; a read back buffer that cannot be backed fails
 // that operation alone; an error outside every error scope is reported once; and nothing floods
 // the output.
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { titled, webgpuUnavailable } from "./helpers.js";
+import { runChild } from "../../setup/child.js";
 
 const why = await webgpuUnavailable();
 if (why) console.warn(`webgpu memory tests skipped: ${why}`);
@@ -20,8 +20,8 @@ const child = fileURLToPath(new URL("./fixtures/memory_child.ts", import.meta.ur
 interface Step { step: string; [k: string]: unknown }
 
 /** Runs the child in `mode`; its steps by name, and every line it wrote that is not a step. */
-function run(mode: string): { steps: Map<string, Step>; other: string[] } {
-  const r = spawnSync(process.execPath, ["--import", "tsx", child, mode], { cwd: root, encoding: "utf8", timeout: 300_000, maxBuffer: 64 << 20 });
+async function run(mode: string): Promise<{ steps: Map<string, Step>; other: string[] }> {
+  const r = await runChild(process.execPath, ["--import", "tsx", child, mode], { cwd: root, timeout: 300_000 });
   const lines = `${r.stdout}\n${r.stderr}`.split("\n").filter((l) => l.trim() !== "");
   const steps = new Map<string, Step>(), other: string[] = [];
   for (const l of lines) {
@@ -37,8 +37,8 @@ function run(mode: string): { steps: Map<string, Step>; other: string[] } {
 const MiB = 1 << 20;
 
 describe.skipIf(!!why)(titled("webgpu device memory", why), () => {
-  it("16 MiB tensors until the device refuses: E_DEVICE_OOM at allocTensor, every earlier tensor reads back, launches work at full memory and after freeing", () => {
-    const { steps, other } = run("fill");
+  it("16 MiB tensors until the device refuses: E_DEVICE_OOM at allocTensor, every earlier tensor reads back, launches work at full memory and after freeing", async () => {
+    const { steps, other } = await run("fill");
     const refused = steps.get("refused")!;
     expect(refused.code).toBe("E_DEVICE_OOM");
     expect(refused.message).toMatch(/^device out of memory: requested 16777216 bytes, \d+ bytes in use of \d+ bytes capacity \(webgpu device memory is one storage buffer of at most the adapter's maxStorageBufferBindingSize\b.*\)$/);
@@ -52,8 +52,8 @@ describe.skipIf(!!why)(titled("webgpu device memory", why), () => {
     expect(other).toEqual([]);
   });
 
-  it("a growth the implementation cannot back: resident tensors intact, the ones past it E_DEVICE_OOM where used, later allocations refused at once; a read back buffer it cannot back fails that operation alone; an uncaptured error is reported once; no flood", () => {
-    const { steps, other } = run("refuse");
+  it("a growth the implementation cannot back: resident tensors intact, the ones past it E_DEVICE_OOM where used, later allocations refused at once; a read back buffer it cannot back fails that operation alone; an uncaptured error is reported once; no flood", async () => {
+    const { steps, other } = await run("refuse");
     const unbacked = steps.get("unbacked")!;
     expect(unbacked.a).toEqual({ ok: true });
     expect(unbacked.b).toMatchObject({ code: "E_DEVICE_OOM" });
