@@ -18,6 +18,7 @@
 // 2-core machine, against 4 s and 0.7 to 0.8 GB here, the Map of the names a good part of it).
 import { constants as bufferConstants } from "node:buffer";
 import { closeSync, readSync, writeFileSync } from "node:fs";
+import { endianness } from "node:os";
 import { openRegularFile } from "../../src/artifact/index.js";
 
 export type SafeDType = "F64" | "F32" | "F16" | "BF16" | "I64" | "I32" | "I16" | "I8" | "U8" | "BOOL";
@@ -59,6 +60,10 @@ const MAX_HEADER = 100 << 20;
  * limit: 2^32 on Node 20): the most bytes one tensor's Buffer, and the most values its Float32Array, can have.
  */
 export const MAX_ARRAY_LENGTH = bufferConstants.MAX_LENGTH;
+const LITTLE_ENDIAN = endianness() === "LE";
+let halfs: Float32Array | undefined;
+/** Every float16 bit pattern's value (256 KB, made once). */
+const halfTable = (): Float32Array => (halfs ??= Float32Array.from({ length: 65536 }, (_, h) => halfToFloat(h)));
 /** One readSync reads at most 2 GiB - 1; larger tensors are read in pieces of this size. */
 const READ_CHUNK = 1 << 30;
 
@@ -143,17 +148,30 @@ export class SafetensorsFile {
     return buf;
   }
 
-  /** A floating-point tensor (F32, F16, BF16, F64) as float32 values. */
+  /**
+   * A floating-point tensor (F32, F16, BF16, F64) as float32 values. F32 is read straight into
+   * the result's memory on a little-endian machine (the file's byte order: one copy, no
+   * per-value conversion); the 16-bit types are widened from a typed view of the bytes.
+   */
   float32(name: string): Float32Array {
     const t = this.info(name);
+    const n = (t.end - t.begin) / BYTES.get(t.dtype)!;
+    if (t.dtype === "F32" && LITTLE_ENDIAN) {
+      if (t.end - t.begin > MAX_ARRAY_LENGTH) throw new SafetensorsError(this.file, `holds ${t.end - t.begin} bytes, more than the ${MAX_ARRAY_LENGTH} one Node buffer can hold; not read`, name);
+      const out = new Float32Array(n);
+      const got = readFully(this.fd, new Uint8Array(out.buffer), this.dataStart + t.begin);
+      if (got < t.end - t.begin) throw new SafetensorsError(this.file, `read ended after ${got} of ${t.end - t.begin} bytes (the file changed or was truncated)`, name);
+      return out;
+    }
     const b = this.bytes(name);
-    const n = b.length / BYTES.get(t.dtype)!;
     const out = new Float32Array(n);
+    // (bytes() returns a buffer of its own, at offset 0 of its memory: aligned for any view)
+    const u16 = () => (LITTLE_ENDIAN ? new Uint16Array(b.buffer, b.byteOffset, n) : Uint16Array.from({ length: n }, (_, i) => b.readUInt16LE(2 * i)));
     switch (t.dtype) {
       case "F32": for (let i = 0; i < n; i++) out[i] = b.readFloatLE(4 * i); break;
       case "F64": for (let i = 0; i < n; i++) out[i] = b.readDoubleLE(8 * i); break;
-      case "F16": for (let i = 0; i < n; i++) out[i] = halfToFloat(b.readUInt16LE(2 * i)); break;
-      case "BF16": { const u = new Uint32Array(out.buffer); for (let i = 0; i < n; i++) u[i] = b.readUInt16LE(2 * i) << 16; break; }
+      case "F16": { const h = u16(), table = halfTable(); for (let i = 0; i < n; i++) out[i] = table[h[i]]; break; }
+      case "BF16": { const h = u16(), u = new Uint32Array(out.buffer); for (let i = 0; i < n; i++) u[i] = h[i] << 16; break; }
       default: throw new SafetensorsError(this.file, `is ${t.dtype}, not a floating-point tensor`, name);
     }
     return out;
@@ -348,7 +366,8 @@ export function writeSafetensors(file: string, tensors: Record<string, { shape: 
     const n = t.data.length, eb = BYTES.get(dtype)!;
     if (n !== t.shape.reduce((a, b) => a * b, 1)) throw new Error(`writeSafetensors: '${name}' has ${n} values for shape [${t.shape.join(", ")}]`);
     const b = Buffer.alloc(n * eb);
-    if (dtype === "F32") for (let i = 0; i < n; i++) b.writeFloatLE(t.data[i], 4 * i);
+    if (dtype === "F32" && LITTLE_ENDIAN) b.set(new Uint8Array(t.data.buffer, t.data.byteOffset, 4 * n));
+    else if (dtype === "F32") for (let i = 0; i < n; i++) b.writeFloatLE(t.data[i], 4 * i);
     else if (dtype === "BF16") {
       const u = new Uint32Array(t.data.buffer, t.data.byteOffset, n);
       for (let i = 0; i < n; i++) { const x = u[i]; b.writeUInt16LE((x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff, 2 * i); }
