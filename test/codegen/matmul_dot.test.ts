@@ -11,6 +11,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { runChild } from "../setup/child.js";
 import { pl, RunConfig, randn, tensor, zeros, type HostTensor } from "tspto";
 import { cpuFlags } from "../../src/targets/cpu/toolchain.js";
 import { isasOf } from "../../src/targets/cpu/isa.js";
@@ -375,14 +376,15 @@ describe("int8 matmul (int8 / uint8 -> int32, exact) on each ISA path this machi
 
 // ------------------------------------------------------------------ AMX, compiled here
 describe("the AMX kernels compile (g++ -mamx-tile -mamx-bf16 -mamx-int8) wherever they can run or not", () => {
-  it("the prelude's AMX bf16 / int8 kernels compile and hold tdpbf16ps, tdpbssd, tdpbusd, tdpbsud", () => {
+  it("the prelude's AMX bf16 / int8 kernels compile and hold tdpbf16ps, tdpbssd, tdpbusd, tdpbsud", async () => {
     const src = `#include <immintrin.h>\n#include <cstdint>\n#include <cstring>\n#include <vector>\nstatic inline int32_t tspto_sat_i32(int64_t v) { return (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v); }\n${DOT_KERNELS}\n`
       + `void f1(const float* a, const float* b, float* o) { tspto_mm_bf16(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); }\n`
       + `void f2(const int8_t* a, const int8_t* b, int32_t* o) { tspto_mm_i8<false, false>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); tspto_mm_i8<true, false>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); tspto_mm_i8<false, true>(a, 64, b, 64, nullptr, 64, o, 64, 64, 64, 64); }\n`;
     const dir = join(process.env.TMPDIR ?? "/tmp", `tspto-amx-${process.pid}`);
     spawnSync("mkdir", ["-p", dir]);
     const obj = join(dir, "amx.o");
-    const r = spawnSync("g++", ["-std=c++17", "-O2", "-march=x86-64-v4", "-mavx512bf16", "-mavx512vnni", "-mamx-tile", "-mamx-bf16", "-mamx-int8", "-I", INCLUDE_DIR, "-x", "c++", "-", "-c", "-o", obj], { input: src, encoding: "utf8" });
+    // (seconds of g++: off the event loop)
+    const r = await runChild("g++", ["-std=c++17", "-O2", "-march=x86-64-v4", "-mavx512bf16", "-mavx512vnni", "-mamx-tile", "-mamx-bf16", "-mamx-int8", "-I", INCLUDE_DIR, "-x", "c++", "-", "-c", "-o", obj], { input: src });
     // (with constant extents g++ may warn about the dead scalar tails after the vector loops; only errors count)
     expect(r.stderr).not.toMatch(/error/);
     expect(r.status, r.stderr).toBe(0);

@@ -78,8 +78,14 @@ describe("sel loads both operands (no conditional loads for the C++ compiler to 
       }
     });
 
-    it(`${platform}: loaded and cmp-made masks on [4, 15], [12, 5], [8, 5], [6, 10], [4, 8], [3, 33]`, () => {
-      for (const [r, c] of [[4, 15], [12, 5], [8, 5], [6, 10], [4, 8], [3, 33]]) {
+    it(`${platform}: loaded and cmp-made masks on [4, 15], [12, 5], [8, 5], [6, 10], [4, 8], [3, 33]`, async () => {
+      const shapes = [[4, 15], [12, 5], [8, 5], [6, 10], [4, 8], [3, 33]];
+      // the programs built off the event loop first (seconds of g++ together)
+      await Promise.all(shapes.flatMap(([r, c]) => [
+        ...[selTile, selTensor].map((k) => k.compileAsync(zeros([r, c], "bool"), zeros([r, c]), zeros([r, c]), zeros([r, c]), r, c, cfg(platform))),
+        ...[cmpSelTile, cmpSelTensor].map((k) => k.compileAsync(zeros([r, c]), zeros([r, c]), zeros([r, c]), r, c, cfg(platform))),
+      ]));
+      for (const [r, c] of shapes) {
         const s = issueCase(r, c);
         for (const k of [selTile, selTensor]) {
           const out = zeros([r, c]);

@@ -88,10 +88,11 @@ describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
     expect(cm.toArray()).toEqual(Array.from({ length: N }, (_, c) => Math.min(...col(c))));
   });
 
-  it("matmul of tensors: auto-tiled, K accumulated in tiles (partial tiles on every axis)", () => {
+  it("matmul of tensors: auto-tiled, K accumulated in tiles (partial tiles on every axis)", async () => {
     const m = 131, k = 257, n = 139; // primes: partial tiles on M, N and K
     const A = randn([m, k], { seed: 6 }), B = randn([k, n], { seed: 7 }), BT = randn([n, k], { seed: 8 });
     const c = zeros([m, n]), d = zeros([m, n], "float16");
+    await mmTensor.compileAsync(A, B, BT, c, d, cfg(platform)); // (seconds of g++: off the event loop)
     mmTensor(A, B, BT, c, d, cfg(platform));
     const a = A.toArray(), b = B.toArray(), bt = BT.toArray();
     const ref = (bget: (q: number, j: number) => number) => {
@@ -104,10 +105,11 @@ describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
     expect(d.toArray()).toEqual(ref((q, j) => bt[j * k + q]).map((v) => castToDType(v, "float16", "round")));
   });
 
-  it("matmulAcc and matmulBias of tensors", () => {
+  it("matmulAcc and matmulBias of tensors", async () => {
     const m = 131, k = 257, n = 139;
     const A = randn([m, k], { seed: 20 }), B = randn([k, n], { seed: 21 }), ACC = randn([m, n], { seed: 22 }), BIAS = randn([1, n], { seed: 23 });
     const c = zeros([m, n]), d = zeros([m, n]);
+    await mmAccBias.compileAsync(A, B, ACC, BIAS, c, d, cfg(platform)); // (seconds of g++: off the event loop)
     mmAccBias(A, B, ACC, BIAS, c, d, cfg(platform));
     const a = A.toArray(), b = B.toArray(), acc = ACC.toArray(), bias = BIAS.toArray();
     const ref = (init: (i: number, j: number) => number) => {
@@ -119,9 +121,10 @@ describe.each(PLATFORMS)("tensor-level forms on %s", (platform) => {
     expect(d.toArray()).toEqual(ref(() => 0).map((v, i) => f(v + bias[i % n])));
   });
 
-  it("NumPy broadcasting of [M,N] with [1,N] and [M,1]", () => {
+  it("NumPy broadcasting of [M,N] with [1,N] and [M,1]", async () => {
     const X = randn([M, N], { seed: 9 }), R = randn([1, N], { seed: 10 }), C = randn([M, 1], { seed: 11 });
     const out = zeros([M, N]);
+    await bcast.compileAsync(X, R, C, out, cfg(platform));
     bcast(X, R, C, out, cfg(platform));
     const x = X.toArray(), r = R.toArray(), c = C.toArray();
     expect(out.toArray()).toEqual(x.map((v, i) => f(f(v - r[i % N]) / f(c[Math.floor(i / N)] + 2))));

@@ -15,13 +15,15 @@ process.env.TSPTO_CACHE_DIR ??= join(tmpdir(), `tspto-test-cache-${process.getui
 // "Timeout calling onTaskUpdate" that named no test. Each test starts on a fresh turn of the
 // event loop (setImmediate: after the pending I/O, the RPC answers included).
 import { beforeEach, expect } from "vitest";
-beforeEach(() => new Promise<void>((resolve) => setImmediate(resolve)));
-// A stall watchdog for what is left: one test that keeps the loop busy over 10 s is named
-// (a heartbeat every second notices the gap; such a step belongs in a child process).
+// A stall watchdog for what is left: a loop kept busy over 10 s is reported with the test that
+// did it (a heartbeat every second notices the gap; such a step belongs in a child process, or
+// off the loop with compileAsync). The heartbeat fires only when the loop turns, which is at the
+// next test's start (below): the culprit is the test that started before that one, so the tests
+// started since the last heartbeat are recorded and all but the newest named.
 // TSPTO_TEST_STALL_MS lowers the limit to find the next offenders on a fast machine.
-const g = globalThis as { __tsptoStallWatch?: boolean };
-if (!g.__tsptoStallWatch) {
-  g.__tsptoStallWatch = true;
+const g = globalThis as { __tsptoStallWatch?: { started: string[] } };
+const watch = (g.__tsptoStallWatch ??= (() => {
+  const w = { started: [] as string[] };
   const STALL_MS = Number(process.env.TSPTO_TEST_STALL_MS) || 10_000;
   let last = Date.now();
   setInterval(() => {
@@ -30,7 +32,15 @@ if (!g.__tsptoStallWatch) {
     last = now;
     if (gap > STALL_MS) {
       const s = expect.getState();
-      process.stderr.write(`[stall] the event loop was blocked ${(gap / 1000).toFixed(1)} s in ${s.testPath ?? "?"} > ${s.currentTestName ?? "(hook or collection)"}\n`);
+      const culprits = w.started.length > 1 ? w.started.slice(0, -1) : w.started.length ? w.started : [`${s.testPath ?? "?"} > (hook or collection)`];
+      process.stderr.write(`[stall] the event loop was blocked ${(gap / 1000).toFixed(1)} s by ${culprits.join(", or ")}\n`);
     }
+    w.started = w.started.slice(-1);
   }, 1000).unref();
-}
+  return w;
+})());
+beforeEach(() => {
+  const s = expect.getState();
+  watch.started.push(`${s.testPath ?? "?"} > ${s.currentTestName ?? "?"}`);
+  return new Promise<void>((resolve) => setImmediate(resolve));
+});

@@ -2,10 +2,10 @@
 // hard limit: a regression fails here instead of hanging the suite): RunConfig.launchTimeoutS
 // fails its wait with E_LAUNCH_TIMEOUT and gives the device up (later use says why), and close()
 // while it runs returns at once (the launch and what is queued behind it fail with E_CLOSED).
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { titled, webgpuUnavailable } from "./helpers.js";
+import { runChild } from "../../setup/child.js";
 
 const why = await webgpuUnavailable();
 if (why) console.warn(`webgpu watchdog tests skipped: ${why}`);
@@ -16,8 +16,8 @@ const child = fileURLToPath(new URL("./fixtures/long_kernel_child.ts", import.me
 interface Step { step: string; [k: string]: unknown }
 
 /** Runs the child in `mode` (stopped after 120 s: the kernel itself would run for hours); its steps by name. */
-function run(mode: string): Map<string, Step> {
-  const r = spawnSync(process.execPath, ["--import", "tsx", child, mode], { cwd: root, encoding: "utf8", timeout: 120_000, killSignal: "SIGKILL" });
+async function run(mode: string): Promise<Map<string, Step>> {
+  const r = await runChild(process.execPath, ["--import", "tsx", child, mode], { cwd: root, timeout: 120_000 });
   const lines = `${r.stdout}\n${r.stderr}`.split("\n").filter((l) => l.trim() !== "");
   const steps = new Map<string, Step>(), other: string[] = [];
   for (const l of lines) {
@@ -41,8 +41,8 @@ const late = (what: string) => ({
 });
 
 describe.skipIf(!!why)(titled("webgpu watchdog", why), () => {
-  it("RunConfig.launchTimeoutS: a launch past it fails with E_LAUNCH_TIMEOUT, the device is given up (later use says why), other workers work", () => {
-    const steps = run("timeout");
+  it("RunConfig.launchTimeoutS: a launch past it fails with E_LAUNCH_TIMEOUT, the device is given up (later use says why), other workers work", async () => {
+    const steps = await run("timeout");
     expect(steps.get("short launch")).toMatchObject({ ok: true });
     expect(steps.get("long launch")).toMatchObject(late("the launch of 'spin'"));
     expect(steps.get("later")).toMatchObject({ alloc: gaveUp("alloc"), launch: gaveUp("launchAsync"), read: gaveUp("d2hAsync"), free: { ok: true } });
@@ -53,8 +53,8 @@ describe.skipIf(!!why)(titled("webgpu watchdog", why), () => {
     expect(steps.get("per-launch timeout")).toMatchObject(late("the launch of 'spin'"));
   });
 
-  it("close() while a kernel runs returns; the launch and the read back queued behind it fail with E_CLOSED, later use too", () => {
-    const steps = run("close");
+  it("close() while a kernel runs returns; the launch and the read back queued behind it fail with E_CLOSED, later use too", async () => {
+    const steps = await run("close");
     expect(steps.get("short launch")).toMatchObject({ ok: true });
     expect(steps.get("close returned")).toMatchObject({ closed: true });
     expect(steps.get("long launch")).toMatchObject({ code: "E_CLOSED", message: "the launch of 'spin': the device was closed while it was queued or waiting for the GPU" });
