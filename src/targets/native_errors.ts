@@ -11,6 +11,7 @@ import {
   TsptoOutOfMemoryError,
   type Span,
 } from "../ir/index.js";
+import { oomHint } from "./target.js";
 
 type ErrorClass = new (...a: ConstructorParameters<typeof TsptoError>) => TsptoError;
 
@@ -27,7 +28,7 @@ export const NATIVE_ERROR_CODES: Readonly<Record<string, NativeCodeEntry>> = Obj
   TSPTO_DEVICE_OOM: {
     code: "E_DEVICE_OOM",
     cls: TsptoOutOfMemoryError,
-    hint: "free DeviceTensors you no longer need (ChipWorker.freeTensor), use smaller tensors, or raise TSPTO_DEVICE_MEMORY",
+    hint: oomHint("raise TSPTO_DEVICE_MEMORY"),
   },
   TSPTO_KERNEL_FAILURE: {
     code: "E_KERNEL",

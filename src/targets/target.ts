@@ -237,3 +237,9 @@ export interface Target {
   /** `limits` with its measuring programs run off the event loop (absent: only `limits`). */
   limitsAsync?(threads: number): Promise<MachineLimits>;
 }
+
+/**
+ * The hint of every E_DEVICE_OOM, on every platform (each says what else makes room: `more`).
+ * The native arena's messages (native/src/arena.cc) end with its first clause too.
+ */
+export const oomHint = (more: string): string => `free DeviceTensors you no longer need (ChipWorker.freeTensor), use smaller tensors, or ${more}`;

@@ -146,6 +146,10 @@ describe("one error type", () => {
     expect(e).toBeInstanceOf(TsptoOutOfMemoryError);
     expect(e.code).toBe("E_DEVICE_OOM");
     expect(e.detail).toMatch(/^device out of memory: requested 137438953472 bytes, 0 bytes in use of \d+ bytes capacity/);
+    // one hint on every platform, each ending with what else makes room there
+    expect(e.hint).toBe("free DeviceTensors you no longer need (ChipWorker.freeTensor), use smaller tensors, or raise TSPTO_DEVICE_MEMORY");
+    expect(caught(() => worker("interp").allocTensor([2 ** 20, 2 ** 15], "float32")).hint)
+      .toBe("free DeviceTensors you no longer need (ChipWorker.freeTensor), use smaller tensors, or set TSPTO_DEVICE_MEMORY to reserve more device memory");
   });
 
   it("interp: an allocation over the host's 4 GiB buffer limit is E_DEVICE_OOM, not a RangeError, and the worker still works", () => {

@@ -13,6 +13,7 @@ import { PRELUDE_BASE, PRELUDE_BASE_HEADER, PRELUDE_SIMD, PRELUDE_SIMD_HEADER, t
 import { SOLO_WEIGHT, compileUnits, cxxJobs, planUnits } from "./units.js";
 import { fetchObject, objectCacheDir, storeObject, unitObjectKey } from "./objects.js";
 import { runSteps, type Steps } from "../steps.js";
+import { compilerFailure, processFailure } from "../compiler_failure.js";
 import { fileKind, privateDir, readTextInside, sha256, unsafePathError, untrustedReason, writeAtomic } from "../../artifact/index.js";
 import { type CpuIsa, isaFlags, selectIsa } from "./isa.js";
 
@@ -360,13 +361,9 @@ export function* compileLibrarySteps(tc: Toolchain, dir: string, programName: st
     const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === "ETIMEDOUT";
     const why = timedOut
       ? `'${tc.command}' did not finish within ${timeoutMs} ms and was stopped (the limit is $TSPTO_CXX_TIMEOUT_MS, default ${DEFAULT_CXX_TIMEOUT_MS} ms; raise it for very large programs)`
-      : r.error
-      ? `could not run '${tc.command}' (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})`
-      : r.signal ? `'${tc.command}' was killed by ${r.signal}` : `'${tc.command}' exited with code ${r.status}`;
-    const lines = `${r.stderr ?? ""}${r.stdout ? `\n${r.stdout}` : ""}`.trim().split(/\r?\n/);
-    const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
+      : processFailure(tc.command, r);
     throw new TsptoCompileError(timedOut ? "E_CXX_TIMEOUT" : "E_CXX",
-      `C++ compilation of program '${programName}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${source}\n  command: ${tc.command} ${flags.join(" ")}`,
+      compilerFailure(`C++ compilation of program '${programName}'`, why, `${r.stderr ?? ""}${r.stdout ? `\n${r.stdout}` : ""}`, source, `${tc.command} ${flags.join(" ")}`),
       undefined, !timedOut && /internal compiler error|Please submit a full bug report/i.test(r.stderr ?? "") ? ICE_HINT : CXX_HINT);
   }
   const groups = plan ? [...plan.build, ...plan.cached.map((i) => [i])] : [];

@@ -18,6 +18,7 @@ import { ENTRY_BEGIN, ENTRY_END } from "../../codegen/cpp/index.js";
 import { generateCuda, type CudaGenOptions, type CudaKernels, type GeneratedCuda } from "../../codegen/cuda/index.js";
 import { entrySignature } from "../../codegen/index.js";
 import type { ArtifactRef, BuildOptions } from "../target.js";
+import { compilerFailure, processFailure } from "../compiler_failure.js";
 import {
   FILE_LIMITS, META_FILE, META_SCHEMA, META_SCHEMA_VERSION, STAMP_FILE, canonicalJSON, checkReplaceable, defaultArtifactRoot, installArtifact,
   markerKey, publishPartialArtifact, readInside, readTextInside, reuseArtifact, safeName, sealArtifact, sha256, startArtifact, validateMeta,
@@ -125,11 +126,9 @@ function finish(program: Program, opts: BuildOptions, p: Prepared, results: Step
       // leave the generated source where the user can read it
       const where = publishPartialArtifact(tmp, p.outputDir);
       keepTmp = where === tmp;
-      const lines = r.output.trim().split(/\r?\n/);
-      const shown = lines.length > 60 ? [...lines.slice(0, 60), `... (${lines.length - 60} more lines)`] : lines;
-      const why = r.error ? `could not run '${r.command}' (${r.error})` : r.signal ? `'${r.command}' was killed by ${r.signal}` : `'${r.command}' exited with code ${r.status}`;
       throw new TsptoCompileError(i === 0 ? "E_NVCC" : "E_CXX",
-        `${i === 0 ? "CUDA" : "C++"} compilation of program '${program.name}' failed: ${why}\n${shown.map((l) => `    ${l}`).join("\n")}\n  generated source: ${join(where, i === 0 ? CUDA_SOURCE_PATH : ENTRY_SOURCE_PATH)}\n  command: ${r.command} ${r.args.join(" ")}`,
+        compilerFailure(`${i === 0 ? "CUDA" : "C++"} compilation of program '${program.name}'`, processFailure(r.command, r), r.output,
+          join(where, i === 0 ? CUDA_SOURCE_PATH : ENTRY_SOURCE_PATH), `${r.command} ${r.args.join(" ")}`),
         undefined, i === 0 ? "this is a bug in the cuda code generator unless the CUDA toolkit is broken; the message above is nvcc's" : "set $CXX to a working C++17 compiler");
     });
     const fatbinSha256 = sha256(readFileSync(join(tmp, FATBIN_PATH)));

@@ -9,7 +9,7 @@ import {
   dimSymbolsOf,
   TsptoOutOfMemoryError, TsptoRuntimeError, interpret, newTensor, type InterpStats, type Program, type TensorType, type TensorValue, type Value,
 } from "../../ir/index.js";
-import { ArgKind, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace } from "../target.js";
+import { ArgKind, oomHint, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace } from "../target.js";
 
 const ALIGN = 64n;
 const hex = (a: bigint) => `0x${a.toString(16)}`;
@@ -52,7 +52,7 @@ export class InterpDevice implements Device {
     this.#size("alloc", nbytes);
     const reserved = Math.max(64, Math.ceil(nbytes / 64) * 64);
     const oom = (why: string) => new TsptoOutOfMemoryError("E_DEVICE_OOM", `device out of memory: requested ${nbytes} bytes${why}`, undefined,
-      "free DeviceTensors you no longer need (freeTensor), use smaller tensors, or set TSPTO_DEVICE_MEMORY to reserve more device memory");
+      oomHint("set TSPTO_DEVICE_MEMORY to reserve more device memory"));
     if (this.#inUse + reserved > this.#capacity) throw oom(`, ${this.#inUse} bytes in use of ${this.#capacity} bytes capacity`);
     // each allocation is one ArrayBuffer: the host's limit on one buffer, and the host's memory, bound it
     if (reserved > bufferConstants.MAX_LENGTH) {

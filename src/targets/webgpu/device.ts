@@ -52,7 +52,7 @@ import {
   type WgslParam,
 } from "../../codegen/wgsl/index.js";
 import type { SpmdAttr } from "../../passes/index.js";
-import { ArgKind, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace, type DeviceTraceTask } from "../target.js";
+import { ArgKind, oomHint, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace, type DeviceTraceTask } from "../target.js";
 import { compileOrchestration, type OrchTensor, type OrchValue, type Orchestration } from "./orchestrate.js";
 import {
   BufferUsage, MapMode, ShaderStage, type GpuBindGroup, type GpuBindGroupLayout, type GpuBuffer, type GpuCommandEncoder, type GpuComputePipeline,
@@ -124,7 +124,7 @@ const err = (code: string, msg: string, hint?: string) => new TsptoDeviceError(c
 const ceil = (n: number, a: number) => Math.ceil(n / a) * a;
 const firstLine = (m: string) => m.split("\n")[0].trim();
 
-const OOM_HINT = "free DeviceTensors you no longer need (freeTensor), use smaller tensors, or run on an adapter with more memory (a larger maxStorageBufferBindingSize / maxBufferSize)";
+const OOM_HINT = oomHint("run on an adapter with more memory (a larger maxStorageBufferBindingSize / maxBufferSize)");
 const TIMEOUT_HINT = "construct a new ChipWorker (the DeviceTensors of this one are lost); raise RunConfig.launchTimeoutS (0 = no limit) if launches are meant to run that long";
 
 interface Allocation {
