@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { DTYPE_BYTES, TsptoRuntimeError } from "../ir/index.js";
 import { dimSlotNames, type CompiledMeta } from "../artifact/index.js";
 import { packageRoot } from "../ir/package_root.js";
-import { fromNativeError, type NativeErrorContext } from "./native_errors.js";
 import type { DeviceOptions, DeviceStats, DeviceTrace } from "./target.js";
 export { ArgKind, type DeviceOptions } from "./target.js";
 
@@ -20,7 +19,7 @@ export type NativeStats = DeviceStats & { pendingFrees: number };
  * `code` (and `argIndex`, 0-based, for a launch argument): "TSPTO_DEVICE_OOM",
  * "TSPTO_KERNEL_FAILURE" (message "kernel failure: <message>[ (in task '<k>', scope <n>)]"),
  * "TSPTO_DEVICE_CLOSED", "TSPTO_BAD_ADDRESS", "TSPTO_HOST_VIEW", "TSPTO_BAD_ARGUMENT",
- * "TSPTO_MODULE". nativeError / fromNativeError (native_errors.ts) turn them into TsptoErrors.
+ * "TSPTO_MODULE". guardNative / fromNativeError (native_errors.ts) turn them into TsptoErrors.
  * Launches pin the allocations and the module they use until they complete (a free defers);
  * launchAsync stages host inputs when called and copies results back on the JS thread after
  * re-checking the views.
@@ -165,10 +164,6 @@ export function rebuildHint(): string {
     : "build it with `npm install` (or `npm run build:native`) in the tspto checkout; it needs a C++17 compiler, make and python3";
 }
 
-/** A native error as a TsptoError (the table is in native_errors.ts). */
-export function nativeError(err: unknown, context?: NativeErrorContext): Error {
-  return fromNativeError(err, context);
-}
 
 /**
  * One launch slot's byte count for loadModule: bytes of a tensor parameter, -1 for a scalar

@@ -7,7 +7,8 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { TsptoRuntimeError } from "../../ir/index.js";
 import { FILE_LIMITS, STAMP_FILE, readInside, readTextInside, unsafePathError, untrustedReason, verifiedLibrary } from "../../artifact/index.js";
-import { argBytesOf, loadNative, nativeError, type ArgBytes } from "../native.js";
+import { argBytesOf, loadNative, type ArgBytes } from "../native.js";
+import { guardNative, guardNativeAsync } from "../native_errors.js";
 import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
 
@@ -32,11 +33,8 @@ interface NativeCudaDevice {
 }
 interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice }
 
-/** A native error as a TsptoError: the one table of native codes (native_errors.ts), which
- *  also maps the cuda codes (TSPTO_NO_GPU -> E_NO_GPU, TSPTO_CUDA -> E_CUDA). */
-export function cudaError(err: unknown): Error {
-  return nativeError(err);
-}
+// Native failures become TsptoErrors through the one table of native codes (native_errors.ts,
+// guardNative), which also maps the cuda codes (TSPTO_NO_GPU -> E_NO_GPU, TSPTO_CUDA -> E_CUDA).
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
@@ -49,19 +47,19 @@ export class CudaDevice implements Device {
   readonly records = (process.env.TSPTO_CUDA_KERNELS ?? "") === "v2";
 
   constructor(opts: DeviceOptions) {
-    const Native = loadNative() as unknown as CudaAddon;
-    if (!Native.CudaDevice) {
+    const Ctor = (loadNative() as unknown as CudaAddon).CudaDevice;
+    if (!Ctor) {
       throw new TsptoRuntimeError("E_NO_GPU", "the tspto native addon was built without the cuda device", undefined, "rebuild it: npx node-gyp rebuild --directory native");
     }
-    try { this.#n = new Native.CudaDevice(opts); } catch (e) { throw cudaError(e); }
+    this.#n = guardNative(() => new Ctor(opts));
   }
 
-  alloc(nbytes: number): bigint { try { return this.#n.alloc(nbytes); } catch (e) { throw cudaError(e); } }
-  free(addr: bigint): void { try { this.#n.free(addr); } catch (e) { throw cudaError(e); } }
+  alloc(nbytes: number): bigint { return guardNative(() => this.#n.alloc(nbytes)); }
+  free(addr: bigint): void { guardNative(() => this.#n.free(addr)); }
   isLive(addr: bigint): boolean { return this.#n.isLive(addr); }
-  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void { try { this.#n.h2d(addr, src, nbytes); } catch (e) { throw cudaError(e); } }
-  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void { try { this.#n.d2h(dst, addr, nbytes); } catch (e) { throw cudaError(e); } }
-  d2d(dst: bigint, src: bigint, nbytes: number): void { try { this.#n.d2d(dst, src, nbytes); } catch (e) { throw cudaError(e); } }
+  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void { guardNative(() => this.#n.h2d(addr, src, nbytes)); }
+  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void { guardNative(() => this.#n.d2h(dst, addr, nbytes)); }
+  d2d(dst: bigint, src: bigint, nbytes: number): void { guardNative(() => this.#n.d2d(dst, src, nbytes)); }
   load(artifact: ArtifactRef): number {
     // both binaries are checked against their recorded hashes before anything loads them
     const dir = artifact.outputDir;
@@ -82,14 +80,14 @@ export class CudaDevice implements Device {
     // argBytes, as on cpu: every launch checks each host view's live byte length against
     // these (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
     const argBytes = argBytesOf(artifact.meta);
-    try { return this.#n.loadModule(lib, argBytes); } catch (e) { throw cudaError(e); }
+    return guardNative(() => this.#n.loadModule(lib, argBytes));
   }
-  unload(module: number): void { try { this.#n.unloadModule(module); } catch (e) { throw cudaError(e); } }
+  unload(module: number): void { guardNative(() => this.#n.unloadModule(module)); }
   launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
-    try { return this.#n.launch(module, args as unknown[], kinds, slots); } catch (e) { throw cudaError(e); }
+    return guardNative(() => this.#n.launch(module, args as unknown[], kinds, slots));
   }
   launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
-    try { return this.#n.launchAsync(module, args as unknown[], kinds, slots).catch((e: unknown) => { throw cudaError(e); }); } catch (e) { return Promise.reject(cudaError(e)); }
+    return guardNativeAsync(() => this.#n.launchAsync(module, args as unknown[], kinds, slots));
   }
   stats(): DeviceStats { return this.#n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }

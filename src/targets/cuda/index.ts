@@ -24,5 +24,5 @@ export const cudaTarget: Target = {
   openDevice: (opts) => new CudaDevice(opts),
 };
 export { buildCuda, buildCudaAsync, cudaKeyParts, prebuiltName } from "./build.js";
-export { CudaDevice, cudaError } from "./device.js";
+export { CudaDevice } from "./device.js";
 export { findNvcc, cudaArch, cudaKernels, cudaBuildPlan, DEFAULT_CUDA_ARCH, FATBIN_PATH, ENTRY_LIBRARY_PATH } from "./toolchain.js";

@@ -51,7 +51,6 @@ import {
   BINDING_ERRORS, BINDING_MEMORY, BINDING_UNIFORMS, ERR_WORDS, UNIFORM_HEADER_WORDS, U_GSCRATCH, U_HI_SLOT, U_LO_SLOT, U_MODULE, U_START, U_STEP, U_TRIPS,
   type WgslParam,
 } from "../../codegen/wgsl/index.js";
-import type { SpmdAttr } from "../../passes/index.js";
 import { ArgKind, oomHint, type Device, type DeviceOptions, type DeviceStats, type DeviceTrace, type DeviceTraceTask } from "../target.js";
 import { compileOrchestration, type OrchTensor, type OrchValue, type Orchestration } from "./orchestrate.js";
 import {
