@@ -3,7 +3,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BINARY, DTYPES, UNARY, isFloat, type DType, type Expr, type Var } from "../../src/ir/index.js";
-import { compileArtifact } from "./helpers.js";
+import { compileArtifact, compileArtifactAsync } from "./helpers.js";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../../src/runtime/dtype.js";
 import { c, call, expectClose, expectExact, load, mulberry32, run, scalarVar, singleKernelProgram, store, tensorVar, type HArg, type Storage, cleanup, tmpDir } from "./helpers.js";
 
@@ -11,8 +11,9 @@ afterAll(cleanup);
 
 const N = 16 * 32;
 const SHAPE = [16, 32];
-const build = (p: Parameters<typeof compileArtifact>[0]) =>
-  compileArtifact(p, { platform: "cpu", packageVersion: "test", outputDir: join(tmpDir("ew"), "a") }).outputDir;
+// (seconds of g++ for a program of every op: off the event loop)
+const build = async (p: Parameters<typeof compileArtifact>[0]) =>
+  (await compileArtifactAsync(p, { platform: "cpu", packageVersion: "test", outputDir: join(tmpDir("ew"), "a") })).outputDir;
 
 // ------------------------------------------------------------------ independent reference
 const INT_RANGE: Record<string, [number, number]> = { int8: [-128, 127], int16: [-32768, 32767], int32: [-2147483648, 2147483647], uint8: [0, 255] };
@@ -128,9 +129,9 @@ function elementwiseProgram(d: DType) {
 
 describe("elementwise ops on every dtype", () => {
   for (const d of DTYPES) {
-    it(`binary (tile, scalar and constant rhs) and unary ops on ${d}`, () => {
+    it(`binary (tile, scalar and constant rhs) and unary ops on ${d}`, async () => {
       const { p, outs } = elementwiseProgram(d);
-      const dir = build(p);
+      const dir = await build(p);
       const A = inputs(d, 101, false), Bv = inputs(d, 202, true);
       const args: HArg[] = [{ tensor: A }, { tensor: Bv }, { float: SF }, { int: SI }, ...outs.map(() => ({ tensor: newOut(d) }))];
       const r = run(dir, args);
@@ -181,7 +182,7 @@ describe("elementwise ops on every dtype", () => {
 });
 
 describe("fused and in-place elementwise code", () => {
-  it("a nested expression is one loop and matches op-by-op rounding (float32 and float16)", () => {
+  it("a nested expression is one loop and matches op-by-op rounding (float32 and float16)", async () => {
     for (const d of ["float32", "float16"] as const) {
       const a = tensorVar("a", SHAPE, d), b = tensorVar("b", SHAPE, d), out = tensorVar("out", SHAPE, d), out2 = tensorVar("out2", SHAPE, d);
       const p = singleKernelProgram(`fused_${d}`, [[a, "in"], [b, "in"], [out, "out"], [out2, "out"]], (k, [ka, kb, ko, ko2]) => {
@@ -192,7 +193,7 @@ describe("fused and in-place elementwise code", () => {
         // a store of an expression computes it in the store loop
         k.eval(store(call("tile.maximum", [call("tile.sub", [ta, tb]), call("tile.recip", [tb])]), [c(0), c(0)], ko2));
       });
-      const dir = build(p);
+      const dir = await build(p);
       const src = Array.from({ length: N }, (_, i) => Math.sin(i) * 3);
       const src2 = Array.from({ length: N }, (_, i) => Math.cos(i * 0.7) * 2 + 0.01);
       const enc = (xs: number[]) => (d === "float32" ? Float32Array.from(xs) : Uint16Array.from(xs, f32ToF16Bits));
@@ -206,7 +207,7 @@ describe("fused and in-place elementwise code", () => {
     }
   });
 
-  it("results written over an operand: same width in place, wider through a temporary", () => {
+  it("results written over an operand: same width in place, wider through a temporary", async () => {
     const a = tensorVar("a", SHAPE, "int8"), b = tensorVar("b", SHAPE, "float32");
     const o1 = tensorVar("o1", SHAPE, "float32"), o2 = tensorVar("o2", SHAPE, "int8"), o3 = tensorVar("o3", SHAPE, "float32");
     const p = singleKernelProgram("inplace", [[a, "in"], [b, "in"], [o1, "out"], [o2, "out"], [o3, "out"]], (k, [ka, kb, k1, k2, k3]) => {
@@ -222,7 +223,7 @@ describe("fused and in-place elementwise code", () => {
       const s = k.let("s", call("tile.mul", [w, w]), tiAddr);
       k.eval(store(s, [c(0), c(0)], k3));
     });
-    const dir = build(p);
+    const dir = await build(p);
     const r0 = mulberry32(7);
     const A = Int8Array.from({ length: N }, () => Math.floor(r0() * 256) - 128);
     const Bv = Float32Array.from({ length: N }, () => r0() * 100 - 50);

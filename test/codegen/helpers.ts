@@ -229,6 +229,12 @@ export function compileArtifact(p: Program, opts: { platform: string; packageVer
   const { platform, ...rest } = opts;
   return getTarget(platform).build(p, rest);
 }
+/** compileArtifact with the compiler off the event loop (the target's buildAsync where it has one). */
+export async function compileArtifactAsync(p: Program, opts: { platform: string; packageVersion: string; outputDir?: string; dumps?: ArtifactDump[] }) {
+  const { platform, ...rest } = opts;
+  const t = getTarget(platform);
+  return t.buildAsync ? t.buildAsync(p, rest) : t.build(p, rest);
+}
 
 /**
  * A child process run to its end without blocking the test worker's event loop: a spawnSync of

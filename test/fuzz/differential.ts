@@ -1366,7 +1366,8 @@ export async function runBatch(seed: number, size: number, platforms: readonly s
   };
   let cpuArgs: unknown[] | null = null;
   for (const platform of platforms) {
-    const compiled = ir.compile(lowered, { platform: platform as "cpu", outputDir: join(dir, platform) });
+    // (off the event loop: a batch of kernels is seconds of g++)
+    const compiled = await ir.compileAsync(lowered, { platform: platform as "cpu", outputDir: join(dir, platform) });
     const args = runOn(compiled, platform);
     if (platform === "cpu") cpuArgs = args;
     b.cases.forEach((c, ci) => {

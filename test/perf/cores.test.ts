@@ -83,6 +83,16 @@ function workerWith(n: number, platform: "cpu" | "interp" = "cpu"): ChipWorker {
 
 const clone = (t: HostTensor) => tensor(t.data.slice() as never, { shape: t.shape, dtype: t.dtype });
 
+/**
+ * The first element where `got` and `want` differ (Object.is: -0 is not 0, NaN is NaN), or null;
+ * a loop, where toEqual on arrays of a million numbers held the event loop for seconds.
+ */
+function firstDifference(got: ArrayLike<number>, want: ArrayLike<number>): string | null {
+  if (got.length !== want.length) return `length ${got.length}, want ${want.length}`;
+  for (let i = 0; i < got.length; i++) if (!Object.is(got[i], want[i])) return `element ${i}: ${got[i]}, want ${want[i]}`;
+  return null;
+}
+
 /** Runs `f` on interp, then on cpu with 1 and `ALL` core threads; outputs must match exactly. */
 function agree(f: { compile(...a: unknown[]): ReturnType<typeof ir.compile> }, make: () => HostTensor[], exact = true) {
   const ref = make();
@@ -97,7 +107,7 @@ function agree(f: { compile(...a: unknown[]): ReturnType<typeof ir.compile> }, m
     w.run(compiled, ...args);
     tasks.push(w.deviceStats!.tasksRun - before);
     args.forEach((t, i) => {
-      if (exact) expect(Array.from(t.data as ArrayLike<number>)).toEqual(Array.from(ref[i].data as ArrayLike<number>));
+      if (exact) expect(firstDifference(t.data as ArrayLike<number>, ref[i].data as ArrayLike<number>), `argument ${i} on ${n} core threads`).toBeNull();
       else assertClose(t, ref[i], { rtol: 1e-6, atol: 1e-6 });
     });
   }

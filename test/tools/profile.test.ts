@@ -2,12 +2,12 @@
 // on and prints the roofline table of every program it launched (totals per program and kernel);
 // --json prints the profile document; a script that fails still gets the launches it made, then
 // exit status 1; usage and file errors say what is wrong.
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runChild } from "../setup/child.js";
 import { main, noTsxMessage, readProfile, tsxLoader } from "../../src/tools/cli.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -16,8 +16,9 @@ const TSPTO = pathToFileURL(join(ROOT, "src", "index.ts")).href;
 const work = mkdtempSync(join(tmpdir(), "tspto-profile-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-function tspto(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: work, encoding: "utf8", timeout: 240_000 });
+/** The CLI in a child process, run with spawn (the script it profiles compiles for seconds: the event loop keeps turning). */
+async function tspto(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const r = await runChild(process.execPath, [BIN, ...args], { cwd: work, timeout: 240_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 async function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -47,14 +48,14 @@ const A = randn([ROWS, COLS], { seed: 0 }), B = randn([ROWS, COLS], { seed: 1 })
 `;
 
 describe("tspto profile <script>", () => {
-  it("prints the roofline of every program the script launched: totals per program and kernel", () => {
+  it("prints the roofline of every program the script launched: totals per program and kernel", async () => {
     const f = script("two.ts", `${KERNELS}
 for (let i = 0; i < 3; i++) addKernel(A, B, O);
 const M = randn([256, 256], { seed: 2 }), C = zeros([256, 256]);
 for (let i = 0; i < 2; i++) mm(M, M, C);
 console.log("script output");
 `);
-    const r = tspto("profile", f);
+    const r = await tspto("profile", f);
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     const out = r.stdout;
@@ -67,7 +68,7 @@ console.log("script output");
     expect(out).toMatch(/\n {2}mm_incore_0 +\d+ +2\.50 MiB +67\.1 M +\d+\.\d\d /);
   });
 
-  it("launches of the script's child processes are profiled too (each process writes its own document)", () => {
+  it("launches of the script's child processes are profiled too (each process writes its own document)", async () => {
     const child = script("child.ts", `${KERNELS}\nfor (let i = 0; i < 2; i++) addKernel(A, B, O);\n`);
     const f = script("parent.ts", `import { spawnSync } from "node:child_process";
 ${KERNELS}
@@ -76,7 +77,7 @@ mm(M, M, C);
 const r = spawnSync(process.execPath, [...process.execArgv, ${JSON.stringify(child)}], { stdio: "inherit" });
 if (r.status !== 0) throw new Error("child failed");
 `);
-    const r = tspto("profile", f);
+    const r = await tspto("profile", f);
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     // the script's own process first, then the child's
@@ -85,11 +86,11 @@ if (r.status !== 0) throw new Error("child failed");
     expect(addAt).toBeGreaterThan(mmAt);
   });
 
-  it("--json prints the profile document", () => {
+  it("--json prints the profile document", async () => {
     const f = script("json.ts", `${KERNELS}
 for (let i = 0; i < 2; i++) addKernel(A, B, O);
 `);
-    const r = tspto("profile", "--json", f);
+    const r = await tspto("profile", "--json", f);
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.format).toBe("tspto-profile-1");
@@ -102,42 +103,42 @@ for (let i = 0; i < 2; i++) addKernel(A, B, O);
     expect(p.limits.readGBs).toBeGreaterThan(0);
   });
 
-  it("a script that fails before it loads tspto: exit status 1 naming why", () => {
+  it("a script that fails before it loads tspto: exit status 1 naming why", async () => {
     const f = script("early.mjs", `process.exit(3);\n`);
-    const r = tspto("profile", f);
+    const r = await tspto("profile", f);
     expect(r.status).toBe(1);
     expect(r.stderr).toBe("tspto profile: the script exited with status 3 without writing its profile (it loaded no tspto runtime, or left before exit handlers ran: process.abort, a fatal signal)\n");
   });
 
-  it("a script that fails after launching: the launches it made, then exit status 1 naming why", () => {
+  it("a script that fails after launching: the launches it made, then exit status 1 naming why", async () => {
     const f = script("fails.ts", `${KERNELS}
 addKernel(A, B, O);
 throw new Error("boom");
 `);
-    const r = tspto("profile", f);
+    const r = await tspto("profile", f);
     expect(r.status).toBe(1);
     expect(r.stdout).toContain("roofline of addKernel on cpu, total over 1 launch,");
     expect(r.stderr).toContain("Error: boom");
     expect(r.stderr).toContain("tspto profile: the script exited with status 1 (the profile above covers the launches it made)\n");
   });
 
-  it("a script that loads tspto and launches nothing", () => {
+  it("a script that loads tspto and launches nothing", async () => {
     const f = script("idle.ts", `${KERNELS}\nconsole.log(O.shape.join("x"));\n`);
-    const r = tspto("profile", f);
+    const r = await tspto("profile", f);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe("128x128\ntspto profile: idle.ts made no launch: nothing to profile\n");
   });
 
-  it("a script that never loads tspto (plain JavaScript runs without tsx)", () => {
+  it("a script that never loads tspto (plain JavaScript runs without tsx)", async () => {
     const f = script("none.mjs", `console.log("nothing here");\n`);
-    const r = tspto("profile", f, "--flag-for-the-script");
+    const r = await tspto("profile", f, "--flag-for-the-script");
     expect(r.status).toBe(0);
     expect(r.stdout).toBe("nothing here\ntspto profile: none.mjs made no launch: nothing to profile (no tspto runtime was loaded, or one older than `tspto profile`)\n");
   });
 
-  it("arguments after the script are the script's", () => {
+  it("arguments after the script are the script's", async () => {
     const f = script("args.mjs", `console.log(JSON.stringify(process.argv.slice(2)));\n`);
-    const r = tspto("profile", f, "--json", "x");
+    const r = await tspto("profile", f, "--json", "x");
     expect(r.status).toBe(0);
     expect(r.stdout.split("\n")[0]).toBe('["--json","x"]');
   });
