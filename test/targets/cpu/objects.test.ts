@@ -3,13 +3,14 @@
 // same jit function), proved by a compiler wrapper that logs what it is asked to build; a
 // damaged entry is rebuilt, never linked; the cache off means no entries; and how units
 // become objects (planUnits).
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChipWorker, CompiledProgram, RunConfig, assertClose, pl, randn, tensor, zeros, type HostTensor } from "../../../src/index.js";
 import { getTarget } from "../../../src/targets/index.js";
 import { SOLO_WEIGHT, planUnits } from "../../../src/targets/cpu/units.js";
+import { fetchObject, storeObject } from "../../../src/targets/cpu/objects.js";
 
 const dirs: string[] = [];
 const tmp = (tag: string) => { const d = mkdtempSync(join(tmpdir(), `tspto-obj-${tag}-`)); dirs.push(d); return d; };
@@ -164,5 +165,29 @@ describe("planUnits", () => {
     const all = planUnits([u(0, SOLO_WEIGHT), u(1, SOLO_WEIGHT)], 1, new Map([[0, "a"], [1, "b"]]), new Set([0, 1]))!;
     expect(all.build).toEqual([]);
     expect(all.cached).toEqual([0, 1]);
+  });
+});
+
+describe("fetchObject / storeObject", () => {
+  it("hand out only a regular file whose bytes match the recorded hash; a link, a bad hash or a missing half is no entry", () => {
+    const dir = tmp("entries"), src = join(tmp("src"), "u.o"), dest = join(tmp("dest"), "got.o");
+    writeFileSync(src, "object bytes");
+    storeObject(dir, "k1", src);
+    expect(readdirSync(dir).sort()).toEqual(["k1.o", "k1.sha256"]);
+    expect(fetchObject(dir, "k1", dest)).toBe(true);
+    expect(readFileSync(dest, "utf8")).toBe("object bytes");
+    // an entry that is a link (to a file with the right bytes) is not followed
+    const outside = join(tmp("outside"), "x.o");
+    writeFileSync(outside, "object bytes");
+    symlinkSync(outside, join(dir, "k2.o"));
+    writeFileSync(join(dir, "k2.sha256"), readFileSync(join(dir, "k1.sha256")));
+    expect(fetchObject(dir, "k2", dest)).toBe(false);
+    // a hash that is not 64 hex digits, and an object without its hash
+    writeFileSync(join(dir, "k3.o"), "object bytes");
+    writeFileSync(join(dir, "k3.sha256"), "not a hash\n");
+    expect(fetchObject(dir, "k3", dest)).toBe(false);
+    writeFileSync(join(dir, "k4.o"), "object bytes");
+    expect(fetchObject(dir, "k4", dest)).toBe(false);
+    expect(fetchObject(dir, "nothing", dest)).toBe(false);
   });
 });
