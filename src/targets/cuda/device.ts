@@ -7,29 +7,16 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { TsptoRuntimeError } from "../../ir/index.js";
 import { FILE_LIMITS, STAMP_FILE, readInside, readTextInside, unsafePathError, untrustedReason, verifiedLibrary } from "../../artifact/index.js";
-import { argBytesOf, loadNative, type ArgBytes } from "../native.js";
-import { guardNative, guardNativeAsync } from "../native_errors.js";
-import type { ArtifactRef, Device, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
+import { argBytesOf, loadNative } from "../native.js";
+import { guardNative } from "../native_errors.js";
+import { NativeBackedDevice, type NativeDeviceCalls } from "../native_device.js";
+import type { ArtifactRef, DeviceOptions, DeviceStats, DeviceTrace } from "../target.js";
 import { FATBIN_PATH } from "./toolchain.js";
 
-/** The native device object (native/src/cuda_device.cc), same surface as the cpu one. */
-interface NativeCudaDevice {
-  alloc(nbytes: number): bigint;
-  /** True when the release was deferred (launches in flight hold the allocation). */
-  free(addr: bigint): boolean;
-  isLive(addr: bigint): boolean;
-  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
-  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
+/** The native device object (native/src/cuda_device.cc): the cpu one's calls, and a copy within the device. */
+interface NativeCudaDevice extends NativeDeviceCalls {
   d2d(dst: bigint, src: bigint, nbytes: number): void;
-  loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
-  unloadModule(id: number): void;
-  launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
-  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
   stats(): DeviceStats & { pendingFrees: number };
-  setRecording(mask: number, dumpBytes: number): void;
-  takeTrace(): unknown;
-  close(): void;
-  readonly closed: boolean;
 }
 interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice }
 
@@ -38,8 +25,7 @@ interface CudaAddon { CudaDevice?: new (opts: DeviceOptions) => NativeCudaDevice
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-export class CudaDevice implements Device {
-  readonly #n: NativeCudaDevice;
+export class CudaDevice extends NativeBackedDevice<NativeCudaDevice> {
   /**
    * DFX swimlanes of kernel launches from CUDA events (one lane: the stream), with the opt-in
    * v2 kernels only (TSPTO_CUDA_KERNELS=v2 when the device opens) until it has run on a GPU.
@@ -51,15 +37,10 @@ export class CudaDevice implements Device {
     if (!Ctor) {
       throw new TsptoRuntimeError("E_NO_GPU", "the tspto native addon was built without the cuda device", undefined, "rebuild it: npx node-gyp rebuild --directory native");
     }
-    this.#n = guardNative(() => new Ctor(opts));
+    super(guardNative(() => new Ctor(opts)));
   }
 
-  alloc(nbytes: number): bigint { return guardNative(() => this.#n.alloc(nbytes)); }
-  free(addr: bigint): void { guardNative(() => this.#n.free(addr)); }
-  isLive(addr: bigint): boolean { return this.#n.isLive(addr); }
-  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void { guardNative(() => this.#n.h2d(addr, src, nbytes)); }
-  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void { guardNative(() => this.#n.d2h(dst, addr, nbytes)); }
-  d2d(dst: bigint, src: bigint, nbytes: number): void { guardNative(() => this.#n.d2d(dst, src, nbytes)); }
+  d2d(dst: bigint, src: bigint, nbytes: number): void { guardNative(() => this.n.d2d(dst, src, nbytes)); }
   load(artifact: ArtifactRef): number {
     // both binaries are checked against their recorded hashes before anything loads them
     const dir = artifact.outputDir;
@@ -80,18 +61,7 @@ export class CudaDevice implements Device {
     // argBytes, as on cpu: every launch checks each host view's live byte length against
     // these (a detached / shrunk / short view is E_HOST_VIEW) and stages exactly that many bytes.
     const argBytes = argBytesOf(artifact.meta);
-    return guardNative(() => this.#n.loadModule(lib, argBytes));
+    return this.loadLibrary(lib, argBytes);
   }
-  unload(module: number): void { guardNative(() => this.#n.unloadModule(module)); }
-  launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
-    return guardNative(() => this.#n.launch(module, args as unknown[], kinds, slots));
-  }
-  launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
-    return guardNativeAsync(() => this.#n.launchAsync(module, args as unknown[], kinds, slots));
-  }
-  stats(): DeviceStats { return this.#n.stats(); }
-  setRecording(mask: number, dumpBytes: number): void { this.#n.setRecording(mask, dumpBytes); }
-  takeTrace(): DeviceTrace | null { return this.records ? (this.#n.takeTrace() as DeviceTrace | null) : null; }
-  close(): void { this.#n.close(); }
-  get closed(): boolean { return this.#n.closed; }
+  takeTrace(): DeviceTrace | null { return this.records ? (this.n.takeTrace() as DeviceTrace | null) : null; }
 }
