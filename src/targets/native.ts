@@ -24,7 +24,8 @@ export type NativeStats = DeviceStats & { pendingFrees: number };
  * launchAsync stages host inputs when called and copies results back on the JS thread after
  * re-checking the views.
  */
-export interface NativeDevice {
+/** The calls both native device objects answer (native/src/device.h; cuda_device.h the same), as native_device.ts wraps them. */
+export interface NativeDeviceCalls {
   /** Device address of a new zero-filled, 64-byte-aligned allocation. */
   alloc(nbytes: number): bigint;
   /** Releases an allocation; `addr` must be the start of a live allocation. The address is
@@ -37,9 +38,6 @@ export interface NativeDevice {
   h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
   /** Copies nbytes from [addr, addr+nbytes) into `dst`. */
   d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
-  /** Device-side write/read by the interp platform's executor: checked like h2d/d2h, not counted as transfers. */
-  writeDevice(addr: bigint, src: ArrayBufferView, nbytes: number): void;
-  readDevice(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
   /** dlopens a program library (argBytes: see argBytesOf) (checks tspto_abi_version and tspto_entry); returns its id.
    *  `argBytes[i]`: bytes of entry parameter i's tensor (-1 for scalars). With it, every
    *  launch checks each host view's live byte length against it (a detached, shrunk or short
@@ -53,15 +51,25 @@ export interface NativeDevice {
   launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
   /** The same launch off the JS thread; launches on one device are serialized. */
   launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
-  stats(): NativeStats;
+  stats(): DeviceStats;
   /** DFX: what the following launches record (mask: 1 tasks+edges, 2 argument snapshots of
    *  at most dumpBytes per access (0 = whole), 4 hardware counters; 0 = off). */
   setRecording(mask: number, dumpBytes: number): void;
-  /** The trace of the last launch that recorded, once, packed (unpackTrace reads it); null otherwise. */
-  takeTrace(): PackedTrace | null;
+  /** The trace of the last launch that recorded, once; null otherwise. */
+  takeTrace(): unknown;
   /** Idempotent: joins threads, unloads modules, frees all memory. */
   close(): void;
   readonly closed: boolean;
+}
+
+/** The cpu platform's native device (native/src/device.h). */
+export interface NativeDevice extends NativeDeviceCalls {
+  /** Device-side write/read by the interp platform's executor: checked like h2d/d2h, not counted as transfers. */
+  writeDevice(addr: bigint, src: ArrayBufferView, nbytes: number): void;
+  readDevice(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
+  stats(): NativeStats;
+  /** The trace of the last launch that recorded, once, packed (unpackTrace reads it); null otherwise. */
+  takeTrace(): PackedTrace | null;
 }
 
 /** The native trace as the addon returns it: typed arrays, not an object per task (device_wrap.h TakeTrace). */

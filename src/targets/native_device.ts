@@ -3,27 +3,9 @@
 // a native failure reaches the user as a TsptoError. Each platform adds how it opens its device,
 // copies within it (d2d), loads an artifact and reads its trace.
 import type { ArtifactRef, Device, DeviceStats, DeviceTrace } from "./target.js";
-import type { ArgBytes } from "./native.js";
+export type { NativeDeviceCalls } from "./native.js";
+import type { ArgBytes, NativeDeviceCalls } from "./native.js";
 import { guardNative, guardNativeAsync } from "./native_errors.js";
-
-/** The calls both native device objects answer. */
-export interface NativeDeviceCalls {
-  alloc(nbytes: number): bigint;
-  /** True when the release was deferred (launches in flight hold the allocation). */
-  free(addr: bigint): boolean;
-  isLive(addr: bigint): boolean;
-  h2d(addr: bigint, src: ArrayBufferView, nbytes: number): void;
-  d2h(dst: ArrayBufferView, addr: bigint, nbytes: number): void;
-  loadModule(path: string, argBytes?: readonly ArgBytes[]): number;
-  unloadModule(id: number): void;
-  launch(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): number;
-  launchAsync(moduleId: number, args: unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number>;
-  stats(): DeviceStats;
-  setRecording(mask: number, dumpBytes: number): void;
-  takeTrace(): unknown;
-  close(): void;
-  readonly closed: boolean;
-}
 
 export abstract class NativeBackedDevice<N extends NativeDeviceCalls> implements Device {
   abstract readonly records: boolean;
