@@ -5,7 +5,7 @@
 import type { ArtifactRef, Device, DeviceStats, DeviceTrace } from "./target.js";
 export type { NativeDeviceCalls } from "./native.js";
 import type { ArgBytes, NativeDeviceCalls } from "./native.js";
-import { guardNative, guardNativeAsync } from "./native_errors.js";
+import { fromNativeError, guardNative } from "./native_errors.js";
 
 export abstract class NativeBackedDevice<N extends NativeDeviceCalls> implements Device {
   abstract readonly records: boolean;
@@ -24,11 +24,16 @@ export abstract class NativeBackedDevice<N extends NativeDeviceCalls> implements
   /** Loads the verified library at `path` with the entry's argument sizes. */
   protected loadLibrary(path: string, argBytes: readonly ArgBytes[]): number { return guardNative(() => this.n.loadModule(path, argBytes)); }
   unload(module: number): void { guardNative(() => this.n.unloadModule(module)); }
+  // (the launch path: the guard written out, no closure per launch)
   launch(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): number {
-    return guardNative(() => this.n.launch(module, args as unknown[], kinds, slots));
+    try { return this.n.launch(module, args as unknown[], kinds, slots); } catch (e) { throw fromNativeError(e); }
   }
   launchAsync(module: number, args: readonly unknown[], kinds: Uint8Array, slots?: Float64Array): Promise<number> {
-    return guardNativeAsync(() => this.n.launchAsync(module, args as unknown[], kinds, slots));
+    try {
+      return this.n.launchAsync(module, args as unknown[], kinds, slots).catch((e: unknown) => { throw fromNativeError(e); });
+    } catch (e) {
+      return Promise.reject(fromNativeError(e));
+    }
   }
   stats(): DeviceStats { return this.n.stats(); }
   setRecording(mask: number, dumpBytes: number): void { this.n.setRecording(mask, dumpBytes); }

@@ -121,12 +121,3 @@ export function guardNative<T>(f: () => T, context?: NativeErrorContext): T {
     throw fromNativeError(e, context);
   }
 }
-
-/** guardNative for a native call that returns a promise: a throw and a rejection both become the TsptoError. */
-export function guardNativeAsync<T>(f: () => Promise<T>, context?: NativeErrorContext): Promise<T> {
-  try {
-    return f().catch((e: unknown) => { throw fromNativeError(e, context); });
-  } catch (e) {
-    return Promise.reject(fromNativeError(e, context));
-  }
-}

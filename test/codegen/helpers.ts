@@ -1,7 +1,7 @@
 // Helpers for the codegen tests: hand-built lowered programs, the standalone harness
 // (harness/harness.cc) that runs a generated library without the native addon, a seeded
 // PRNG, and independent reference formulas.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +13,7 @@ import {
   type Attrs, type Direction, type Span, type DType, type Expr, type Func, type Stmt, type TileType, type Var,
 } from "../../src/ir/index.js";
 import { getTarget } from "../../src/targets/index.js";
+import { runChild } from "../setup/child.js";
 import type { ArtifactDump } from "../../src/artifact/index.js";
 
 export const INCLUDE_DIR = fileURLToPath(new URL("../../native/include", import.meta.url));
@@ -241,13 +242,7 @@ export async function compileArtifactAsync(p: Program, opts: { platform: string;
  * a compile or a long run starves vitest's own worker messages, which time out after 60 s
  * ("Timeout calling onTaskUpdate") on a busy machine.
  */
-export function execAsync(cmd: string, args: readonly string[], opts: { stdout?: boolean } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ["ignore", opts.stdout ? "pipe" : "ignore", "pipe"] });
-    let stdout = "", stderr = "";
-    p.stdout?.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
-    p.stderr!.setEncoding("utf8").on("data", (d: string) => { stderr += d; });
-    p.on("error", reject);
-    p.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
+export async function execAsync(cmd: string, args: readonly string[], opts: { stdout?: boolean } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const r = await runChild(cmd, args);
+  return { status: r.status, stdout: opts.stdout ? r.stdout : "", stderr: r.stderr };
 }
